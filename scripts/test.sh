@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Sets up everything (packages, build) and runs every test: the release build
+# (static binary) and, unless MOONCAKE_SKIP_SANITIZE=1, the whole suite again
+# under AddressSanitizer + UndefinedBehaviorSanitizer. Ends with the line
+# "N passed, N failed" (meson tests over both builds).
+set -uo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+
+bash scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
+
+builds=(build)
+if [ "${MOONCAKE_SKIP_SANITIZE:-0}" != 1 ]; then
+  BUILD_DIR=build-asan MESON_ARGS="-Dsanitize=true --buildtype=debugoptimized" \
+    bash scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
+  builds+=(build-asan)
+fi
+
+status=0
+for b in "${builds[@]}"; do
+  echo "== meson test in $b"
+  # ASan's leak checker needs ptrace-free /proc access; keep its reports on.
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    meson test -C "$b" --print-errorlogs --num-processes 2 ${MESON_TEST_ARGS:-} || status=1
+done
+
+python3 - "${builds[@]}" <<'PY'
+import json, sys
+passed = failed = 0
+for b in sys.argv[1:]:
+    try:
+        with open(f"{b}/meson-logs/testlog.json") as f:
+            for line in f:
+                r = json.loads(line).get("result")
+                if r in ("OK", "EXPECTEDFAIL"):
+                    passed += 1
+                elif r != "SKIP":
+                    failed += 1
+    except FileNotFoundError:
+        failed += 1
+print(f"{passed} passed, {failed} failed")
+PY
+exit $status

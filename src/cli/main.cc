@@ -1,0 +1,76 @@
+// mooncake: one binary, several roles. Parses the command line with CLI11 and
+// runs the chosen subcommand. Usage errors print one line and exit 2.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+
+namespace {
+
+struct Entry {
+  const char* name;
+  const char* description;
+  mc::cli::RunFn (*setup)(CLI::App&);
+};
+
+constexpr Entry kCommands[] = {
+    {"master", "Run the control plane: object index, allocation, leases, eviction",
+     mc::cli::SetupMaster},
+    {"store", "Contribute memory to the pool and serve transfers from it", mc::cli::SetupStore},
+    {"metadata-server", "Run the HTTP metadata key-value service of the transfer engine",
+     mc::cli::SetupMetadataServer},
+    {"put", "Store an object from a file or stdin", mc::cli::SetupPut},
+    {"get", "Fetch an object to stdout or a file", mc::cli::SetupGet},
+    {"ls", "List keys, optionally under a prefix", mc::cli::SetupLs},
+    {"rm", "Remove objects", mc::cli::SetupRm},
+    {"exists", "Exit 0 if a key is present, 1 if not", mc::cli::SetupExists},
+    {"bench", "Measure the cluster: throughput and latency", mc::cli::SetupBench},
+    {"version", "Print the version and build facts", mc::cli::SetupVersion},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mooncake: a distributed in-memory KV-cache store for LLM inference", "mooncake"};
+  app.require_subcommand(1);
+  app.set_version_flag("-V,--version", std::string("mooncake ") + MOONCAKE_VERSION);
+  app.footer("Run 'mooncake COMMAND --help' for the options of one command.");
+
+  std::vector<std::pair<CLI::App*, mc::cli::RunFn>> runs;
+  for (const Entry& e : kCommands) {
+    CLI::App* sub = app.add_subcommand(e.name, e.description);
+    runs.emplace_back(sub, e.setup(*sub));
+  }
+
+  // CLI11 reports a mistyped command as "a subcommand is required"; name it.
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    for (const Entry& e : kCommands) known = known || std::string(argv[1]) == e.name;
+    if (!known) {
+      std::fprintf(stderr, "mooncake: error: unknown command '%s' (see 'mooncake --help')\n",
+                   argv[1]);
+      return mc::cli::kExitUsage;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    if (what.empty()) what = e.get_name();
+    std::fprintf(stderr, "mooncake: error: %s (see 'mooncake --help')\n", what.c_str());
+    return mc::cli::kExitUsage;
+  }
+  for (auto& [sub, run] : runs) {
+    if (sub->parsed()) return run();
+  }
+  return mc::cli::kExitUsage;  // unreachable: require_subcommand(1)
+}

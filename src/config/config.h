@@ -1,0 +1,92 @@
+// The one typed configuration tree of mooncake, with its defaults.
+//
+// Sources fill it in this order, each overriding the one before:
+//   1. the defaults below,
+//   2. a TOML file (--config FILE),
+//   3. a reference-style mooncake.json (path in MOONCAKE_CONFIG_PATH),
+//   4. the environment (MOONCAKE_MASTER, MOONCAKE_TE_META_DATA_SERVER, ...),
+//   5. command-line flags.
+// TOML section and key names are the member names below without their unit
+// suffix (`default_kv_lease_ttl_us` is `[master] default_kv_lease_ttl`,
+// `global_segment_size_bytes` is `[store] global_segment_size`). Sizes are
+// bytes and durations microseconds internally; the loader accepts "50gb" and
+// "10s", and a plain number in the unit noted beside the member.
+// Plain data: copy it freely, do not share one instance across threads while
+// it is being written.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace mc {
+
+// Where a client or store finds the cluster, and how it talks to it.
+struct ClusterConfig {
+  std::string master = "127.0.0.1:50051";                          // MOONCAKE_MASTER
+  std::string metadata_server = "http://127.0.0.1:8080/metadata";  // MOONCAKE_TE_META_DATA_SERVER
+  std::string local_hostname = "127.0.0.1";                        // MOONCAKE_LOCAL_HOSTNAME
+  std::string protocol = "tcp";                                    // MOONCAKE_PROTOCOL: tcp | rdma
+  std::string device_name;                                         // MOONCAKE_DEVICE
+  std::string auth_token;                                          // MOONCAKE_AUTH_TOKEN
+  bool shm = true;  // same-host shared-memory fast path
+  uint64_t rpc_timeout_us = 5000000;
+  uint32_t rpc_retries = 5;  // with backoff, before "master unavailable"
+};
+
+struct MasterConfig {
+  std::string rpc_address = "0.0.0.0";
+  uint16_t rpc_port = 50051;
+  uint16_t metrics_port = 9003;
+  bool enable_http_metadata_server = false;
+  std::string http_metadata_server_host = "0.0.0.0";
+  uint16_t http_metadata_server_port = 8080;
+  uint64_t default_kv_lease_ttl_us = 10000000;        // plain numbers: ms
+  uint64_t default_kv_soft_pin_ttl_us = 1800000000;   // plain numbers: ms
+  double eviction_high_watermark_ratio = 0.90;
+  double eviction_ratio = 0.05;
+  uint64_t client_ttl_us = 10000000;                  // plain numbers: s
+  uint64_t put_timeout_us = 30000000;                 // plain numbers: s
+  uint64_t stripe_size_bytes = 16ull << 20;
+  std::string data_dir = "/var/lib/mooncake";         // "none": memory only
+  uint32_t max_connections = 4096;
+  uint32_t max_batch = 4096;
+  uint32_t max_key_bytes = 4096;
+  uint64_t metrics_log_interval_us = 10000000;        // plain numbers: s
+};
+
+struct StoreConfig {
+  uint64_t global_segment_size_bytes = 1ull << 30;    // MOONCAKE_GLOBAL_SEGMENT_SIZE
+  uint16_t port = 0;                                  // data port; 0 picks a free one
+  bool hugepages = true;
+  uint32_t max_connections = 1024;
+};
+
+struct ClientConfig {
+  uint64_t local_buffer_size_bytes = 64ull << 20;     // MOONCAKE_LOCAL_BUFFER_SIZE
+  uint32_t replicas = 1;
+  uint32_t tcp_streams = 4;                           // connections a transfer is striped over
+};
+
+struct MetadataServerConfig {
+  std::string host = "0.0.0.0";
+  uint16_t port = 8080;
+  std::string db;                                     // SQLite file; empty: memory only
+  uint32_t max_key_bytes = 4096;
+  uint64_t max_value_bytes = 4ull << 20;
+  uint32_t threads = 8;
+};
+
+struct LogConfig {
+  std::string level = "info";  // debug | info | warn | error
+};
+
+struct Config {
+  ClusterConfig cluster;
+  MasterConfig master;
+  StoreConfig store;
+  ClientConfig client;
+  MetadataServerConfig metadata_server;
+  LogConfig log;
+};
+
+}  // namespace mc

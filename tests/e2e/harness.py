@@ -1,0 +1,137 @@
+"""Shared helpers for mooncake's end-to-end tests.
+
+Every test runs the real `mooncake` binary (MOONCAKE_BIN) as separate
+processes on 127.0.0.1, on ports picked free at run time, and stops every
+process it started by its pid, even when a check fails. Checks are counted;
+the script exits 1 if any failed.
+"""
+import atexit
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+BIN = os.environ.get("MOONCAKE_BIN") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "build", "src", "cli", "mooncake")
+SRC = os.environ.get("MOONCAKE_SRC") or os.path.join(os.path.dirname(__file__), "..", "..")
+
+_procs = []
+_failures = 0
+_checks = 0
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(args, input=None, env=None, timeout=60):
+    """Runs `mooncake ARGS` to completion; returns CompletedProcess (bytes)."""
+    full_env = dict(os.environ)
+    for k in list(full_env):
+        if k.startswith("MOONCAKE_") and k not in ("MOONCAKE_BIN", "MOONCAKE_SRC"):
+            del full_env[k]
+    if env:
+        full_env.update(env)
+    return subprocess.run([BIN] + list(args), input=input, env=full_env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+
+
+def start(args, env=None, log_name=None):
+    """Starts `mooncake ARGS` in the background; it is killed at exit."""
+    full_env = dict(os.environ)
+    for k in list(full_env):
+        if k.startswith("MOONCAKE_") and k not in ("MOONCAKE_BIN", "MOONCAKE_SRC"):
+            del full_env[k]
+    if env:
+        full_env.update(env)
+    log = open(log_name or os.devnull, "wb")
+    p = subprocess.Popen([BIN] + list(args), env=full_env, stdout=log, stderr=subprocess.STDOUT)
+    _procs.append(p)
+    return p
+
+
+def stop(p, sig=signal.SIGTERM, timeout=10):
+    """Stops one started process by its pid; SIGKILL if it does not exit."""
+    if p.poll() is None:
+        try:
+            os.kill(p.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+    return p.returncode
+
+
+@atexit.register
+def _stop_all():
+    for p in _procs:
+        if p.poll() is None:
+            try:
+                os.kill(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+
+
+def wait_http(url, timeout=15.0):
+    """Waits until GET url answers (any HTTP status). Returns True if it did."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=1).read()
+            return True
+        except urllib.error.HTTPError:
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def wait_port(port, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def http(method, url, body=None, timeout=10):
+    """Returns (status, body bytes) for one HTTP request."""
+    req = urllib.request.Request(url, data=body, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def check(cond, what):
+    global _failures, _checks
+    _checks += 1
+    if cond:
+        print(f"ok   {what}")
+    else:
+        _failures += 1
+        print(f"FAIL {what}")
+    sys.stdout.flush()
+    return cond
+
+
+def finish():
+    """Prints the totals and exits 1 if any check failed."""
+    _stop_all()
+    print(f"{_checks - _failures} checks passed, {_failures} failed")
+    sys.exit(1 if _failures else 0)
