@@ -1,0 +1,51 @@
+// EvictionPolicy: the seam through which the master chooses what to evict.
+//
+// The master tells the policy about every complete object (OnInsert), every
+// read or existence check that hit it (OnAccess) and every removal that was
+// not the policy's choice (OnRemove). When space is needed it asks for
+// victims with NextVictim, passing a predicate that says whether an object
+// may be evicted right now (no lease, not pinned in this round, complete).
+// Policies may keep "ghost" history of evicted keys by key hash to adapt
+// (ARC-style). Not thread-safe: the master calls it under its own lock.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+namespace mc::master {
+
+// Stable handle of an object inside the master while it exists.
+using ObjectId = uint64_t;
+
+class EvictionPolicy {
+ public:
+  virtual ~EvictionPolicy() = default;
+
+  // `key_hash` identifies the key across remove/re-put (for ghost history).
+  virtual void OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_bytes) = 0;
+  virtual void OnAccess(ObjectId id) = 0;
+  // The object left the pool for a reason other than NextVictim.
+  virtual void OnRemove(ObjectId id) = 0;
+
+  // Picks the next object to evict among those `evictable` accepts and stops
+  // tracking it (it becomes ghost history if the policy keeps any). Returns
+  // nullopt when no tracked object is evictable. Objects `evictable` rejects
+  // stay tracked, in place.
+  virtual std::optional<ObjectId> NextVictim(
+      const std::function<bool(ObjectId)>& evictable) = 0;
+
+  virtual std::string_view name() const = 0;
+  // Number of live objects tracked.
+  virtual size_t tracked() const = 0;
+};
+
+// "lru" (approximate LRU) or "adaptive" (the default); nullptr if unknown.
+// `capacity_hint_objects` sizes ghost history; 0 lets the policy grow it with
+// the number of tracked objects.
+std::unique_ptr<EvictionPolicy> MakeEvictionPolicy(std::string_view name,
+                                                   size_t capacity_hint_objects);
+
+}  // namespace mc::master
