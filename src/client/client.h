@@ -1,0 +1,52 @@
+// Client: the library through which the CLI, the stores and the bench use a
+// mooncake cluster. It talks to the master over RPC for metadata and moves
+// object bytes directly to and from the stores' segments (TCP, or mapped
+// shared memory when the store is on the same host and shm is enabled).
+//
+// Thread-safe: one Client may be shared by many threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "config/config.h"
+#include "proto/messages.h"
+
+namespace mc::client {
+
+class Client {
+ public:
+  virtual ~Client() = default;
+
+  // Connects to the master named in `config.cluster` (handshake, auth).
+  // RPC_FAIL "master unavailable at H:P" when it cannot be reached.
+  static Result<std::unique_ptr<Client>> Connect(const Config& config);
+
+  // Stores `value` under `key`. OBJECT_ALREADY_EXISTS if the key exists,
+  // NO_AVAILABLE_HANDLE if the pool has no room even after eviction.
+  virtual Status Put(const std::string& key, std::span<const uint8_t> value,
+                     const proto::PutOptions& options) = 0;
+  // Fetches the whole object. OBJECT_NOT_FOUND if absent.
+  virtual Result<std::vector<uint8_t>> Get(const std::string& key) = 0;
+  virtual Result<bool> Exists(const std::string& key) = 0;
+  virtual Status Remove(const std::string& key, bool force) = 0;
+  virtual Result<proto::ListKeysReply> List(const proto::ListKeysRequest& request) = 0;
+  virtual Result<proto::ClusterStatusReply> ClusterStatus() = 0;
+
+  // Batch forms: one result per key, in order.
+  virtual std::vector<Status> BatchPut(const std::vector<std::string>& keys,
+                                       const std::vector<std::span<const uint8_t>>& values,
+                                       const proto::PutOptions& options) = 0;
+  virtual std::vector<Result<std::vector<uint8_t>>> BatchGet(
+      const std::vector<std::string>& keys) = 0;
+  virtual std::vector<Result<bool>> BatchExists(const std::vector<std::string>& keys) = 0;
+
+  // "same-host" if the last transfer used mapped memory, else "tcp".
+  virtual std::string last_transfer_path() const = 0;
+};
+
+}  // namespace mc::client
