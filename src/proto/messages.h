@@ -33,6 +33,10 @@ struct SegmentDesc {
   // Changes whenever the store's memory is new (store process restarted), so
   // the master never serves bytes a previous incarnation held.
   uint64_t incarnation = 0;
+  // Random secret the store generated for this incarnation. The master signs
+  // every buffer it hands out with it (BufferDesc::capability), and the store
+  // serves a transfer only with a valid, unexpired capability.
+  std::string access_key;
 };
 
 // One contiguous piece of a replica inside one segment.
@@ -43,6 +47,12 @@ struct BufferDesc {
   std::string hostname;
   uint64_t offset = 0;       // byte offset inside the segment
   uint64_t size_bytes = 0;
+  // HMAC-SHA256 by the segment's access_key over (op, incarnation, offset,
+  // size, expiry): what lets the store refuse writes outside in-progress puts
+  // and reads of anything but complete, leased replicas. Filled by the master
+  // service, not by the state machine.
+  std::string capability;
+  uint64_t capability_expiry_unix_ms = 0;
 };
 
 enum class ReplicaStatus : uint8_t { kProcessing = 1, kComplete = 2 };
