@@ -1,0 +1,54 @@
+#include "common/capability.h"
+
+#include <chrono>
+
+#include "common/crypto.h"
+
+namespace mc {
+
+namespace {
+
+void PutLe(std::string* out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+}  // namespace
+
+std::string SignCapability(std::string_view access_key, const CapabilityGrant& grant) {
+  std::string msg = "mooncake-cap-v1";
+  msg.push_back(static_cast<char>(grant.op));
+  PutLe(&msg, grant.incarnation);
+  PutLe(&msg, grant.offset);
+  PutLe(&msg, grant.size_bytes);
+  PutLe(&msg, grant.expiry_unix_ms);
+  return HmacSha256(access_key, msg);
+}
+
+Status CheckCapability(std::string_view access_key, const CapabilityGrant& grant,
+                       std::string_view signature, CapabilityOp op, uint64_t offset,
+                       uint64_t len, uint64_t now_unix_ms) {
+  ErrorCode code = op == CapabilityOp::kWrite ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ;
+  const char* what = op == CapabilityOp::kWrite ? "write" : "read";
+  if (grant.op != op) return Error(code, std::string(what) + " with a grant for another operation");
+  if (!ConstantTimeEqual(SignCapability(access_key, grant), signature)) {
+    return Error(code, std::string(what) + " without a valid grant from the master");
+  }
+  if (now_unix_ms > grant.expiry_unix_ms) {
+    return Error(code, std::string(what) + " with an expired grant (" +
+                           std::to_string(now_unix_ms - grant.expiry_unix_ms) + " ms ago)");
+  }
+  uint64_t end = offset + len;
+  if (end < offset || offset < grant.offset || end > grant.offset + grant.size_bytes) {
+    return Error(code, std::string(what) + " of [" + std::to_string(offset) + ", " +
+                           std::to_string(end) + ") outside the granted buffer");
+  }
+  return Status::Ok();
+}
+
+uint64_t WallClockUnixMs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+}  // namespace mc
