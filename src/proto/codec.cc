@@ -1,0 +1,256 @@
+#include "proto/codec.h"
+
+namespace mc::proto {
+
+namespace {
+template <typename T>
+void DecodeVector(Reader& r, std::vector<T>* v, size_t max_items, const char* field) {
+  uint32_t n = r.Count(max_items, field);
+  v->clear();
+  // Grow as elements decode, so a lying count costs no memory up front.
+  v->reserve(n < kReserveItems ? n : kReserveItems);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) Decode(r, &v->emplace_back());
+}
+template <typename T>
+void EncodeVector(Writer& w, const std::vector<T>& v) {
+  w.U32(static_cast<uint32_t>(v.size()));
+  for (const T& e : v) Encode(w, e);
+}
+}  // namespace
+
+void Encode(Writer&, const Empty&) {}
+void Decode(Reader&, Empty*) {}
+
+void Encode(Writer& w, const bool& v) { w.Bool(v); }
+void Decode(Reader& r, bool* v) { *v = r.Bool("bool"); }
+
+void Encode(Writer& w, const Status& v) {
+  w.I32(static_cast<int32_t>(v.code()));
+  std::string_view m = v.ok() ? std::string_view() : std::string_view(v.message());
+  w.Str(m.substr(0, kMaxMessageBytes));
+}
+void Decode(Reader& r, Status* v) {
+  int32_t code = r.I32("status code");
+  std::string msg;
+  r.Str(&msg, kMaxMessageBytes, "status message");
+  if (!r.ok()) return;
+  // Unknown codes are kept as they are: a newer peer may add codes, and any
+  // non-zero code is an error to an older one.
+  *v = code == 0 ? Status() : Status(static_cast<ErrorCode>(code), std::move(msg));
+}
+
+void Encode(Writer& w, const ClientId& v) {
+  w.U64(v.hi);
+  w.U64(v.lo);
+}
+void Decode(Reader& r, ClientId* v) {
+  v->hi = r.U64("client.hi");
+  v->lo = r.U64("client.lo");
+}
+
+void Encode(Writer& w, const SegmentDesc& v) {
+  w.Str(v.name);
+  w.Str(v.hostname);
+  w.Str(v.endpoint);
+  w.Str(v.shm_path);
+  w.U64(v.size_bytes);
+  w.U64(v.incarnation);
+}
+void Decode(Reader& r, SegmentDesc* v) {
+  r.Str(&v->name, kMaxStringBytes, "segment.name");
+  r.Str(&v->hostname, kMaxStringBytes, "segment.hostname");
+  r.Str(&v->endpoint, kMaxStringBytes, "segment.endpoint");
+  r.Str(&v->shm_path, kMaxStringBytes, "segment.shm_path");
+  v->size_bytes = r.U64("segment.size_bytes");
+  v->incarnation = r.U64("segment.incarnation");
+}
+
+void Encode(Writer& w, const BufferDesc& v) {
+  w.Str(v.segment_name);
+  w.Str(v.endpoint);
+  w.Str(v.shm_path);
+  w.Str(v.hostname);
+  w.U64(v.offset);
+  w.U64(v.size_bytes);
+}
+void Decode(Reader& r, BufferDesc* v) {
+  r.Str(&v->segment_name, kMaxStringBytes, "buffer.segment_name");
+  r.Str(&v->endpoint, kMaxStringBytes, "buffer.endpoint");
+  r.Str(&v->shm_path, kMaxStringBytes, "buffer.shm_path");
+  r.Str(&v->hostname, kMaxStringBytes, "buffer.hostname");
+  v->offset = r.U64("buffer.offset");
+  v->size_bytes = r.U64("buffer.size_bytes");
+}
+
+void Encode(Writer& w, const ReplicaDesc& v) {
+  w.U8(static_cast<uint8_t>(v.status));
+  EncodeVector(w, v.buffers);
+}
+void Decode(Reader& r, ReplicaDesc* v) {
+  uint8_t s = r.U8("replica.status");
+  if (r.ok() && s != static_cast<uint8_t>(ReplicaStatus::kProcessing) &&
+      s != static_cast<uint8_t>(ReplicaStatus::kComplete)) {
+    return r.Fail("replica.status", "unknown replica status");
+  }
+  v->status = static_cast<ReplicaStatus>(s);
+  DecodeVector(r, &v->buffers, kMaxBuffersPerReplica, "replica.buffers count");
+}
+
+void Encode(Writer& w, const PutOptions& v) {
+  w.U32(v.replicas);
+  w.Bool(v.soft_pin);
+}
+void Decode(Reader& r, PutOptions* v) {
+  v->replicas = r.U32("options.replicas");
+  v->soft_pin = r.Bool("options.soft_pin");
+}
+
+void Encode(Writer& w, const MountSegmentRequest& v) {
+  Encode(w, v.client);
+  Encode(w, v.segment);
+}
+void Decode(Reader& r, MountSegmentRequest* v) {
+  Decode(r, &v->client);
+  Decode(r, &v->segment);
+}
+
+void Encode(Writer& w, const UnmountSegmentRequest& v) {
+  Encode(w, v.client);
+  w.Str(v.segment_name);
+}
+void Decode(Reader& r, UnmountSegmentRequest* v) {
+  Decode(r, &v->client);
+  r.Str(&v->segment_name, kMaxStringBytes, "segment_name");
+}
+
+void Encode(Writer& w, const PingRequest& v) { Encode(w, v.client); }
+void Decode(Reader& r, PingRequest* v) { Decode(r, &v->client); }
+
+void Encode(Writer& w, const PingReply& v) {
+  w.Bool(v.remount);
+  w.U64(v.view_version);
+}
+void Decode(Reader& r, PingReply* v) {
+  v->remount = r.Bool("remount");
+  v->view_version = r.U64("view_version");
+}
+
+void Encode(Writer& w, const PutStartRequest& v) {
+  Encode(w, v.client);
+  w.Str(v.key);
+  w.U64(v.size_bytes);
+  Encode(w, v.options);
+}
+void Decode(Reader& r, PutStartRequest* v) {
+  Decode(r, &v->client);
+  r.Str(&v->key, kMaxStringBytes, "key");
+  v->size_bytes = r.U64("size_bytes");
+  Decode(r, &v->options);
+}
+
+void Encode(Writer& w, const PutStartReply& v) { EncodeVector(w, v.replicas); }
+void Decode(Reader& r, PutStartReply* v) {
+  DecodeVector(r, &v->replicas, kMaxReplicas, "replicas count");
+}
+
+void Encode(Writer& w, const KeyRequest& v) {
+  Encode(w, v.client);
+  w.Str(v.key);
+}
+void Decode(Reader& r, KeyRequest* v) {
+  Decode(r, &v->client);
+  r.Str(&v->key, kMaxStringBytes, "key");
+}
+
+void Encode(Writer& w, const GetReplicaListReply& v) {
+  EncodeVector(w, v.replicas);
+  w.U64(v.size_bytes);
+  w.U64(v.lease_ttl_us);
+}
+void Decode(Reader& r, GetReplicaListReply* v) {
+  DecodeVector(r, &v->replicas, kMaxReplicas, "replicas count");
+  v->size_bytes = r.U64("size_bytes");
+  v->lease_ttl_us = r.U64("lease_ttl_us");
+}
+
+void Encode(Writer& w, const RemoveRequest& v) {
+  w.Str(v.key);
+  w.Bool(v.force);
+}
+void Decode(Reader& r, RemoveRequest* v) {
+  r.Str(&v->key, kMaxStringBytes, "key");
+  v->force = r.Bool("force");
+}
+
+void Encode(Writer& w, const RemoveAllReply& v) { w.U64(v.removed); }
+void Decode(Reader& r, RemoveAllReply* v) { v->removed = r.U64("removed"); }
+
+void Encode(Writer& w, const ListKeysRequest& v) {
+  w.Str(v.prefix);
+  w.U32(v.limit);
+  w.Str(v.cursor);
+}
+void Decode(Reader& r, ListKeysRequest* v) {
+  r.Str(&v->prefix, kMaxStringBytes, "prefix");
+  v->limit = r.U32("limit");
+  r.Str(&v->cursor, kMaxStringBytes, "cursor");
+}
+
+void Encode(Writer& w, const KeyInfo& v) {
+  w.Str(v.key);
+  w.U64(v.size_bytes);
+  w.U32(v.replicas);
+  w.Bool(v.soft_pinned);
+}
+void Decode(Reader& r, KeyInfo* v) {
+  r.Str(&v->key, kMaxStringBytes, "key");
+  v->size_bytes = r.U64("size_bytes");
+  v->replicas = r.U32("replicas");
+  v->soft_pinned = r.Bool("soft_pinned");
+}
+
+void Encode(Writer& w, const ListKeysReply& v) {
+  EncodeVector(w, v.keys);
+  w.Str(v.next_cursor);
+}
+void Decode(Reader& r, ListKeysReply* v) {
+  DecodeVector(r, &v->keys, kMaxBatchItems, "keys count");
+  r.Str(&v->next_cursor, kMaxStringBytes, "next_cursor");
+}
+
+void Encode(Writer& w, const SegmentStatus& v) {
+  w.Str(v.name);
+  w.Str(v.endpoint);
+  w.U64(v.size_bytes);
+  w.U64(v.used_bytes);
+}
+void Decode(Reader& r, SegmentStatus* v) {
+  r.Str(&v->name, kMaxStringBytes, "segment.name");
+  r.Str(&v->endpoint, kMaxStringBytes, "segment.endpoint");
+  v->size_bytes = r.U64("segment.size_bytes");
+  v->used_bytes = r.U64("segment.used_bytes");
+}
+
+void Encode(Writer& w, const ClusterStatusReply& v) {
+  w.U64(v.capacity_bytes);
+  w.U64(v.used_bytes);
+  w.U64(v.key_count);
+  w.U64(v.soft_pinned_count);
+  w.U64(v.active_clients);
+  EncodeVector(w, v.segments);
+}
+void Decode(Reader& r, ClusterStatusReply* v) {
+  v->capacity_bytes = r.U64("capacity_bytes");
+  v->used_bytes = r.U64("used_bytes");
+  v->key_count = r.U64("key_count");
+  v->soft_pinned_count = r.U64("soft_pinned_count");
+  v->active_clients = r.U64("active_clients");
+  DecodeVector(r, &v->segments, kMaxSegments, "segments count");
+}
+
+void EncodeErrorReply(const Status& status, std::string* out) {
+  Writer w(out);
+  Encode(w, status);
+}
+
+}  // namespace mc::proto

@@ -1,0 +1,14 @@
+#include "proto/messages.h"
+
+#include <cstdio>
+
+namespace mc::proto {
+
+std::string ClientId::ToString() const {
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(hi),
+                static_cast<unsigned long long>(lo));
+  return buf;
+}
+
+}  // namespace mc::proto
