@@ -1,0 +1,149 @@
+// Trace replay against exact LRU and against policies behind the seam.
+#include <cassert>
+#include <list>
+#include <unordered_map>
+
+#include "bench/trace.h"
+
+namespace mc::bench {
+namespace {
+
+class ExactLruCache final : public PrefixCache {
+ public:
+  explicit ExactLruCache(size_t capacity_blocks) : capacity_(capacity_blocks) {}
+
+  size_t LookupPrefix(std::span<const uint64_t> blocks) override {
+    size_t n = 0;
+    while (n < blocks.size() && Touch(blocks[n])) ++n;
+    return n;
+  }
+
+  void Store(std::span<const uint64_t> blocks) override {
+    for (uint64_t b : blocks) {
+      if (Touch(b) || capacity_ == 0) continue;
+      if (map_.size() == capacity_) {
+        map_.erase(order_.back());
+        order_.pop_back();
+      }
+      order_.push_front(b);
+      map_.emplace(b, order_.begin());
+    }
+  }
+
+ private:
+  bool Touch(uint64_t b) {
+    auto it = map_.find(b);
+    if (it == map_.end()) return false;
+    order_.splice(order_.begin(), order_, it->second);
+    return true;
+  }
+
+  size_t capacity_;
+  std::list<uint64_t> order_;  // front = most recent
+  std::unordered_map<uint64_t, std::list<uint64_t>::iterator> map_;
+};
+
+class PolicyCache final : public PrefixCache {
+ public:
+  PolicyCache(std::unique_ptr<master::EvictionPolicy> policy, size_t capacity_blocks,
+              TouchOrder order)
+      : policy_(std::move(policy)), capacity_(capacity_blocks), order_(order) {}
+
+  size_t LookupPrefix(std::span<const uint64_t> blocks) override {
+    size_t n = 0;
+    while (n < blocks.size() && ids_.count(blocks[n])) ++n;
+    ForEach(blocks.first(n), [&](uint64_t b) { policy_->OnAccess(ids_.at(b)); });
+    return n;
+  }
+
+  void Store(std::span<const uint64_t> blocks) override {
+    ForEach(blocks, [&](uint64_t b) {
+      auto it = ids_.find(b);
+      if (it != ids_.end()) {
+        policy_->OnAccess(it->second);
+        return;
+      }
+      if (capacity_ == 0) return;
+      if (ids_.size() == capacity_) Evict();
+      master::ObjectId id = next_id_++;
+      ids_.emplace(b, id);
+      blocks_.emplace(id, b);
+      // The key hash is the block's hash id: a re-stored block finds its ghost.
+      policy_->OnInsert(id, b, kBlockBytes);
+    });
+  }
+
+ private:
+  // Blocks all have one size; only the count matters against the capacity.
+  static constexpr uint64_t kBlockBytes = 1;
+
+  template <typename Fn>
+  void ForEach(std::span<const uint64_t> blocks, Fn fn) {
+    if (order_ == TouchOrder::kChainOrder) {
+      for (uint64_t b : blocks) fn(b);
+    } else {
+      for (size_t i = blocks.size(); i-- > 0;) fn(blocks[i]);
+    }
+  }
+
+  void Evict() {
+    std::optional<master::ObjectId> victim =
+        policy_->NextVictim([](master::ObjectId) { return true; });
+    assert(victim && "a full cache must yield a victim");
+    auto it = blocks_.find(*victim);
+    assert(it != blocks_.end() && "policy returned an id it was never given");
+    ids_.erase(it->second);
+    blocks_.erase(it);
+    assert(policy_->tracked() == ids_.size());
+  }
+
+  std::unique_ptr<master::EvictionPolicy> policy_;
+  size_t capacity_;
+  TouchOrder order_;
+  master::ObjectId next_id_ = 1;
+  std::unordered_map<uint64_t, master::ObjectId> ids_;     // block -> id
+  std::unordered_map<master::ObjectId, uint64_t> blocks_;  // id -> block
+};
+
+}  // namespace
+
+ReplayStats ReplayTrace(const Trace& trace, PrefixCache& cache) {
+  ReplayStats stats;
+  for (const TraceRequest& req : trace.requests) {
+    std::span<const uint64_t> blocks(req.hash_ids);
+    size_t hit = cache.LookupPrefix(blocks);
+    assert(hit <= blocks.size());
+    cache.Store(blocks.subspan(hit));
+    ++stats.requests;
+    stats.blocks += blocks.size();
+    stats.hit_blocks += hit;
+  }
+  return stats;
+}
+
+std::unique_ptr<PrefixCache> MakeExactLruCache(size_t capacity_blocks) {
+  return std::make_unique<ExactLruCache>(capacity_blocks);
+}
+
+std::unique_ptr<PrefixCache> MakePolicyCache(std::unique_ptr<master::EvictionPolicy> policy,
+                                             size_t capacity_blocks, TouchOrder order) {
+  return std::make_unique<PolicyCache>(std::move(policy), capacity_blocks, order);
+}
+
+double ExactLruHitRatio(const Trace& trace, size_t capacity_blocks) {
+  auto cache = MakeExactLruCache(capacity_blocks);
+  return ReplayTrace(trace, *cache).hit_ratio();
+}
+
+Result<double> PolicyHitRatio(const Trace& trace, std::string_view policy_name,
+                              size_t capacity_blocks, TouchOrder order) {
+  auto policy = master::MakeEvictionPolicy(policy_name, capacity_blocks);
+  if (!policy) {
+    return Error(ErrorCode::INVALID_PARAMS,
+                 "unknown eviction policy '" + std::string(policy_name) + "'");
+  }
+  auto cache = MakePolicyCache(std::move(policy), capacity_blocks, order);
+  return ReplayTrace(trace, *cache).hit_ratio();
+}
+
+}  // namespace mc::bench

@@ -1,0 +1,86 @@
+// AdaptivePolicy ("adaptive", the default): ARC (Megiddo & Modha) adapted to
+// variable object sizes and to the master's seam.
+//
+// Live objects sit in T1 (seen once since they entered) or T2 (hit again);
+// evicted keys leave a ghost, by key hash, in B1 or B2. A re-put of a key whose
+// ghost is in B1 means recency deserved more room: the target size of T1 (p,
+// in bytes) grows; a ghost hit in B2 shrinks it. Victims come from the LRU end
+// of T1 while T1 is above p, else from T2; objects the predicate rejects are
+// skipped and stay where they are. The cache size c the policy adapts against
+// is the live byte count seen when the master last asked for a victim (it
+// asks when full). Ghost history is bounded by ARC's own rules (T1+B1 <= c,
+// ghosts <= c in bytes) and by `ghost_limit_objects()`.
+//
+// O(1) per insert/access/remove; a victim costs O(objects skipped). About 40
+// bytes per live object plus ~16 of index, ~32+16 per ghost. Not thread-safe.
+#pragma once
+
+#include "master/eviction_policy.h"
+#include "master/eviction_table.h"
+
+namespace mc::master {
+
+class AdaptivePolicy final : public EvictionPolicy {
+ public:
+  // Ghosts are at most `capacity_hint_objects`, or, if it is 0, at most the
+  // high-water mark of tracked objects (and never fewer than this floor, so a
+  // cold cache can still learn).
+  static constexpr size_t kMinGhostLimitObjects = 1024;
+
+  explicit AdaptivePolicy(size_t capacity_hint_objects);
+
+  void OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_bytes) override;
+  void OnAccess(ObjectId id) override;
+  void OnRemove(ObjectId id) override;
+  std::optional<ObjectId> NextVictim(
+      const std::function<bool(ObjectId)>& evictable) override;
+  std::string_view name() const override { return "adaptive"; }
+  size_t tracked() const override { return live_index_.size(); }
+
+  size_t ghosts() const { return ghost_index_.size(); }
+  size_t ghost_limit_objects() const;
+  // T1's target size in bytes, for tests and metrics.
+  uint64_t target_recent_bytes() const { return target_t1_bytes_; }
+  // Heap bytes held by the policy (for the per-object memory budget).
+  size_t memory_bytes() const;
+
+ private:
+  enum ListId : uint8_t { kT1, kT2, kB1, kB2 };
+  struct LiveNode {
+    ObjectId id = 0;
+    uint64_t key_hash = 0;
+    uint64_t size_bytes = 0;
+    uint32_t prev = eviction::kNoSlot;
+    uint32_t next = eviction::kNoSlot;
+    ListId list = kT1;
+  };
+  struct GhostNode {
+    uint64_t key_hash = 0;
+    uint64_t size_bytes = 0;
+    uint32_t prev = eviction::kNoSlot;
+    uint32_t next = eviction::kNoSlot;
+    ListId list = kB1;
+  };
+
+  eviction::NodeList& Live(ListId l) { return l == kT1 ? t1_ : t2_; }
+  eviction::NodeList& Ghost(ListId l) { return l == kB1 ? b1_ : b2_; }
+  // Returns the live list a re-put key goes to, adapting p on a ghost hit.
+  ListId ConsumeGhost(uint64_t key_hash, uint64_t size_bytes);
+  uint32_t FindEvictable(const eviction::NodeList& list,
+                         const std::function<bool(ObjectId)>& evictable) const;
+  void AddGhost(uint64_t key_hash, uint64_t size_bytes, ListId list);
+  void DropGhost(ListId list);
+  void TrimGhosts();
+
+  size_t capacity_hint_objects_;
+  size_t tracked_high_water_ = 0;
+  uint64_t cache_bytes_ = 0;        // c: live bytes when last full
+  uint64_t target_t1_bytes_ = 0;    // p
+  eviction::NodeList t1_, t2_, b1_, b2_;
+  eviction::NodePool<LiveNode> live_;
+  eviction::NodePool<GhostNode> ghost_;
+  eviction::SlotIndex live_index_;   // id -> live slot
+  eviction::SlotIndex ghost_index_;  // key hash -> ghost slot
+};
+
+}  // namespace mc::master
