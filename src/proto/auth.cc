@@ -1,14 +1,8 @@
 #include "proto/auth.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
-
-#include <cstdlib>
 #include <cstring>
 
-#include "common/log.h"
+#include "common/crypto.h"
 
 namespace mc::proto {
 
@@ -19,29 +13,23 @@ constexpr std::string_view kClientLabel = "mooncake-rpc client";
 constexpr std::string_view kServerLabel = "mooncake-rpc server";
 
 Proof Hmac(std::string_view token, std::string_view label, const Nonce& a, const Nonce& b) {
-  uint8_t msg[19 + 2 * kNonceBytes];
-  static_assert(kClientLabel.size() == 19 && kServerLabel.size() == 19);
-  std::memcpy(msg, label.data(), label.size());
-  std::memcpy(msg + label.size(), a.data(), kNonceBytes);
-  std::memcpy(msg + label.size() + kNonceBytes, b.data(), kNonceBytes);
+  std::string msg;
+  msg.reserve(label.size() + 2 * kNonceBytes);
+  msg.append(label);
+  msg.append(reinterpret_cast<const char*>(a.data()), kNonceBytes);
+  msg.append(reinterpret_cast<const char*>(b.data()), kNonceBytes);
+  std::string mac = HmacSha256(token, msg);
+  static_assert(kHmacBytes == kProofBytes);
   Proof out{};
-  unsigned int len = 0;
-  uint8_t* res = HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()), msg, sizeof msg,
-                      out.data(), &len);
-  if (res == nullptr || len != kProofBytes) {
-    MC_LOG(ERROR) << "HMAC-SHA256 failed in OpenSSL";
-    std::abort();
-  }
+  std::memcpy(out.data(), mac.data(), kProofBytes);
   return out;
 }
 }  // namespace
 
 Nonce RandomNonce() {
+  std::string bytes = RandomBytes(kNonceBytes);
   Nonce n{};
-  if (RAND_bytes(n.data(), static_cast<int>(n.size())) != 1) {
-    MC_LOG(ERROR) << "RAND_bytes failed: no randomness for a handshake nonce";
-    std::abort();
-  }
+  std::memcpy(n.data(), bytes.data(), kNonceBytes);
   return n;
 }
 
@@ -54,7 +42,8 @@ Proof ServerProof(std::string_view token, const Nonce& client_nonce, const Nonce
 }
 
 bool ProofEquals(const Proof& a, const Proof& b) {
-  return CRYPTO_memcmp(a.data(), b.data(), kProofBytes) == 0;
+  return ConstantTimeEqual(std::string_view(reinterpret_cast<const char*>(a.data()), kProofBytes),
+                           std::string_view(reinterpret_cast<const char*>(b.data()), kProofBytes));
 }
 
 }  // namespace mc::proto

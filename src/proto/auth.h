@@ -1,5 +1,5 @@
 // The cryptography of the handshake (see handshake.h): random nonces and the
-// HMAC-SHA256 proofs, via OpenSSL. Thread-safe.
+// HMAC-SHA256 proofs, over common/crypto.h. Thread-safe.
 #pragma once
 
 #include <string_view>
