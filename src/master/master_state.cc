@@ -1,0 +1,432 @@
+#include "master/master_state.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdio>
+#include <functional>
+
+#include "master/master_state_internal.h"
+
+namespace mc::master {
+
+std::string ClientName(const proto::ClientId& id) {
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(id.hi),
+                static_cast<unsigned long long>(id.lo));
+  return buf;
+}
+
+namespace {
+
+// Counts a request and, when `failed`, a failure; returns `r` unchanged.
+template <typename R>
+R Count(OpCounter& c, R r, bool failed) {
+  ++c.requests;
+  if (failed) ++c.failures;
+  return r;
+}
+Status Count(OpCounter& c, Status s) {
+  const bool failed = !s.ok();
+  return Count(c, std::move(s), failed);
+}
+template <typename T>
+Result<T> Count(OpCounter& c, Result<T> r) {
+  const bool failed = !r.ok();
+  return Count(c, std::move(r), failed);
+}
+
+std::string Quoted(std::string_view key) { return "'" + std::string(key) + "'"; }
+
+}  // namespace
+
+MasterState::MasterState(const MasterConfig& config, std::unique_ptr<EvictionPolicy> policy,
+                         StateListener* listener)
+    : config_(config), policy_(std::move(policy)), listener_(listener) {
+  assert(policy_ != nullptr);
+  assert(config_.stripe_size_bytes >= SegmentAllocator::kAlignmentBytes);
+}
+
+MasterState::~MasterState() = default;
+
+// ---- helpers -----------------------------------------------------------------
+
+Status MasterState::CheckKey(std::string_view key) const {
+  if (key.empty()) return Error(ErrorCode::INVALID_KEY, "empty key");
+  if (key.size() > config_.max_key_bytes)
+    return Error(ErrorCode::INVALID_PARAMS, "key of " + std::to_string(key.size()) +
+                                                " bytes is longer than max_key_bytes " +
+                                                std::to_string(config_.max_key_bytes));
+  return Status::Ok();
+}
+
+ObjectId MasterState::IdOf(const ObjectRecord& rec) const {
+  return static_cast<ObjectId>(slots_[rec.slot].generation) << 32 | rec.slot;
+}
+
+MasterState::ObjectIt MasterState::FindById(ObjectId id) {
+  const uint32_t slot = static_cast<uint32_t>(id);
+  if (slot >= slots_.size() || slots_[slot].generation != id >> 32) return objects_.end();
+  return slots_[slot].it;
+}
+
+MasterState::ObjectIt MasterState::InsertObject(std::string_view key) {
+  auto [it, inserted] = objects_.try_emplace(std::string(key));
+  assert(inserted);
+  uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(slots_.size());
+    slots_.push_back(Slot{objects_.end(), 0});
+  }
+  slots_[slot].it = it;
+  ++slots_[slot].generation;  // ids of earlier objects in this slot go stale
+  it->second.slot = slot;
+  return it;
+}
+
+void MasterState::FreeBuffers(const ObjectRecord& rec, uint64_t* largest_hole) {
+  const uint64_t* b = rec.buffers();
+  for (uint32_t i = 0; i < rec.buffer_count; ++i) {
+    Segment& seg = *segments_[BufferSegment(b[i])];
+    const uint64_t size = BufferSize(rec, i);
+    const uint64_t hole = seg.allocator.Free(BufferOffset(b[i]), size);
+    allocated_bytes_ -= SegmentAllocator::AlignUp(size);
+    if (largest_hole != nullptr) *largest_hole = std::max(*largest_hole, hole);
+  }
+}
+
+// Frees the object's space and forgets it. `notify` tells the policy (false
+// when the policy itself chose the victim and already dropped it).
+void MasterState::EraseObject(ObjectIt it, RemoveReason reason, bool notify) {
+  ObjectRecord& rec = it->second;
+  FreeBuffers(rec, nullptr);
+  if (rec.complete() && notify) policy_->OnRemove(IdOf(rec));
+  if (rec.has(ObjectRecord::kPinCounted)) --soft_pinned_count_;
+  const bool durable = rec.complete();
+  free_slots_.push_back(rec.slot);
+  ++slots_[rec.slot].generation;
+  std::string key = listener_ != nullptr && durable ? it->first : std::string();
+  objects_.erase(it);
+  if (listener_ != nullptr && durable) listener_->OnObjectRemoved(key, reason);
+}
+
+uint32_t MasterState::Stripes(uint64_t size_bytes) const {
+  return static_cast<uint32_t>((size_bytes + config_.stripe_size_bytes - 1) /
+                               config_.stripe_size_bytes);
+}
+
+uint64_t MasterState::BufferSize(const ObjectRecord& rec, uint32_t index) const {
+  const uint32_t stripes = Stripes(rec.size_bytes);
+  const uint32_t stripe = index % stripes;
+  return stripe + 1 < stripes ? config_.stripe_size_bytes
+                              : rec.size_bytes - uint64_t{stripe} * config_.stripe_size_bytes;
+}
+
+std::vector<proto::ReplicaDesc> MasterState::DescribeReplicas(const ObjectRecord& rec) const {
+  std::vector<proto::ReplicaDesc> out(rec.replicas);
+  const uint32_t stripes = Stripes(rec.size_bytes);
+  const uint64_t* b = rec.buffers();
+  for (uint32_t i = 0; i < rec.buffer_count; ++i) {
+    const Segment& seg = *segments_[BufferSegment(b[i])];
+    proto::ReplicaDesc& r = out[i / stripes];
+    r.status = rec.complete() ? proto::ReplicaStatus::kComplete : proto::ReplicaStatus::kProcessing;
+    r.buffers.push_back(proto::BufferDesc{seg.desc.name, seg.desc.endpoint, seg.desc.shm_path,
+                                          seg.desc.hostname, BufferOffset(b[i]),
+                                          BufferSize(rec, i)});
+  }
+  return out;
+}
+
+ObjectDump MasterState::Dump(const ObjectIt& it) const {
+  const ObjectRecord& rec = it->second;
+  ObjectDump d{it->first, rec.size_bytes, rec.complete(), rec.has(ObjectRecord::kSoftPin), {}};
+  for (auto& r : DescribeReplicas(rec)) {
+    auto& out = d.replicas.emplace_back();
+    for (auto& b : r.buffers) out.push_back({b.segment_name, b.offset, b.size_bytes});
+  }
+  return d;
+}
+
+void MasterState::GrantLease(ObjectRecord& rec, uint64_t now_us) {
+  assert(rec.complete());
+  rec.deadline_us = std::max(rec.deadline_us, now_us + config_.default_kv_lease_ttl_us);
+  if (rec.has(ObjectRecord::kPinCounted))  // reading a pinned object keeps it pinned
+    rec.pin_expiry_us = std::max(rec.pin_expiry_us, now_us + config_.default_kv_soft_pin_ttl_us);
+  policy_->OnAccess(IdOf(rec));
+}
+
+bool MasterState::Leased(const ObjectRecord& rec, uint64_t now_us) const {
+  return rec.complete() && rec.deadline_us > now_us;
+}
+
+bool MasterState::Pinned(const ObjectRecord& rec, uint64_t now_us) const {
+  return rec.has(ObjectRecord::kPinCounted) && rec.pin_expiry_us > now_us;
+}
+
+bool MasterState::OwnerAlive(const Segment& seg, uint64_t now_us) const {
+  auto c = clients_.find(seg.owner);
+  return c != clients_.end() && c->second.last_ping_us + config_.client_ttl_us >= now_us;
+}
+
+// ---- segments and clients --------------------------------------------------
+
+Status MasterState::MountSegment(const proto::MountSegmentRequest& req, uint64_t now_us) {
+  const proto::SegmentDesc& d = req.segment;
+  auto fail = [&](ErrorCode code, std::string msg) {
+    return Count(counters_.mount_segment, Error(code, std::move(msg)));
+  };
+  if (d.name.empty()) return fail(ErrorCode::INVALID_PARAMS, "segment name is empty");
+  if (d.size_bytes < SegmentAllocator::kAlignmentBytes || d.size_bytes > kMaxSegmentBytes)
+    return fail(ErrorCode::INVALID_PARAMS, "segment '" + d.name + "' size " +
+                                               std::to_string(d.size_bytes) +
+                                               " is outside [64 B, 64 TiB]");
+  if (auto found = segment_ids_.find(d.name); found != segment_ids_.end()) {
+    const Segment& seg = *segments_[found->second];
+    if (seg.owner == req.client && seg.desc.incarnation == d.incarnation &&
+        seg.desc.size_bytes == d.size_bytes) {
+      clients_[req.client].last_ping_us = now_us;
+      return Count(counters_.mount_segment, Status::Ok());  // a retried mount
+    }
+    return fail(ErrorCode::SEGMENT_ALREADY_EXISTS,
+                "segment '" + d.name + "' is already mounted by client " + ClientName(seg.owner));
+  }
+  if (free_segment_ids_.empty() && segments_.size() >= kMaxSegments)
+    return fail(ErrorCode::INVALID_PARAMS, "too many segments to mount '" + d.name + "'");
+  uint32_t id;
+  if (!free_segment_ids_.empty()) {
+    id = free_segment_ids_.back();
+    free_segment_ids_.pop_back();
+  } else {
+    id = static_cast<uint32_t>(segments_.size());
+    segments_.emplace_back();
+  }
+  segments_[id] = std::make_unique<Segment>(d, req.client);
+  segment_ids_.emplace(d.name, id);
+  Client& client = clients_[req.client];
+  client.last_ping_us = now_us;
+  client.segments.push_back(id);
+  capacity_bytes_ += segments_[id]->allocator.capacity_bytes();
+  ++view_version_;
+  if (listener_ != nullptr) listener_->OnSegmentMounted(SegmentDump{d, req.client});
+  return Count(counters_.mount_segment, Status::Ok());
+}
+
+Status MasterState::UnmountSegment(const proto::UnmountSegmentRequest& req, uint64_t now_us) {
+  (void)now_us;
+  auto found = segment_ids_.find(req.segment_name);
+  if (found == segment_ids_.end())
+    return Count(counters_.unmount_segment,
+                 Error(ErrorCode::SEGMENT_NOT_FOUND,
+                       "segment '" + req.segment_name + "' is not mounted"));
+  if (!(segments_[found->second]->owner == req.client))
+    return Count(counters_.unmount_segment,
+                 Error(ErrorCode::ILLEGAL_CLIENT, "segment '" + req.segment_name +
+                                                      "' belongs to another client, not " +
+                                                      ClientName(req.client)));
+  DropSegments({found->second});
+  return Count(counters_.unmount_segment, Status::Ok());
+}
+
+proto::PingReply MasterState::Ping(const proto::PingRequest& req, uint64_t now_us) {
+  auto [it, inserted] = clients_.try_emplace(req.client);
+  it->second.last_ping_us = now_us;
+  return Count(counters_.ping, proto::PingReply{inserted, view_version_}, false);
+}
+
+// ---- puts --------------------------------------------------------------------
+
+Result<proto::PutStartReply> MasterState::PutStart(const proto::PutStartRequest& req,
+                                                   uint64_t now_us) {
+  auto fail = [&](Status s) {
+    return Count(counters_.put_start, Result<proto::PutStartReply>(std::move(s)));
+  };
+  if (Status s = CheckKey(req.key); !s.ok()) return fail(std::move(s));
+  const uint32_t replicas = req.options.replicas;
+  if (req.size_bytes == 0 || replicas == 0 || replicas > kMaxReplicas)
+    return fail(Error(ErrorCode::INVALID_PARAMS,
+                      "put of " + Quoted(req.key) + ": size " + std::to_string(req.size_bytes) +
+                          " and replicas " + std::to_string(replicas) +
+                          " must be positive (replicas at most " +
+                          std::to_string(kMaxReplicas) + ")"));
+  if (uint64_t{Stripes(req.size_bytes)} * replicas > kMaxBuffersPerObject)
+    return fail(Error(ErrorCode::INVALID_PARAMS,
+                      "put of " + Quoted(req.key) + ": " + std::to_string(req.size_bytes) +
+                          " bytes x " + std::to_string(replicas) + " replicas needs more than " +
+                          std::to_string(kMaxBuffersPerObject) + " stripes"));
+  if (objects_.find(req.key) != objects_.end())
+    return fail(Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key " + Quoted(req.key) + " exists"));
+  auto placed = PlaceOrEvict(req.key, req.size_bytes, replicas, now_us);
+  if (!placed.ok()) return fail(placed.status());
+  ObjectIt it = InsertObject(req.key);
+  ObjectRecord& rec = it->second;
+  rec.size_bytes = req.size_bytes;
+  rec.replicas = static_cast<uint8_t>(replicas);
+  rec.flags = req.options.soft_pin ? ObjectRecord::kSoftPin : 0;
+  rec.deadline_us = now_us + config_.put_timeout_us;
+  rec.SetBuffers(placed->data(), static_cast<uint32_t>(placed->size()));
+  put_deadlines_.push_back({rec.deadline_us, IdOf(rec)});
+  std::push_heap(put_deadlines_.begin(), put_deadlines_.end(), std::greater<>());
+  return Count(counters_.put_start, Result<proto::PutStartReply>(
+                                        proto::PutStartReply{DescribeReplicas(rec)}));
+}
+
+Status MasterState::DoPutEnd(const proto::KeyRequest& req, uint64_t now_us) {
+  auto it = objects_.find(req.key);
+  if (it == objects_.end())
+    return Error(ErrorCode::OBJECT_NOT_FOUND,
+                 "put of " + Quoted(req.key) + " is unknown (revoked, timed out or lost)");
+  ObjectRecord& rec = it->second;
+  if (rec.complete()) return Status::Ok();
+  rec.flags |= ObjectRecord::kComplete;
+  rec.deadline_us = 0;  // no lease yet
+  if (rec.has(ObjectRecord::kSoftPin)) {
+    rec.flags |= ObjectRecord::kPinCounted;
+    rec.pin_expiry_us = now_us + config_.default_kv_soft_pin_ttl_us;
+    ++soft_pinned_count_;
+    pin_expiries_.push_back({rec.pin_expiry_us, IdOf(rec)});
+    std::push_heap(pin_expiries_.begin(), pin_expiries_.end(), std::greater<>());
+  }
+  policy_->OnInsert(IdOf(rec), std::hash<std::string_view>()(it->first), rec.size_bytes);
+  if (listener_ != nullptr) listener_->OnObjectCommitted(Dump(it));
+  return Status::Ok();
+}
+
+Status MasterState::PutEnd(const proto::KeyRequest& req, uint64_t now_us) {
+  return Count(counters_.put_end, DoPutEnd(req, now_us));
+}
+
+Status MasterState::DoPutRevoke(const proto::KeyRequest& req, uint64_t now_us) {
+  (void)now_us;
+  auto it = objects_.find(req.key);
+  if (it == objects_.end())
+    return Error(ErrorCode::OBJECT_NOT_FOUND, "put of " + Quoted(req.key) + " is unknown");
+  if (it->second.complete())
+    return Error(ErrorCode::INVALID_WRITE,
+                 "put of " + Quoted(req.key) + " already ended; remove the key instead");
+  EraseObject(it, RemoveReason::kRemoved, false);
+  return Status::Ok();
+}
+
+Status MasterState::PutRevoke(const proto::KeyRequest& req, uint64_t now_us) {
+  return Count(counters_.put_revoke, DoPutRevoke(req, now_us));
+}
+
+// ---- reads -------------------------------------------------------------------
+
+Result<proto::GetReplicaListReply> MasterState::GetReplicaList(const proto::KeyRequest& req,
+                                                               uint64_t now_us) {
+  using R = Result<proto::GetReplicaListReply>;
+  auto it = objects_.find(req.key);
+  if (it == objects_.end())
+    return Count(counters_.get_replica_list,
+                 R(Error(ErrorCode::OBJECT_NOT_FOUND, "key " + Quoted(req.key) + " not found")));
+  ObjectRecord& rec = it->second;
+  if (!rec.complete())
+    return Count(counters_.get_replica_list,
+                 R(Error(ErrorCode::REPLICA_IS_NOT_READY,
+                         "key " + Quoted(req.key) + " is still being written")));
+  GrantLease(rec, now_us);
+  return Count(counters_.get_replica_list,
+               R(proto::GetReplicaListReply{DescribeReplicas(rec), rec.size_bytes,
+                                            config_.default_kv_lease_ttl_us}));
+}
+
+Result<bool> MasterState::ExistKey(const proto::KeyRequest& req, uint64_t now_us) {
+  auto it = objects_.find(req.key);
+  if (it == objects_.end() || !it->second.complete())
+    return Count(counters_.exist_key, Result<bool>(false));
+  GrantLease(it->second, now_us);
+  return Count(counters_.exist_key, Result<bool>(true));
+}
+
+// ---- removal -----------------------------------------------------------------
+
+Status MasterState::Remove(const proto::RemoveRequest& req, uint64_t now_us) {
+  auto it = objects_.find(req.key);
+  if (it == objects_.end())
+    return Count(counters_.remove,
+                 Error(ErrorCode::OBJECT_NOT_FOUND, "key " + Quoted(req.key) + " not found"));
+  if (!it->second.complete())  // its writer still holds the buffers: revoke instead
+    return Count(counters_.remove, Error(ErrorCode::REPLICA_IS_NOT_READY,
+                                         "key " + Quoted(req.key) + " is still being written"));
+  if (Leased(it->second, now_us) && !req.force)
+    return Count(counters_.remove,
+                 Error(ErrorCode::OBJECT_HAS_LEASE,
+                       "key " + Quoted(req.key) + " is leased for another " +
+                           std::to_string((it->second.deadline_us - now_us) / 1000) + " ms"));
+  EraseObject(it, RemoveReason::kRemoved, true);
+  return Count(counters_.remove, Status::Ok());
+}
+
+proto::RemoveAllReply MasterState::RemoveAll(uint64_t now_us) {
+  proto::RemoveAllReply reply;
+  for (auto it = objects_.begin(); it != objects_.end();) {
+    auto next = std::next(it);
+    if (it->second.complete() && !Leased(it->second, now_us)) {
+      EraseObject(it, RemoveReason::kRemoved, true);
+      ++reply.removed;
+    }
+    it = next;
+  }
+  return Count(counters_.remove_all, reply, false);
+}
+
+// ---- listing and status ------------------------------------------------------
+
+Result<proto::ListKeysReply> MasterState::ListKeys(const proto::ListKeysRequest& req,
+                                                   uint64_t now_us) {
+  (void)now_us;
+  if (req.limit == 0)
+    return Count(counters_.list_keys,
+                 Result<proto::ListKeysReply>(Error(ErrorCode::INVALID_PARAMS, "limit is 0")));
+  const uint32_t limit = std::min(req.limit, config_.max_batch);
+  proto::ListKeysReply reply;
+  // The map is ordered by key, so a cursor (the last key returned) resumes
+  // exactly after itself however the map changed in between.
+  auto it = req.cursor.empty() || req.cursor < req.prefix ? objects_.lower_bound(req.prefix)
+                                                          : objects_.upper_bound(req.cursor);
+  for (; it != objects_.end(); ++it) {
+    if (it->first.compare(0, req.prefix.size(), req.prefix) != 0) break;
+    if (!it->second.complete()) continue;
+    if (reply.keys.size() == limit) {
+      reply.next_cursor = reply.keys.back().key;
+      break;
+    }
+    const ObjectRecord& rec = it->second;
+    reply.keys.push_back(proto::KeyInfo{it->first, rec.size_bytes, rec.replicas,
+                                        rec.has(ObjectRecord::kPinCounted)});
+  }
+  return Count(counters_.list_keys, Result<proto::ListKeysReply>(std::move(reply)));
+}
+
+proto::ClusterStatusReply MasterState::ClusterStatus(uint64_t now_us) const {
+  (void)now_us;
+  proto::ClusterStatusReply r;
+  r.capacity_bytes = capacity_bytes_;
+  r.used_bytes = allocated_bytes_;
+  r.key_count = objects_.size();
+  r.soft_pinned_count = soft_pinned_count_;
+  r.active_clients = clients_.size();
+  for (const auto& [name, id] : segment_ids_) {
+    const Segment& seg = *segments_[id];
+    r.segments.push_back(proto::SegmentStatus{name, seg.desc.endpoint,
+                                              seg.allocator.capacity_bytes(),
+                                              seg.allocator.used_bytes()});
+  }
+  return r;
+}
+
+MasterCounters MasterState::counters() const {
+  MasterCounters c = counters_;
+  c.allocated_bytes = allocated_bytes_;
+  c.capacity_bytes = capacity_bytes_;
+  c.key_count = objects_.size();
+  c.soft_pinned_count = soft_pinned_count_;
+  c.active_clients = clients_.size();
+  c.segment_count = segment_ids_.size();
+  return c;
+}
+
+}  // namespace mc::master

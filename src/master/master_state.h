@@ -1,0 +1,186 @@
+// MasterState: the master's core as a pure state machine.
+//
+// Owns the object index (key -> replicas -> buffers in segments), the space
+// allocator of every mounted segment, leases, soft pins, eviction and client
+// liveness. Every operation takes the current time (`now_us`, monotonic) and
+// returns its decision; nothing here sleeps, reads a clock or does I/O, so
+// tests advance time by passing a larger number and the RPC glue is a thin
+// loop: lock, call, unlock, reply. Inputs and outputs are the wire
+// vocabulary of src/proto/messages.h.
+//
+// Rules (see mooncake-master(8) and FIELD.md for the reference behaviour):
+// - PutStart places one replica per distinct segment, emptiest segments
+//   first, never on a segment whose owner missed its pings; objects larger
+//   than `stripe_size_bytes` are cut into stripes spread over several
+//   segments. When space is short it evicts synchronously (unpinned objects
+//   first, then pinned ones) and fails with NO_AVAILABLE_HANDLE only when
+//   nothing evictable is left or the object can never fit.
+// - Reads (GetReplicaList, ExistKey) grant a lease; leased and in-flight
+//   objects are never evicted, and leased ones are removed only by force.
+// - Tick expires dead clients (their segments are unmounted), discards puts
+//   neither ended nor revoked within `put_timeout_us`, expires soft pins and
+//   evicts in the background above the high watermark.
+//
+// Not thread-safe: the caller holds one lock around every call.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "config/config.h"
+#include "master/eviction_policy.h"
+#include "master/master_counters.h"
+#include "master/object_record.h"
+#include "master/segment_allocator.h"
+#include "master/state_listener.h"
+#include "proto/messages.h"
+
+namespace mc::master {
+
+// Named limits of the state machine beyond those in MasterConfig.
+constexpr uint32_t kMaxReplicas = 16;
+constexpr uint32_t kMaxBuffersPerObject = 4096;  // replicas x stripes
+
+struct TickReport {
+  uint64_t expired_clients = 0;
+  uint64_t unmounted_segments = 0;
+  uint64_t discarded_puts = 0;
+  uint64_t expired_pins = 0;
+  uint64_t evicted_keys = 0;
+  uint64_t evicted_bytes = 0;
+};
+
+class MasterState {
+ public:
+  // `policy` must not be null; `listener` may be, and must outlive this.
+  MasterState(const MasterConfig& config, std::unique_ptr<EvictionPolicy> policy,
+              StateListener* listener = nullptr);
+  ~MasterState();
+  MasterState(const MasterState&) = delete;
+  MasterState& operator=(const MasterState&) = delete;
+
+  // Mounting the same segment again (same owner, incarnation and size) is an
+  // idempotent success; any other reuse of a name is SEGMENT_ALREADY_EXISTS.
+  Status MountSegment(const proto::MountSegmentRequest& req, uint64_t now_us);
+  Status UnmountSegment(const proto::UnmountSegmentRequest& req, uint64_t now_us);
+  // An unknown client is registered and told to remount its segments.
+  proto::PingReply Ping(const proto::PingRequest& req, uint64_t now_us);
+
+  Result<proto::PutStartReply> PutStart(const proto::PutStartRequest& req, uint64_t now_us);
+  Status PutEnd(const proto::KeyRequest& req, uint64_t now_us);     // idempotent
+  Status PutRevoke(const proto::KeyRequest& req, uint64_t now_us);
+  Result<proto::GetReplicaListReply> GetReplicaList(const proto::KeyRequest& req,
+                                                    uint64_t now_us);
+  // True when the key is complete (and leased); false when absent or in flight.
+  Result<bool> ExistKey(const proto::KeyRequest& req, uint64_t now_us);
+  Status Remove(const proto::RemoveRequest& req, uint64_t now_us);
+  // Removes every complete, unleased object.
+  proto::RemoveAllReply RemoveAll(uint64_t now_us);
+  // Complete keys in byte order, after `cursor`, at most min(limit, max_batch).
+  Result<proto::ListKeysReply> ListKeys(const proto::ListKeysRequest& req, uint64_t now_us);
+  proto::ClusterStatusReply ClusterStatus(uint64_t now_us) const;
+
+  // Batches: one result per item, in order; refused whole (INVALID_PARAMS)
+  // only when longer than `max_batch`.
+  Result<std::vector<proto::BatchItem<proto::PutStartReply>>> BatchPutStart(
+      const std::vector<proto::PutStartRequest>& reqs, uint64_t now_us);
+  Result<std::vector<Status>> BatchPutEnd(const std::vector<proto::KeyRequest>& reqs,
+                                          uint64_t now_us);
+  Result<std::vector<Status>> BatchPutRevoke(const std::vector<proto::KeyRequest>& reqs,
+                                             uint64_t now_us);
+  Result<std::vector<proto::BatchItem<proto::GetReplicaListReply>>> BatchGetReplicaList(
+      const std::vector<proto::KeyRequest>& reqs, uint64_t now_us);
+  Result<std::vector<proto::BatchItem<bool>>> BatchExistKey(
+      const std::vector<proto::KeyRequest>& reqs, uint64_t now_us);
+
+  TickReport Tick(uint64_t now_us);
+
+  MasterCounters counters() const;
+  uint64_t view_version() const { return view_version_; }
+
+  // Durability: dump the state, or rebuild it (e.g. from a journal) into a
+  // fresh MasterState. Loading reserves each buffer's exact range, so an
+  // overlapping or out-of-range record is refused (INVALID_PARAMS) instead
+  // of being double-allocated. Loads do not call the listener.
+  std::vector<SegmentDump> DumpSegments() const;
+  std::vector<ObjectDump> DumpObjects(bool complete_only) const;
+  Status LoadSegment(const SegmentDump& segment, uint64_t now_us);
+  Status LoadObject(const ObjectDump& object, uint64_t now_us);
+
+ private:
+  struct Segment;
+  struct Client;
+  using ObjectMap = std::map<std::string, ObjectRecord, std::less<>>;
+  using ObjectIt = ObjectMap::iterator;
+  struct Slot {
+    ObjectIt it;
+    uint32_t generation = 0;
+  };
+  struct Timer {  // min-heap entry; stale entries are skipped when popped
+    uint64_t at_us;
+    ObjectId id;
+    bool operator>(const Timer& o) const { return at_us > o.at_us; }
+  };
+
+  // master_state.cc
+  Status CheckKey(std::string_view key) const;
+  ObjectId IdOf(const ObjectRecord& rec) const;
+  ObjectIt FindById(ObjectId id);
+  ObjectIt InsertObject(std::string_view key);
+  void EraseObject(ObjectIt it, RemoveReason reason, bool notify);
+  void FreeBuffers(const ObjectRecord& rec, uint64_t* largest_hole);
+  uint32_t Stripes(uint64_t size_bytes) const;
+  uint64_t BufferSize(const ObjectRecord& rec, uint32_t index) const;
+  std::vector<proto::ReplicaDesc> DescribeReplicas(const ObjectRecord& rec) const;
+  ObjectDump Dump(const ObjectIt& it) const;
+  void GrantLease(ObjectRecord& rec, uint64_t now_us);
+  bool Leased(const ObjectRecord& rec, uint64_t now_us) const;
+  bool Pinned(const ObjectRecord& rec, uint64_t now_us) const;
+  bool OwnerAlive(const Segment& seg, uint64_t now_us) const;
+  Status DoPutEnd(const proto::KeyRequest& req, uint64_t now_us);
+  Status DoPutRevoke(const proto::KeyRequest& req, uint64_t now_us);
+
+  // master_state_space.cc
+  Result<std::vector<uint64_t>> PlaceOrEvict(std::string_view key, uint64_t size_bytes,
+                                             uint32_t replicas, uint64_t now_us);
+  bool TryPlace(uint64_t size_bytes, uint32_t replicas, uint64_t now_us,
+                std::vector<uint64_t>* packed);
+  std::vector<uint32_t> CandidateSegments(uint64_t now_us) const;
+  // Evicts one object the policy picks; false when none is evictable.
+  bool EvictOne(uint64_t now_us, bool allow_pinned, uint64_t* freed_bytes,
+                uint64_t* largest_hole);
+  uint64_t EvictBytes(uint64_t target_bytes, uint64_t now_us, uint64_t* keys);
+  void DropSegments(const std::vector<uint32_t>& ids);
+  void DropReplicasOn(ObjectIt it, const std::vector<bool>& dropping);
+  uint64_t ExpireClients(uint64_t now_us, uint64_t* segments);
+  uint64_t DiscardZombiePuts(uint64_t now_us);
+  uint64_t ExpirePins(uint64_t now_us);
+
+  MasterConfig config_;
+  std::unique_ptr<EvictionPolicy> policy_;
+  StateListener* listener_;
+
+  ObjectMap objects_;
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_slots_;
+  std::vector<Timer> put_deadlines_;  // in-flight puts, min-heap
+  std::vector<Timer> pin_expiries_;   // live soft pins, min-heap
+
+  std::vector<std::unique_ptr<Segment>> segments_;  // by id; null: free id
+  std::vector<uint32_t> free_segment_ids_;
+  std::map<std::string, uint32_t, std::less<>> segment_ids_;
+  std::map<proto::ClientId, Client> clients_;
+
+  uint64_t allocated_bytes_ = 0;
+  uint64_t capacity_bytes_ = 0;
+  uint64_t soft_pinned_count_ = 0;
+  uint64_t view_version_ = 1;
+  MasterCounters counters_;
+};
+
+}  // namespace mc::master

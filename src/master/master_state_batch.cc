@@ -1,0 +1,193 @@
+// MasterState: batch forms, dumps and reloading durable state.
+#include <algorithm>
+#include <functional>
+
+#include "master/master_state.h"
+#include "master/master_state_internal.h"
+
+namespace mc::master {
+
+namespace {
+
+template <typename Req>
+Status CheckBatch(const std::vector<Req>& reqs, uint32_t max_batch, OpCounter& c) {
+  ++c.requests;
+  if (reqs.size() <= max_batch) return Status::Ok();
+  ++c.failures;
+  return Error(ErrorCode::INVALID_PARAMS, "batch of " + std::to_string(reqs.size()) +
+                                              " items is longer than max_batch " +
+                                              std::to_string(max_batch));
+}
+
+}  // namespace
+
+Result<std::vector<proto::BatchItem<proto::PutStartReply>>> MasterState::BatchPutStart(
+    const std::vector<proto::PutStartRequest>& reqs, uint64_t now_us) {
+  MC_RETURN_IF_ERROR(CheckBatch(reqs, config_.max_batch, counters_.batch_put_start));
+  std::vector<proto::BatchItem<proto::PutStartReply>> out(reqs.size());
+  bool failed = false;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    auto r = PutStart(reqs[i], now_us);
+    if (r.ok()) {
+      out[i].value = std::move(r).value();
+    } else {
+      out[i].status = r.status();
+      failed = true;
+    }
+  }
+  counters_.batch_put_start.failures += failed;
+  return out;
+}
+
+Result<std::vector<Status>> MasterState::BatchPutEnd(const std::vector<proto::KeyRequest>& reqs,
+                                                     uint64_t now_us) {
+  MC_RETURN_IF_ERROR(CheckBatch(reqs, config_.max_batch, counters_.batch_put_end));
+  std::vector<Status> out;
+  out.reserve(reqs.size());
+  for (const auto& req : reqs) out.push_back(PutEnd(req, now_us));
+  counters_.batch_put_end.failures +=
+      std::any_of(out.begin(), out.end(), [](const Status& s) { return !s.ok(); });
+  return out;
+}
+
+Result<std::vector<Status>> MasterState::BatchPutRevoke(
+    const std::vector<proto::KeyRequest>& reqs, uint64_t now_us) {
+  MC_RETURN_IF_ERROR(CheckBatch(reqs, config_.max_batch, counters_.batch_put_revoke));
+  std::vector<Status> out;
+  out.reserve(reqs.size());
+  for (const auto& req : reqs) out.push_back(PutRevoke(req, now_us));
+  counters_.batch_put_revoke.failures +=
+      std::any_of(out.begin(), out.end(), [](const Status& s) { return !s.ok(); });
+  return out;
+}
+
+Result<std::vector<proto::BatchItem<proto::GetReplicaListReply>>>
+MasterState::BatchGetReplicaList(const std::vector<proto::KeyRequest>& reqs, uint64_t now_us) {
+  MC_RETURN_IF_ERROR(CheckBatch(reqs, config_.max_batch, counters_.batch_get_replica_list));
+  std::vector<proto::BatchItem<proto::GetReplicaListReply>> out(reqs.size());
+  bool failed = false;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    auto r = GetReplicaList(reqs[i], now_us);
+    if (r.ok()) {
+      out[i].value = std::move(r).value();
+    } else {
+      out[i].status = r.status();
+      failed = true;
+    }
+  }
+  counters_.batch_get_replica_list.failures += failed;
+  return out;
+}
+
+Result<std::vector<proto::BatchItem<bool>>> MasterState::BatchExistKey(
+    const std::vector<proto::KeyRequest>& reqs, uint64_t now_us) {
+  MC_RETURN_IF_ERROR(CheckBatch(reqs, config_.max_batch, counters_.batch_exist_key));
+  std::vector<proto::BatchItem<bool>> out(reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) out[i].value = ExistKey(reqs[i], now_us).value();
+  return out;
+}
+
+// ---- dumps -------------------------------------------------------------------
+
+std::vector<SegmentDump> MasterState::DumpSegments() const {
+  std::vector<SegmentDump> out;
+  for (const auto& [name, id] : segment_ids_)
+    out.push_back(SegmentDump{segments_[id]->desc, segments_[id]->owner});
+  return out;
+}
+
+std::vector<ObjectDump> MasterState::DumpObjects(bool complete_only) const {
+  std::vector<ObjectDump> out;
+  auto& self = const_cast<MasterState&>(*this);  // Dump takes a map iterator
+  for (auto it = self.objects_.begin(); it != self.objects_.end(); ++it)
+    if (!complete_only || it->second.complete()) out.push_back(Dump(it));
+  return out;
+}
+
+// ---- reload ------------------------------------------------------------------
+
+Status MasterState::LoadSegment(const SegmentDump& segment, uint64_t now_us) {
+  StateListener* saved = listener_;
+  listener_ = nullptr;  // replaying the journal must not append to it
+  Status s = MountSegment(proto::MountSegmentRequest{segment.owner, segment.desc}, now_us);
+  listener_ = saved;
+  --counters_.mount_segment.requests;
+  if (!s.ok()) --counters_.mount_segment.failures;
+  return s;
+}
+
+Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
+  const std::string& key = object.key;
+  MC_RETURN_IF_ERROR(CheckKey(key));
+  auto bad = [&](const std::string& why) {
+    return Error(ErrorCode::INVALID_PARAMS, "cannot load '" + key + "': " + why);
+  };
+  if (!object.complete) return bad("only complete objects are durable");
+  if (object.size_bytes == 0 || object.replicas.empty() || object.replicas.size() > kMaxReplicas)
+    return bad("size and replica count must be positive");
+  if (objects_.find(key) != objects_.end())
+    return Error(ErrorCode::OBJECT_ALREADY_EXISTS, "cannot load '" + key + "': exists");
+  const uint32_t stripes = Stripes(object.size_bytes);
+  if (uint64_t{stripes} * object.replicas.size() > kMaxBuffersPerObject)
+    return bad("too many stripes");
+  std::vector<uint64_t> packed;
+  std::vector<uint64_t> sizes;
+  Status failure;
+  std::vector<bool> used_segment(segments_.size(), false);
+  for (const auto& replica : object.replicas) {
+    std::vector<uint32_t> mine;
+    if (replica.size() != stripes) {
+      failure = bad("a replica has " + std::to_string(replica.size()) + " buffers, expected " +
+                    std::to_string(stripes));
+      break;
+    }
+    for (uint32_t s = 0; s < stripes && failure.ok(); ++s) {
+      const BufferLocation& b = replica[s];
+      const uint64_t want = s + 1 < stripes ? config_.stripe_size_bytes
+                                            : object.size_bytes - uint64_t{s} * config_.stripe_size_bytes;
+      auto seg = segment_ids_.find(b.segment_name);
+      if (seg == segment_ids_.end()) {
+        failure = bad("segment '" + b.segment_name + "' is not mounted");
+      } else if (b.size_bytes != want) {
+        failure = bad("buffer size " + std::to_string(b.size_bytes) + " should be " +
+                      std::to_string(want));
+      } else if (used_segment[seg->second]) {
+        failure = bad("two replicas share segment '" + b.segment_name + "'");
+      } else if (!segments_[seg->second]->allocator.Reserve(b.offset, b.size_bytes)) {
+        failure = bad("range " + std::to_string(b.offset) + "+" + std::to_string(b.size_bytes) +
+                      " of segment '" + b.segment_name + "' is taken or out of range");
+      } else {
+        packed.push_back(PackBuffer(seg->second, b.offset));
+        sizes.push_back(b.size_bytes);
+        allocated_bytes_ += SegmentAllocator::AlignUp(b.size_bytes);
+        mine.push_back(seg->second);
+      }
+    }
+    for (uint32_t id : mine) used_segment[id] = true;
+    if (!failure.ok()) break;
+  }
+  if (!failure.ok()) {
+    for (size_t i = 0; i < packed.size(); ++i) {
+      segments_[BufferSegment(packed[i])]->allocator.Free(BufferOffset(packed[i]), sizes[i]);
+      allocated_bytes_ -= SegmentAllocator::AlignUp(sizes[i]);
+    }
+    return failure;
+  }
+  ObjectIt it = InsertObject(key);
+  ObjectRecord& rec = it->second;
+  rec.size_bytes = object.size_bytes;
+  rec.replicas = static_cast<uint8_t>(object.replicas.size());
+  rec.flags = ObjectRecord::kComplete | (object.soft_pin ? ObjectRecord::kSoftPin : 0);
+  rec.SetBuffers(packed.data(), static_cast<uint32_t>(packed.size()));
+  if (object.soft_pin) {  // the pin restarts: its expiry is not durable
+    rec.flags |= ObjectRecord::kPinCounted;
+    rec.pin_expiry_us = now_us + config_.default_kv_soft_pin_ttl_us;
+    ++soft_pinned_count_;
+    pin_expiries_.push_back({rec.pin_expiry_us, IdOf(rec)});
+    std::push_heap(pin_expiries_.begin(), pin_expiries_.end(), std::greater<>());
+  }
+  policy_->OnInsert(IdOf(rec), std::hash<std::string_view>()(key), rec.size_bytes);
+  return Status::Ok();
+}
+
+}  // namespace mc::master

@@ -1,0 +1,281 @@
+// MasterState: placement, eviction, segment loss and the periodic Tick.
+#include <algorithm>
+#include <cassert>
+#include <functional>
+
+#include "master/master_state.h"
+#include "master/master_state_internal.h"
+
+namespace mc::master {
+
+// Mounted segments whose owner is alive, emptiest (lowest used fraction) first.
+std::vector<uint32_t> MasterState::CandidateSegments(uint64_t now_us) const {
+  std::vector<uint32_t> ids;
+  for (const auto& [name, id] : segment_ids_)
+    if (OwnerAlive(*segments_[id], now_us)) ids.push_back(id);
+  auto fuller = [&](uint32_t a, uint32_t b) {
+    const SegmentAllocator& x = segments_[a]->allocator;
+    const SegmentAllocator& y = segments_[b]->allocator;
+    const unsigned __int128 ux = x.used_bytes(), uy = y.used_bytes();
+    const unsigned __int128 lhs = ux * y.capacity_bytes(), rhs = uy * x.capacity_bytes();
+    return lhs != rhs ? lhs < rhs : a < b;
+  };
+  std::sort(ids.begin(), ids.end(), fuller);
+  return ids;
+}
+
+// One attempt, all or nothing. Candidates are dealt round-robin to the
+// replicas (replica r gets the r-th, (r+R)-th, ... emptiest), which keeps
+// replicas on disjoint segment sets; a replica's stripes go round-robin over
+// its own set, moving on to the next segment of the set when one is full.
+bool MasterState::TryPlace(uint64_t size_bytes, uint32_t replicas, uint64_t now_us,
+                           std::vector<uint64_t>* packed) {
+  const std::vector<uint32_t> cands = CandidateSegments(now_us);
+  if (cands.size() < replicas) return false;
+  const uint32_t stripes = Stripes(size_bytes);
+  packed->clear();
+  packed->reserve(uint64_t{stripes} * replicas);
+  auto piece = [&](uint32_t s) {
+    return s + 1 < stripes ? config_.stripe_size_bytes
+                           : size_bytes - uint64_t{s} * config_.stripe_size_bytes;
+  };
+  bool ok = true;
+  for (uint32_t r = 0; r < replicas && ok; ++r) {
+    const size_t group = (cands.size() - r + replicas - 1) / replicas;
+    for (uint32_t s = 0; s < stripes && ok; ++s) {
+      ok = false;
+      for (size_t k = 0; k < group && !ok; ++k) {
+        const uint32_t id = cands[r + ((s + k) % group) * replicas];
+        if (auto off = segments_[id]->allocator.Allocate(piece(s))) {
+          packed->push_back(PackBuffer(id, *off));
+          allocated_bytes_ += SegmentAllocator::AlignUp(piece(s));
+          ok = true;
+        }
+      }
+    }
+  }
+  if (ok) return true;
+  for (size_t i = 0; i < packed->size(); ++i) {  // roll back
+    const uint64_t size = piece(static_cast<uint32_t>(i % stripes));
+    segments_[BufferSegment((*packed)[i])]->allocator.Free(BufferOffset((*packed)[i]), size);
+    allocated_bytes_ -= SegmentAllocator::AlignUp(size);
+  }
+  packed->clear();
+  return false;
+}
+
+Result<std::vector<uint64_t>> MasterState::PlaceOrEvict(std::string_view key,
+                                                        uint64_t size_bytes, uint32_t replicas,
+                                                        uint64_t now_us) {
+  std::vector<uint64_t> packed;
+  if (TryPlace(size_bytes, replicas, now_us, &packed)) return packed;
+  // Refuse without evicting when even an empty pool could not hold it.
+  const std::vector<uint32_t> cands = CandidateSegments(now_us);
+  uint64_t usable = 0, largest = 0;
+  for (uint32_t id : cands) {
+    usable += segments_[id]->allocator.capacity_bytes();
+    largest = std::max(largest, segments_[id]->allocator.capacity_bytes());
+  }
+  const uint64_t stripe = std::min(size_bytes, config_.stripe_size_bytes);
+  const uint64_t need = SegmentAllocator::AlignUp(stripe) * Stripes(size_bytes) * replicas;
+  if (cands.size() < replicas || usable < need || largest < stripe)
+    return Error(ErrorCode::NO_AVAILABLE_HANDLE,
+                 "put of '" + std::string(key) + "' (" + std::to_string(size_bytes) + " bytes x " +
+                     std::to_string(replicas) + ") can never fit in the " +
+                     std::to_string(cands.size()) + " live segments");
+  // Evict one victim at a time, unpinned ones first; retry the placement only
+  // when the pool has room in total and the victim left a hole that can hold
+  // the smallest buffer (otherwise nothing that decides success changed).
+  // Each step removes an object, so this ends; it fails only when nothing
+  // evictable is left.
+  const uint64_t smallest = SegmentAllocator::AlignUp(
+      size_bytes - uint64_t{Stripes(size_bytes) - 1} * config_.stripe_size_bytes);
+  uint64_t evicted_keys = 0;
+  bool allow_pinned = false;
+  bool placed = false;
+  while (!placed) {
+    uint64_t freed = 0, hole = 0;
+    if (!EvictOne(now_us, allow_pinned, &freed, &hole)) {
+      if (allow_pinned) break;
+      allow_pinned = true;
+      continue;
+    }
+    ++evicted_keys;
+    if (capacity_bytes_ - allocated_bytes_ >= need && hole >= smallest)
+      placed = TryPlace(size_bytes, replicas, now_us, &packed);
+  }
+  if (evicted_keys > 0) ++counters_.successful_evictions;
+  if (!placed && evicted_keys > 0) placed = TryPlace(size_bytes, replicas, now_us, &packed);
+  if (placed) return packed;
+  return Error(ErrorCode::NO_AVAILABLE_HANDLE,
+               "no space for '" + std::string(key) + "' (" + std::to_string(size_bytes) +
+                   " bytes x " + std::to_string(replicas) +
+                   "): nothing evictable is left (objects are leased, in flight or on " +
+                   "dead segments)");
+}
+
+bool MasterState::EvictOne(uint64_t now_us, bool allow_pinned, uint64_t* freed_bytes,
+                           uint64_t* largest_hole) {
+  while (true) {
+    auto victim = policy_->NextVictim([&](ObjectId id) {
+      auto it = FindById(id);
+      if (it == objects_.end()) return true;  // stale: let the policy drop it
+      const ObjectRecord& rec = it->second;
+      return rec.complete() && !Leased(rec, now_us) && (allow_pinned || !Pinned(rec, now_us));
+    });
+    if (!victim) return false;
+    auto it = FindById(*victim);
+    if (it == objects_.end()) continue;
+    const uint64_t before = allocated_bytes_;
+    FreeBuffers(it->second, largest_hole);
+    const uint64_t bytes = before - allocated_bytes_;
+    it->second.SetBuffers(nullptr, 0);
+    *freed_bytes += bytes;
+    ++counters_.evicted_keys;
+    counters_.evicted_bytes += bytes;
+    EraseObject(it, RemoveReason::kEvicted, false);
+    return true;
+  }
+}
+
+uint64_t MasterState::EvictBytes(uint64_t target_bytes, uint64_t now_us, uint64_t* keys) {
+  uint64_t freed = 0, hole = 0;
+  for (bool allow_pinned : {false, true}) {
+    while (freed < target_bytes && EvictOne(now_us, allow_pinned, &freed, &hole)) ++*keys;
+  }
+  if (*keys > 0) ++counters_.successful_evictions;
+  return freed;
+}
+
+// Drops every replica with a buffer on one of `ids`, removes objects left
+// without replicas, then forgets the segments.
+void MasterState::DropSegments(const std::vector<uint32_t>& ids) {
+  if (ids.empty()) return;
+  std::vector<bool> dropping(segments_.size(), false);
+  for (uint32_t id : ids) dropping[id] = true;
+  for (auto it = objects_.begin(); it != objects_.end();) {
+    auto next = std::next(it);
+    DropReplicasOn(it, dropping);
+    it = next;
+  }
+  for (uint32_t id : ids) {
+    Segment& seg = *segments_[id];
+    allocated_bytes_ -= seg.allocator.used_bytes();
+    capacity_bytes_ -= seg.allocator.capacity_bytes();
+    const std::string name = seg.desc.name;
+    if (auto c = clients_.find(seg.owner); c != clients_.end())
+      std::erase(c->second.segments, id);
+    segment_ids_.erase(name);
+    segments_[id].reset();
+    free_segment_ids_.push_back(id);
+    if (listener_ != nullptr) listener_->OnSegmentUnmounted(name);
+  }
+  ++view_version_;
+}
+
+void MasterState::DropReplicasOn(ObjectIt it, const std::vector<bool>& dropping) {
+  ObjectRecord& rec = it->second;
+  const uint64_t* b = rec.buffers();
+  bool touched = false;
+  for (uint32_t i = 0; i < rec.buffer_count && !touched; ++i)
+    touched = dropping[BufferSegment(b[i])];
+  if (!touched) return;
+  const uint32_t stripes = Stripes(rec.size_bytes);
+  std::vector<uint64_t> kept;
+  for (uint32_t r = 0; r < rec.replicas; ++r) {
+    bool lost = false;
+    for (uint32_t s = 0; s < stripes; ++s) lost |= dropping[BufferSegment(b[r * stripes + s])];
+    for (uint32_t s = 0; s < stripes; ++s) {
+      const uint32_t i = r * stripes + s;
+      if (!lost) {
+        kept.push_back(b[i]);
+      } else if (!dropping[BufferSegment(b[i])]) {  // a surviving stripe of a lost replica
+        segments_[BufferSegment(b[i])]->allocator.Free(BufferOffset(b[i]), BufferSize(rec, i));
+        allocated_bytes_ -= SegmentAllocator::AlignUp(BufferSize(rec, i));
+      }
+    }
+  }
+  // The lost buffers' bytes leave with their segments' allocators.
+  rec.SetBuffers(kept.data(), static_cast<uint32_t>(kept.size()));
+  rec.replicas = static_cast<uint8_t>(kept.size() / stripes);
+  if (rec.replicas == 0) {
+    EraseObject(it, RemoveReason::kReplicasLost, true);
+  } else if (rec.complete() && listener_ != nullptr) {
+    listener_->OnObjectCommitted(Dump(it));
+  }
+}
+
+uint64_t MasterState::ExpireClients(uint64_t now_us, uint64_t* segments) {
+  std::vector<uint32_t> ids;
+  uint64_t expired = 0;
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    if (it->second.last_ping_us + config_.client_ttl_us < now_us) {
+      ids.insert(ids.end(), it->second.segments.begin(), it->second.segments.end());
+      it = clients_.erase(it);
+      ++expired;
+    } else {
+      ++it;
+    }
+  }
+  *segments = ids.size();
+  DropSegments(ids);
+  return expired;
+}
+
+uint64_t MasterState::DiscardZombiePuts(uint64_t now_us) {
+  uint64_t discarded = 0;
+  while (!put_deadlines_.empty() && put_deadlines_.front().at_us <= now_us) {
+    std::pop_heap(put_deadlines_.begin(), put_deadlines_.end(), std::greater<>());
+    const Timer t = put_deadlines_.back();
+    put_deadlines_.pop_back();
+    auto it = FindById(t.id);
+    if (it == objects_.end() || it->second.complete()) continue;  // ended or revoked
+    EraseObject(it, RemoveReason::kRemoved, false);
+    ++discarded;
+  }
+  return discarded;
+}
+
+uint64_t MasterState::ExpirePins(uint64_t now_us) {
+  uint64_t expired = 0;
+  while (!pin_expiries_.empty() && pin_expiries_.front().at_us <= now_us) {
+    std::pop_heap(pin_expiries_.begin(), pin_expiries_.end(), std::greater<>());
+    const Timer t = pin_expiries_.back();
+    pin_expiries_.pop_back();
+    auto it = FindById(t.id);
+    if (it == objects_.end() || !it->second.has(ObjectRecord::kPinCounted)) continue;
+    ObjectRecord& rec = it->second;
+    if (rec.pin_expiry_us > now_us) {  // a read extended it: check again later
+      pin_expiries_.push_back({rec.pin_expiry_us, t.id});
+      std::push_heap(pin_expiries_.begin(), pin_expiries_.end(), std::greater<>());
+      continue;
+    }
+    rec.flags &= ~ObjectRecord::kPinCounted;
+    --soft_pinned_count_;
+    ++expired;
+  }
+  return expired;
+}
+
+TickReport MasterState::Tick(uint64_t now_us) {
+  TickReport report;
+  report.expired_clients = ExpireClients(now_us, &report.unmounted_segments);
+  report.discarded_puts = DiscardZombiePuts(now_us);
+  report.expired_pins = ExpirePins(now_us);
+  const double cap = static_cast<double>(capacity_bytes_);
+  if (capacity_bytes_ > 0 &&
+      static_cast<double>(allocated_bytes_) > config_.eviction_high_watermark_ratio * cap) {
+    // Free eviction_ratio of the capacity, or more if that would not bring
+    // usage back under the watermark minus the ratio.
+    const double low = (config_.eviction_high_watermark_ratio - config_.eviction_ratio) * cap;
+    const double target =
+        std::max(config_.eviction_ratio * cap, static_cast<double>(allocated_bytes_) - low);
+    report.evicted_bytes = EvictBytes(static_cast<uint64_t>(target), now_us, &report.evicted_keys);
+  }
+  counters_.expired_clients += report.expired_clients;
+  counters_.discarded_puts += report.discarded_puts;
+  counters_.expired_pins += report.expired_pins;
+  return report;
+}
+
+}  // namespace mc::master

@@ -1,0 +1,87 @@
+// ObjectRecord: the master's compact per-object record (internal to the
+// master state machine). 40 bytes plus, for objects with more than one
+// buffer, one heap array of 8 bytes per buffer.
+//
+// A buffer is packed into 64 bits: the segment id (24 bits, segment ids are
+// reused so this bounds the number of mounted segments) and offset / 64
+// (40 bits: segments up to 64 TiB). Buffer sizes are not stored: a replica
+// is cut into stripes of `stripe_size_bytes` (the last one shorter), so the
+// size of buffer i of a replica follows from the object size. Buffers are
+// kept replica-major: replica r's stripes are [r * stripes, (r+1) * stripes).
+// Not thread-safe.
+#pragma once
+
+#include <cassert>
+#include <cstdint>
+#include <cstring>
+
+#include "master/segment_allocator.h"
+
+namespace mc::master {
+
+constexpr uint32_t kSegmentIdBits = 24;
+constexpr uint32_t kMaxSegments = 1u << kSegmentIdBits;
+constexpr uint64_t kMaxSegmentBytes = (1ull << 40) * SegmentAllocator::kAlignmentBytes;
+
+inline uint64_t PackBuffer(uint32_t segment_id, uint64_t offset) {
+  assert(segment_id < kMaxSegments && offset % SegmentAllocator::kAlignmentBytes == 0);
+  return (offset / SegmentAllocator::kAlignmentBytes) << kSegmentIdBits | segment_id;
+}
+inline uint32_t BufferSegment(uint64_t packed) { return packed & (kMaxSegments - 1); }
+inline uint64_t BufferOffset(uint64_t packed) {
+  return (packed >> kSegmentIdBits) * SegmentAllocator::kAlignmentBytes;
+}
+
+class ObjectRecord {
+ public:
+  static constexpr uint8_t kComplete = 1;    // PutEnd done: readable
+  static constexpr uint8_t kSoftPin = 2;     // the put asked for a soft pin
+  static constexpr uint8_t kPinCounted = 4;  // pin live: counted, in the pin heap
+
+  ObjectRecord() { buf_.one = 0; }
+  ~ObjectRecord() { Release(); }
+  ObjectRecord(const ObjectRecord&) = delete;
+  ObjectRecord& operator=(const ObjectRecord&) = delete;
+
+  // Replaces the buffers with `count` packed buffers (count may be 0).
+  void SetBuffers(const uint64_t* packed, uint32_t count) {
+    assert(count <= UINT16_MAX);
+    Release();
+    buffer_count = static_cast<uint16_t>(count);
+    if (count > 1) {
+      buf_.many = new uint64_t[count];
+      std::memcpy(buf_.many, packed, count * sizeof(uint64_t));
+    } else if (count == 1) {
+      buf_.one = packed[0];
+    }
+  }
+  const uint64_t* buffers() const { return buffer_count > 1 ? buf_.many : &buf_.one; }
+
+  bool complete() const { return flags & kComplete; }
+  bool has(uint8_t flag) const { return flags & flag; }
+
+  uint64_t size_bytes = 0;
+  // Complete: the lease expiry (0: never leased). In flight: the time after
+  // which the put is discarded. Shared because an object is never both.
+  uint64_t deadline_us = 0;
+  uint64_t pin_expiry_us = 0;  // complete and soft-pinned: pin expiry
+ private:
+  void Release() {
+    if (buffer_count > 1) delete[] buf_.many;
+    buffer_count = 0;
+  }
+  union {
+    uint64_t one;
+    uint64_t* many;
+  } buf_;
+
+ public:
+  uint16_t buffer_count = 0;
+  uint8_t replicas = 0;
+  uint8_t flags = 0;
+  uint32_t slot = 0;  // index in the slot table; ObjectId = generation << 32 | slot
+};
+
+static_assert(sizeof(ObjectRecord) == 40, "keep the per-object record compact");
+
+}  // namespace mc::master

@@ -1,0 +1,93 @@
+#include "master/segment_allocator.h"
+
+#include <cassert>
+#include <iterator>
+
+namespace mc::master {
+
+SegmentAllocator::SegmentAllocator(uint64_t size_bytes)
+    : capacity_bytes_(size_bytes & ~(kAlignmentBytes - 1)), free_bytes_(0) {
+  if (capacity_bytes_ > 0) InsertFree(0, capacity_bytes_);
+  assert(free_bytes_ == capacity_bytes_);
+}
+
+void SegmentAllocator::InsertFree(uint64_t offset, uint64_t size) {
+  assert(size > 0 && offset % kAlignmentBytes == 0 && size % kAlignmentBytes == 0);
+  by_offset_.emplace(offset, size);
+  by_size_.emplace(size, offset);
+  free_bytes_ += size;
+}
+
+void SegmentAllocator::EraseFree(std::map<uint64_t, uint64_t>::iterator it) {
+  [[maybe_unused]] size_t erased = by_size_.erase({it->second, it->first});
+  assert(erased == 1);
+  free_bytes_ -= it->second;
+  by_offset_.erase(it);
+}
+
+std::optional<uint64_t> SegmentAllocator::Allocate(uint64_t size_bytes) {
+  assert(size_bytes > 0);
+  const uint64_t size = AlignUp(size_bytes);
+  auto fit = by_size_.lower_bound({size, 0});
+  if (fit == by_size_.end()) return std::nullopt;
+  const uint64_t offset = fit->second;
+  const uint64_t range_size = fit->first;
+  EraseFree(by_offset_.find(offset));
+  if (range_size > size) InsertFree(offset + size, range_size - size);
+  assert(offset + size <= capacity_bytes_);
+  return offset;
+}
+
+uint64_t SegmentAllocator::Free(uint64_t offset, uint64_t size_bytes) {
+  uint64_t size = AlignUp(size_bytes);
+  assert(size > 0 && offset % kAlignmentBytes == 0 && offset + size <= capacity_bytes_);
+  auto next = by_offset_.lower_bound(offset);
+  // A double free or a wrong size would overlap a free neighbour: a bug.
+  assert(next == by_offset_.end() || next->first >= offset + size);
+  if (next != by_offset_.end() && next->first == offset + size) {
+    size += next->second;
+    auto after = std::next(next);
+    EraseFree(next);
+    next = after;
+  }
+  if (next != by_offset_.begin()) {
+    auto prev = std::prev(next);
+    assert(prev->first + prev->second <= offset);
+    if (prev->first + prev->second == offset) {
+      offset = prev->first;
+      size += prev->second;
+      EraseFree(prev);
+    }
+  }
+  InsertFree(offset, size);
+  return size;
+}
+
+bool SegmentAllocator::Reserve(uint64_t offset, uint64_t size_bytes) {
+  if (size_bytes == 0 || offset % kAlignmentBytes != 0) return false;
+  const uint64_t size = AlignUp(size_bytes);
+  if (offset > capacity_bytes_ || size > capacity_bytes_ - offset) return false;
+  auto it = by_offset_.upper_bound(offset);
+  if (it == by_offset_.begin()) return false;
+  --it;
+  const uint64_t start = it->first;
+  const uint64_t end = it->first + it->second;
+  if (end < offset + size) return false;
+  EraseFree(it);
+  if (start < offset) InsertFree(start, offset - start);
+  if (offset + size < end) InsertFree(offset + size, end - offset - size);
+  return true;
+}
+
+bool SegmentAllocator::IsFree(uint64_t offset, uint64_t size_bytes) const {
+  auto it = by_offset_.upper_bound(offset);
+  if (it == by_offset_.begin()) return false;
+  --it;
+  return it->first + it->second >= offset + size_bytes;
+}
+
+uint64_t SegmentAllocator::largest_free_bytes() const {
+  return by_size_.empty() ? 0 : by_size_.rbegin()->first;
+}
+
+}  // namespace mc::master

@@ -1,0 +1,153 @@
+#include "master/segment_allocator.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+using mc::master::SegmentAllocator;
+
+namespace {
+
+constexpr uint64_t kUnit = SegmentAllocator::kAlignmentBytes;
+
+uint64_t TestSeed() {
+  const char* env = std::getenv("MC_SEED");
+  uint64_t seed = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+  std::printf("allocator test seed %llu (replay with MC_SEED=%llu)\n",
+              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
+  return seed;
+}
+
+// The trivially correct model: one bool per allocation unit.
+struct BitmapModel {
+  std::vector<bool> used;
+  explicit BitmapModel(uint64_t units) : used(units, false) {}
+  bool AllFree(uint64_t first, uint64_t n) const {
+    for (uint64_t i = first; i < first + n; ++i)
+      if (used[i]) return false;
+    return true;
+  }
+  void Set(uint64_t first, uint64_t n, bool value) {
+    for (uint64_t i = first; i < first + n; ++i) used[i] = value;
+  }
+  uint64_t LongestRun() const {
+    uint64_t best = 0, run = 0;
+    for (bool u : used) {
+      run = u ? 0 : run + 1;
+      best = std::max(best, run);
+    }
+    return best;
+  }
+  uint64_t Runs() const {
+    uint64_t runs = 0;
+    for (size_t i = 0; i < used.size(); ++i)
+      if (!used[i] && (i == 0 || used[i - 1])) ++runs;
+    return runs;
+  }
+  uint64_t FreeUnits() const {
+    uint64_t n = 0;
+    for (bool u : used) n += !u;
+    return n;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("allocations are aligned, disjoint and freed ranges coalesce") {
+  SegmentAllocator a(1000);
+  CHECK(a.capacity_bytes() == 960);
+  auto x = a.Allocate(1);
+  auto y = a.Allocate(65);
+  auto z = a.Allocate(64);
+  REQUIRE(x);
+  REQUIRE(y);
+  REQUIRE(z);
+  CHECK(*x == 0);
+  CHECK(*y == 64);
+  CHECK(*z == 192);
+  CHECK(a.used_bytes() == 256);
+  CHECK(a.Free(*y, 65) == 128);
+  CHECK(a.free_range_count() == 2);
+  CHECK(a.Free(*x, 1) == 192);
+  CHECK(a.Free(*z, 64) == 960);
+  CHECK(a.free_range_count() == 1);
+  CHECK(a.free_bytes() == 960);
+}
+
+TEST_CASE("allocation picks the smallest hole that fits") {
+  SegmentAllocator a(64 * 10);
+  std::vector<uint64_t> off;
+  for (int i = 0; i < 10; ++i) off.push_back(*a.Allocate(64));
+  CHECK_FALSE(a.Allocate(1));
+  a.Free(off[1], 64);                       // hole of 1 unit at 1
+  a.Free(off[4], 64); a.Free(off[5], 64);   // hole of 2 units at 4
+  a.Free(off[7], 64); a.Free(off[8], 64); a.Free(off[9], 64);  // 3 units at 7
+  CHECK(*a.Allocate(128) == off[4]);
+  CHECK(*a.Allocate(64) == off[1]);
+  CHECK(*a.Allocate(64 * 3) == off[7]);
+  CHECK(a.free_bytes() == 0);
+}
+
+TEST_CASE("reserve carves an exact range and refuses anything not free") {
+  SegmentAllocator a(64 * 8);
+  CHECK(a.Reserve(128, 100));
+  CHECK_FALSE(a.Reserve(192, 64));   // overlaps the reserved 128..256
+  CHECK_FALSE(a.Reserve(100, 64));   // misaligned
+  CHECK_FALSE(a.Reserve(448, 128));  // past the end
+  CHECK(a.Reserve(448, 64));
+  CHECK(a.free_range_count() == 2);
+  CHECK(a.IsFree(0, 128));
+  CHECK_FALSE(a.IsFree(0, 129));
+}
+
+TEST_CASE("randomized allocate, free and reserve agree with a bitmap model") {
+  const uint64_t seed = TestSeed();
+  std::mt19937_64 rng(seed);
+  const uint64_t units = 4096;
+  SegmentAllocator a(units * kUnit + 17);
+  BitmapModel model(units);
+  std::vector<std::pair<uint64_t, uint64_t>> live;  // offset, requested size
+  for (int step = 0; step < 20000; ++step) {
+    CAPTURE(seed);
+    CAPTURE(step);
+    const int op = static_cast<int>(rng() % 10);
+    if (op < 5) {
+      const uint64_t size = 1 + rng() % (rng() % 4 == 0 ? 64 * kUnit : 4 * kUnit);
+      const uint64_t n = (size + kUnit - 1) / kUnit;
+      auto got = a.Allocate(size);
+      if (!got) {
+        REQUIRE(model.LongestRun() < n);  // it fails only when no hole fits
+        continue;
+      }
+      REQUIRE(*got % kUnit == 0);
+      REQUIRE(model.AllFree(*got / kUnit, n));
+      model.Set(*got / kUnit, n, true);
+      live.emplace_back(*got, size);
+    } else if (op < 9 && !live.empty()) {
+      const size_t i = rng() % live.size();
+      const auto [off, size] = live[i];
+      a.Free(off, size);
+      model.Set(off / kUnit, (size + kUnit - 1) / kUnit, false);
+      live[i] = live.back();
+      live.pop_back();
+    } else {
+      const uint64_t first = rng() % units;
+      const uint64_t n = 1 + rng() % 8;
+      const bool fits = first + n <= units && model.AllFree(first, n);
+      REQUIRE(a.Reserve(first * kUnit, n * kUnit) == fits);
+      if (fits) {
+        model.Set(first, n, true);
+        live.emplace_back(first * kUnit, n * kUnit);
+      }
+    }
+    REQUIRE(a.free_bytes() == model.FreeUnits() * kUnit);
+    if (step % 64 == 0) {
+      REQUIRE(a.free_range_count() == model.Runs());  // fully coalesced
+      REQUIRE(a.largest_free_bytes() == model.LongestRun() * kUnit);
+    }
+  }
+}

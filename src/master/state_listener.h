@@ -1,0 +1,62 @@
+// StateListener: the seam through which the master's durable state changes
+// can be journaled (a SQLite journal is planned) and replayed.
+//
+// Durable state is the mounted segments and the complete objects with the
+// exact location of every buffer; in-flight puts, leases and liveness are
+// not durable (after a restart clients retry puts and re-ping). The master
+// state machine calls the listener synchronously, inside the operation that
+// made the change, after the change is applied. Calls arrive in the order the
+// changes happen, so replaying them into MasterState::Load* rebuilds the same
+// state. Not thread-safe: called under the master's lock; must not call back
+// into the MasterState.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proto/messages.h"
+
+namespace mc::master {
+
+// Where one buffer of a replica lives.
+struct BufferLocation {
+  std::string segment_name;
+  uint64_t offset = 0;
+  uint64_t size_bytes = 0;
+};
+
+// The durable (or, for dumps, the full) record of one object.
+struct ObjectDump {
+  std::string key;
+  uint64_t size_bytes = 0;
+  bool complete = false;
+  bool soft_pin = false;
+  // Replicas, each its buffers in object order.
+  std::vector<std::vector<BufferLocation>> replicas;
+};
+
+struct SegmentDump {
+  proto::SegmentDesc desc;
+  proto::ClientId owner;
+};
+
+enum class RemoveReason : uint8_t {
+  kRemoved = 1,      // Remove / RemoveAll
+  kEvicted = 2,      // eviction chose it
+  kReplicasLost = 3, // its last replica's segment was unmounted or its owner died
+};
+
+class StateListener {
+ public:
+  virtual ~StateListener() = default;
+  virtual void OnSegmentMounted(const SegmentDump& segment) = 0;
+  virtual void OnSegmentUnmounted(std::string_view segment_name) = 0;
+  // An object became complete, or lost some replicas and kept others: its
+  // durable record is now `object` (an upsert).
+  virtual void OnObjectCommitted(const ObjectDump& object) = 0;
+  virtual void OnObjectRemoved(std::string_view key, RemoveReason reason) = 0;
+};
+
+}  // namespace mc::master
