@@ -2,7 +2,7 @@
 // prints prefix hit ratios per cache capacity.
 //
 //   trace_sim FILE [capacity_blocks...]          (default 2048 4096 8192 16384)
-//   trace_sim --synthetic SEED [capacity_blocks...]
+//   trace_sim --synthetic SEED [capacity_blocks...]   (variant SEED % 4)
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -47,8 +47,9 @@ int main(int argc, char** argv) {
   if (std::string(argv[1]) == "--synthetic") {
     uint64_t seed = 0;
     if (argc < 3 || !ParseCount(argv[2], &seed)) return Usage();
-    trace = GenerateSyntheticTrace(SyntheticTraceOptions{}, seed);
-    source = "synthetic seed " + std::to_string(seed);
+    trace = GenerateSyntheticTrace(SyntheticVariant(uint32_t(seed % kSyntheticVariants)), seed);
+    source = "synthetic seed " + std::to_string(seed) + " variant " +
+             std::to_string(seed % kSyntheticVariants);
     arg = 3;
   } else {
     source = argv[1];

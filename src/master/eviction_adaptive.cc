@@ -7,8 +7,25 @@ namespace mc::master {
 
 using eviction::kNoSlot;
 
-AdaptivePolicy::AdaptivePolicy(size_t capacity_hint_objects)
-    : capacity_hint_objects_(capacity_hint_objects) {}
+AdaptivePolicy::AdaptivePolicy(size_t capacity_hint_objects, bool duel)
+    : capacity_hint_objects_(capacity_hint_objects),
+      duel_(duel ? std::make_unique<PolicyDuel>() : nullptr) {}
+
+AdaptivePolicy::~AdaptivePolicy() = default;
+
+void AdaptivePolicy::LinkNewest(uint32_t slot) {
+  LiveNode& n = live_[slot];
+  n.older = newest_;
+  n.newer = kNoSlot;
+  if (newest_ != kNoSlot) live_[newest_].newer = slot; else oldest_ = slot;
+  newest_ = slot;
+}
+
+void AdaptivePolicy::UnlinkRecency(uint32_t slot) {
+  LiveNode& n = live_[slot];
+  if (n.older != kNoSlot) live_[n.older].newer = n.newer; else oldest_ = n.newer;
+  if (n.newer != kNoSlot) live_[n.newer].older = n.older; else newest_ = n.older;
+}
 
 size_t AdaptivePolicy::ghost_limit_objects() const {
   if (capacity_hint_objects_ > 0) return capacity_hint_objects_;
@@ -47,7 +64,9 @@ void AdaptivePolicy::OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_byte
   n.size_bytes = size_bytes;
   n.list = list;
   live_.PushMru(Live(list), slot);
+  LinkNewest(slot);
   live_index_.Insert(id, slot);
+  if (duel_) duel_->OnReference(key_hash);
   tracked_high_water_ = std::max(tracked_high_water_, live_index_.size());
 }
 
@@ -57,6 +76,9 @@ void AdaptivePolicy::OnAccess(ObjectId id) {
   live_.Unlink(Live(live_[slot].list), slot);
   live_[slot].list = kT2;
   live_.PushMru(t2_, slot);
+  UnlinkRecency(slot);
+  LinkNewest(slot);
+  if (duel_) duel_->OnReference(live_[slot].key_hash);
 }
 
 void AdaptivePolicy::OnRemove(ObjectId id) {
@@ -64,9 +86,19 @@ void AdaptivePolicy::OnRemove(ObjectId id) {
   if (slot == kNoSlot) return;
   // A removal the policy did not choose says nothing about the key's value,
   // so it leaves no ghost.
+  if (duel_) duel_->OnRemove(live_[slot].key_hash);
   live_.Unlink(Live(live_[slot].list), slot);
+  UnlinkRecency(slot);
   live_.Free(slot);
   live_index_.Erase(id);
+}
+
+uint32_t AdaptivePolicy::FindEvictableByRecency(
+    const std::function<bool(ObjectId)>& evictable) const {
+  for (uint32_t s = oldest_; s != kNoSlot; s = live_[s].newer) {
+    if (evictable(live_[s].id)) return s;
+  }
+  return kNoSlot;
 }
 
 uint32_t AdaptivePolicy::FindEvictable(
@@ -82,13 +114,20 @@ std::optional<ObjectId> AdaptivePolicy::NextVictim(
   // The master asks when full, so the live bytes now are the cache size.
   cache_bytes_ = t1_.bytes + t2_.bytes;
   target_t1_bytes_ = std::min(target_t1_bytes_, cache_bytes_);
-  bool from_t1 = t1_.count > 0 && t1_.bytes > target_t1_bytes_;
-  uint32_t slot = FindEvictable(from_t1 ? t1_ : t2_, evictable);
-  if (slot == kNoSlot) slot = FindEvictable(from_t1 ? t2_ : t1_, evictable);
+  if (duel_) duel_->SetCapacity(live_index_.size());
+  uint32_t slot;
+  if (evicting_by_recency()) {
+    slot = FindEvictableByRecency(evictable);
+  } else {
+    bool from_t1 = t1_.count > 0 && t1_.bytes > target_t1_bytes_;
+    slot = FindEvictable(from_t1 ? t1_ : t2_, evictable);
+    if (slot == kNoSlot) slot = FindEvictable(from_t1 ? t2_ : t1_, evictable);
+  }
   if (slot == kNoSlot) return std::nullopt;
 
   LiveNode n = live_[slot];
   live_.Unlink(Live(n.list), slot);
+  UnlinkRecency(slot);
   live_.Free(slot);
   live_index_.Erase(n.id);
   AddGhost(n.key_hash, n.size_bytes, n.list == kT1 ? kB1 : kB2);
@@ -131,7 +170,7 @@ void AdaptivePolicy::TrimGhosts() {
 
 size_t AdaptivePolicy::memory_bytes() const {
   return live_.memory_bytes() + ghost_.memory_bytes() + live_index_.memory_bytes() +
-         ghost_index_.memory_bytes();
+         ghost_index_.memory_bytes() + (duel_ ? duel_->memory_bytes() : 0);
 }
 
 }  // namespace mc::master

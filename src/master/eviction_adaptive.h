@@ -11,10 +11,19 @@
 // asks when full). Ghost history is bounded by ARC's own rules (T1+B1 <= c,
 // ghosts <= c in bytes) and by `ghost_limit_objects()`.
 //
-// O(1) per insert/access/remove; a victim costs O(objects skipped). About 40
+// ARC cannot act like LRU, and LRU wins on some recency-friendly workloads
+// (long multi-turn chats on a large cache). So a PolicyDuel replays a sample
+// of keys through small shadow LRU and ARC caches, and while the LRU shadow
+// is ahead victims come from the least recent end of one recency order over
+// T1 and T2 (ghosts and p keep being maintained, so switching back is free).
+//
+// O(1) per insert/access/remove; a victim costs O(objects skipped). About 48
 // bytes per live object plus ~16 of index, ~32+16 per ghost. Not thread-safe.
 #pragma once
 
+#include <memory>
+
+#include "master/eviction_duel.h"
 #include "master/eviction_policy.h"
 #include "master/eviction_table.h"
 
@@ -27,7 +36,9 @@ class AdaptivePolicy final : public EvictionPolicy {
   // cold cache can still learn).
   static constexpr size_t kMinGhostLimitObjects = 1024;
 
-  explicit AdaptivePolicy(size_t capacity_hint_objects);
+  // `duel` off gives plain ARC (the shadow inside a PolicyDuel is one).
+  explicit AdaptivePolicy(size_t capacity_hint_objects, bool duel = true);
+  ~AdaptivePolicy() override;
 
   void OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_bytes) override;
   void OnAccess(ObjectId id) override;
@@ -37,6 +48,9 @@ class AdaptivePolicy final : public EvictionPolicy {
   std::string_view name() const override { return "adaptive"; }
   size_t tracked() const override { return live_index_.size(); }
 
+  bool Tracks(ObjectId id) const { return live_index_.Find(id) != eviction::kNoSlot; }
+  // True while the duel says plain recency is winning.
+  bool evicting_by_recency() const { return duel_ && duel_->prefer_recency(); }
   size_t ghosts() const { return ghost_index_.size(); }
   size_t ghost_limit_objects() const;
   // T1's target size in bytes, for tests and metrics.
@@ -52,6 +66,8 @@ class AdaptivePolicy final : public EvictionPolicy {
     uint64_t size_bytes = 0;
     uint32_t prev = eviction::kNoSlot;
     uint32_t next = eviction::kNoSlot;
+    uint32_t older = eviction::kNoSlot;  // recency order over T1 and T2
+    uint32_t newer = eviction::kNoSlot;
     ListId list = kT1;
   };
   struct GhostNode {
@@ -71,12 +87,18 @@ class AdaptivePolicy final : public EvictionPolicy {
   void AddGhost(uint64_t key_hash, uint64_t size_bytes, ListId list);
   void DropGhost(ListId list);
   void TrimGhosts();
+  void LinkNewest(uint32_t slot);
+  void UnlinkRecency(uint32_t slot);
+  uint32_t FindEvictableByRecency(const std::function<bool(ObjectId)>& evictable) const;
 
   size_t capacity_hint_objects_;
   size_t tracked_high_water_ = 0;
   uint64_t cache_bytes_ = 0;        // c: live bytes when last full
   uint64_t target_t1_bytes_ = 0;    // p
   eviction::NodeList t1_, t2_, b1_, b2_;
+  uint32_t oldest_ = eviction::kNoSlot;
+  uint32_t newest_ = eviction::kNoSlot;
+  std::unique_ptr<PolicyDuel> duel_;
   eviction::NodePool<LiveNode> live_;
   eviction::NodePool<GhostNode> ghost_;
   eviction::SlotIndex live_index_;   // id -> live slot

@@ -1,0 +1,71 @@
+#include "master/eviction_duel.h"
+
+#include <algorithm>
+
+#include "master/eviction_adaptive.h"
+
+namespace mc::master {
+
+PolicyDuel::PolicyDuel()
+    : arc_(std::make_unique<AdaptivePolicy>(0, /*duel=*/false)) {}
+PolicyDuel::~PolicyDuel() = default;
+
+void PolicyDuel::SetCapacity(size_t cache_objects) {
+  capacity_objects_ = std::max(kMinShadowObjects, cache_objects >> kSampleShift);
+}
+
+void PolicyDuel::OnReference(uint64_t key_hash) {
+  if (!Sampled(key_hash)) return;
+  int lru_hit = LruReference(key_hash) ? 1 : 0;
+  int arc_hit = ArcReference(key_hash) ? 1 : 0;
+  score_ = std::clamp(score_ + lru_hit - arc_hit, -kScoreLimit, kScoreLimit);
+}
+
+bool PolicyDuel::LruReference(uint64_t key_hash) {
+  uint32_t slot = lru_index_.Find(key_hash);
+  if (slot != eviction::kNoSlot) {
+    lru_nodes_.Unlink(lru_list_, slot);
+    lru_nodes_.PushMru(lru_list_, slot);
+    return true;
+  }
+  while (lru_list_.count > 0 && lru_list_.count >= capacity_objects_) {
+    uint32_t victim = lru_list_.lru;
+    lru_index_.Erase(lru_nodes_[victim].key_hash);
+    lru_nodes_.Unlink(lru_list_, victim);
+    lru_nodes_.Free(victim);
+  }
+  slot = lru_nodes_.Allocate();
+  lru_nodes_[slot].key_hash = key_hash;
+  lru_nodes_.PushMru(lru_list_, slot);
+  lru_index_.Insert(key_hash, slot);
+  return false;
+}
+
+bool PolicyDuel::ArcReference(uint64_t key_hash) {
+  if (arc_->Tracks(key_hash)) {
+    arc_->OnAccess(key_hash);
+    return true;
+  }
+  while (arc_->tracked() > 0 && arc_->tracked() >= capacity_objects_) {
+    arc_->NextVictim([](ObjectId) { return true; });
+  }
+  arc_->OnInsert(key_hash, key_hash, 1);
+  return false;
+}
+
+void PolicyDuel::OnRemove(uint64_t key_hash) {
+  if (!Sampled(key_hash)) return;
+  uint32_t slot = lru_index_.Find(key_hash);
+  if (slot != eviction::kNoSlot) {
+    lru_index_.Erase(key_hash);
+    lru_nodes_.Unlink(lru_list_, slot);
+    lru_nodes_.Free(slot);
+  }
+  arc_->OnRemove(key_hash);
+}
+
+size_t PolicyDuel::memory_bytes() const {
+  return lru_nodes_.memory_bytes() + lru_index_.memory_bytes() + arc_->memory_bytes();
+}
+
+}  // namespace mc::master

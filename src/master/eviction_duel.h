@@ -1,0 +1,60 @@
+// PolicyDuel: decides whether the adaptive policy should evict by ARC's lists
+// or by plain recency, by replaying a 1-in-16 sample of keys (chosen by key
+// hash) through two small shadow caches, an exact LRU and an ARC, each with
+// 1/16 of the real capacity, and keeping a saturating score of which one hits
+// more (set dueling, as in adaptive CPU caches). ARC beats LRU on most prefix-
+// cache workloads but loses on some recency-friendly ones (long multi-turn
+// chats on a large cache); the duel lets the policy follow whichever wins.
+// Shadows hold key hashes only: a few bytes per real object. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "master/eviction_table.h"
+
+namespace mc::master {
+
+class AdaptivePolicy;
+
+class PolicyDuel {
+ public:
+  static constexpr unsigned kSampleShift = 4;        // 1 key in 16
+  static constexpr size_t kMinShadowObjects = 16;
+  static constexpr int32_t kScoreLimit = 1024;        // saturating counter bound
+
+  PolicyDuel();
+  ~PolicyDuel();
+
+  // Every reference the cache sees (a hit, or an insert after a miss).
+  void OnReference(uint64_t key_hash);
+  // A removal the policy did not choose.
+  void OnRemove(uint64_t key_hash);
+  // The real cache's size in objects, learnt when it is full.
+  void SetCapacity(size_t cache_objects);
+  bool prefer_recency() const { return score_ > 0; }
+  int32_t score() const { return score_; }
+  size_t memory_bytes() const;
+
+ private:
+  struct LruNode {
+    uint64_t key_hash = 0;
+    uint64_t size_bytes = 1;
+    uint32_t prev = eviction::kNoSlot;
+    uint32_t next = eviction::kNoSlot;
+  };
+  static bool Sampled(uint64_t key_hash) {
+    return (eviction::MixBits(key_hash ^ 0x5eed) & ((1u << kSampleShift) - 1)) == 0;
+  }
+  bool LruReference(uint64_t key_hash);
+  bool ArcReference(uint64_t key_hash);
+
+  size_t capacity_objects_ = SIZE_MAX;  // unbounded until the cache fills
+  int32_t score_ = 0;                   // > 0: LRU shadow has been hitting more
+  eviction::NodeList lru_list_;
+  eviction::NodePool<LruNode> lru_nodes_;
+  eviction::SlotIndex lru_index_;
+  std::unique_ptr<AdaptivePolicy> arc_;  // ids are the key hashes
+};
+
+}  // namespace mc::master
