@@ -1,0 +1,169 @@
+#include "transfer/segment.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "common/log.h"
+
+namespace mc::transfer {
+
+namespace {
+
+constexpr uint64_t kSmallPageBytes = 4096;
+constexpr uint64_t kHugePageBytes = 2ull << 20;
+
+uint64_t RoundUp(uint64_t value, uint64_t unit) { return (value + unit - 1) / unit * unit; }
+
+// True when the kernel may back shared memory with transparent huge pages
+// after madvise: shmem_enabled is not "[never]" or "[deny]".
+bool ShmemThpAllowed() {
+  FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/shmem_enabled", "r");
+  if (f == nullptr) return false;
+  char line[256] = {0};
+  bool ok = std::fgets(line, sizeof(line), f) != nullptr;
+  std::fclose(f);
+  return ok && std::strstr(line, "[never]") == nullptr && std::strstr(line, "[deny]") == nullptr;
+}
+
+std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+// Maps `fd` (already sized to `bytes`) shared read/write; nullptr on failure.
+uint8_t* MapShared(int fd, uint64_t bytes, bool populate) {
+  int flags = MAP_SHARED | (populate ? MAP_POPULATE : 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, fd, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+}
+
+}  // namespace
+
+std::string_view PageKindName(PageKind kind) {
+  switch (kind) {
+    case PageKind::kHugeTlb: return "hugetlb";
+    case PageKind::kTransparentHuge: return "thp-advised";
+    case PageKind::kNormal: return "normal";
+  }
+  return "unknown";
+}
+
+int SweepStaleShmFiles(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return 0;
+  int removed = 0;
+  const uid_t me = geteuid();
+  while (dirent* e = readdir(d)) {
+    long pid = 0;
+    char rest[64];
+    if (std::sscanf(e->d_name, "mooncake-%ld-%63s", &pid, rest) != 2 || pid <= 0) continue;
+    std::string path = dir + "/" + e->d_name;
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0 || st.st_uid != me || !S_ISREG(st.st_mode)) continue;
+    // kill(pid, 0) fails with ESRCH only when no such process exists.
+    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    if (unlink(path.c_str()) == 0) {
+      ++removed;
+      MC_LOG(INFO) << "removed stale segment file " << path << " of dead pid " << pid;
+    }
+  }
+  closedir(d);
+  return removed;
+}
+
+Result<std::unique_ptr<Segment>> Segment::Create(const SegmentOptions& options) {
+  if (options.size_bytes == 0 || options.size_bytes > kMaxSegmentBytes) {
+    return Error(ErrorCode::INVALID_PARAMS,
+                 "segment size " + std::to_string(options.size_bytes) +
+                     " bytes is outside 1 .. " + std::to_string(kMaxSegmentBytes));
+  }
+  std::unique_ptr<Segment> seg(new Segment());
+  seg->size_bytes_ = options.size_bytes;
+  seg->backing_ = options.backing;
+
+  if (options.backing == SegmentBacking::kMemfd) {
+    // hugetlb first: needs pages reserved in /proc/sys/vm/nr_hugepages, and
+    // mmap (not ftruncate) is where a shortage shows, so try the whole path.
+    if (options.try_huge_pages) {
+      int fd = memfd_create("mooncake-segment", MFD_CLOEXEC | MFD_HUGETLB);
+      uint64_t bytes = RoundUp(options.size_bytes, kHugePageBytes);
+      if (fd >= 0 && ftruncate(fd, static_cast<off_t>(bytes)) == 0) {
+        if (uint8_t* p = MapShared(fd, bytes, options.populate)) {
+          seg->fd_ = fd;
+          seg->base_ = p;
+          seg->mapped_bytes_ = bytes;
+          seg->page_kind_ = PageKind::kHugeTlb;
+        }
+      }
+      if (seg->base_ == nullptr && fd >= 0) close(fd);
+    }
+    if (seg->base_ == nullptr) {
+      seg->fd_ = memfd_create("mooncake-segment", MFD_CLOEXEC);
+      if (seg->fd_ < 0) return Error(ErrorCode::INTERNAL_ERROR, Errno("memfd_create"));
+    }
+    // memfds are born 0777; owner-only is what makes sharing by path safe.
+    if (fchmod(seg->fd_, 0600) != 0) {
+      return Error(ErrorCode::INTERNAL_ERROR, Errno("fchmod segment memfd"));
+    }
+    seg->shm_path_ = "/proc/" + std::to_string(getpid()) + "/fd/" + std::to_string(seg->fd_);
+  } else {
+    SweepStaleShmFiles(options.shm_dir);
+    std::random_device rd;
+    for (int attempt = 0; attempt < 8 && seg->fd_ < 0; ++attempt) {
+      char name[64];
+      std::snprintf(name, sizeof(name), "mooncake-%d-%08x", static_cast<int>(getpid()), rd());
+      std::string path = options.shm_dir + "/" + name;
+      int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+      if (fd >= 0) {
+        // fchmod guards against a restrictive-looking umask not being the
+        // only thing that decides the mode: we want exactly 0600.
+        fchmod(fd, 0600);
+        seg->fd_ = fd;
+        seg->shm_path_ = path;
+        seg->unlink_on_close_ = true;
+      } else if (errno != EEXIST) {
+        return Error(ErrorCode::INTERNAL_ERROR, Errno(("open " + path).c_str()));
+      }
+    }
+    if (seg->fd_ < 0) return Error(ErrorCode::INTERNAL_ERROR, "no free segment file name");
+  }
+
+  if (seg->base_ == nullptr) {
+    uint64_t bytes = RoundUp(options.size_bytes, kSmallPageBytes);
+    if (ftruncate(seg->fd_, static_cast<off_t>(bytes)) != 0) {
+      return Error(ErrorCode::NO_AVAILABLE_HANDLE, Errno("ftruncate segment"));
+    }
+    seg->base_ = MapShared(seg->fd_, bytes, false);
+    if (seg->base_ == nullptr) return Error(ErrorCode::NO_AVAILABLE_HANDLE, Errno("mmap segment"));
+    seg->mapped_bytes_ = bytes;
+    // madvise succeeds even when shmem THP is disabled, so the sysfs knob
+    // decides what we report.
+    if (options.try_huge_pages && madvise(seg->base_, bytes, MADV_HUGEPAGE) == 0 &&
+        ShmemThpAllowed()) {
+      seg->page_kind_ = PageKind::kTransparentHuge;
+    }
+    if (options.populate) {
+      // MADV_POPULATE_WRITE (Linux 5.14) faults pages in without writing them.
+      if (madvise(seg->base_, bytes, 23 /* MADV_POPULATE_WRITE */) != 0) {
+        for (uint64_t off = 0; off < bytes; off += kSmallPageBytes) seg->base_[off] = 0;
+      }
+    }
+  }
+  MC_LOG(DEBUG) << "segment of " << seg->size_bytes_ << " bytes at " << seg->shm_path_
+                << " pages " << PageKindName(seg->page_kind_);
+  return seg;
+}
+
+Segment::~Segment() {
+  if (base_ != nullptr) munmap(base_, mapped_bytes_);
+  if (fd_ >= 0) close(fd_);
+  if (unlink_on_close_) unlink(shm_path_.c_str());
+}
+
+}  // namespace mc::transfer

@@ -1,0 +1,83 @@
+// Segment: the memory a store contributes to the pool, shareable with
+// same-host clients by path.
+//
+// A segment is one shared mapping of `size_bytes`, backed either by a memfd
+// (default) or by a file in /dev/shm, always owner-only (0600). Huge pages are
+// tried first (MFD_HUGETLB / MAP_HUGETLB, then madvise(MADV_HUGEPAGE)) and
+// dropped silently when the host has none reserved; page_kind() tells which.
+//
+// Sharing trade-off, and why memfd is the default:
+//  - kMemfd: shm_path() is "/proc/<pid>/fd/<n>". Any process of the same user
+//    (that may ptrace-read us, the normal case) can open and map it. The
+//    kernel frees the memory when the store exits, even on kill -9, once the
+//    last client mapping is gone. The path is valid only while the store runs
+//    (a client that mapped it keeps its mapping; it must re-resolve after a
+//    store restart anyway). Fails for clients when the store is non-dumpable
+//    or /proc is mounted with hidepid.
+//  - kShmFile: shm_path() is "/dev/shm/mooncake-<pid>-<rand>", created with
+//    O_EXCL and mode 0600 and unlinked by the destructor. A kill -9 leaks the
+//    file; Create() therefore first removes "mooncake-<pid>-*" files of this
+//    user whose <pid> is no longer alive.
+// Not thread-safe to create/destroy concurrently with use; the memory itself
+// is shared and synchronisation of its contents is the caller's business.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+
+namespace mc::transfer {
+
+enum class SegmentBacking { kMemfd, kShmFile };
+enum class PageKind { kHugeTlb, kTransparentHuge, kNormal };
+
+std::string_view PageKindName(PageKind kind);
+
+struct SegmentOptions {
+  uint64_t size_bytes = 0;
+  SegmentBacking backing = SegmentBacking::kMemfd;
+  bool try_huge_pages = true;
+  // Touch every page at creation so the first transfers do not pay faults.
+  bool populate = false;
+  std::string shm_dir = "/dev/shm";  // kShmFile only
+};
+
+// Upper bound of one segment (1 TiB), checked when the segment is created.
+inline constexpr uint64_t kMaxSegmentBytes = 1ull << 40;
+
+class Segment {
+ public:
+  static Result<std::unique_ptr<Segment>> Create(const SegmentOptions& options);
+  ~Segment();
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+
+  uint8_t* base() const { return base_; }
+  uint64_t size_bytes() const { return size_bytes_; }
+  // Mapped length (size rounded up to the page size in use).
+  uint64_t mapped_bytes() const { return mapped_bytes_; }
+  // What a same-host process of the same user opens to map this segment.
+  const std::string& shm_path() const { return shm_path_; }
+  PageKind page_kind() const { return page_kind_; }
+  SegmentBacking backing() const { return backing_; }
+
+ private:
+  Segment() = default;
+
+  uint8_t* base_ = nullptr;
+  uint64_t size_bytes_ = 0;
+  uint64_t mapped_bytes_ = 0;
+  int fd_ = -1;
+  std::string shm_path_;
+  bool unlink_on_close_ = false;
+  PageKind page_kind_ = PageKind::kNormal;
+  SegmentBacking backing_ = SegmentBacking::kMemfd;
+};
+
+// Removes "<dir>/mooncake-<pid>-*" files owned by this user whose pid is not
+// alive; returns how many were removed. Called by Segment::Create(kShmFile).
+int SweepStaleShmFiles(const std::string& dir);
+
+}  // namespace mc::transfer

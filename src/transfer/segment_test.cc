@@ -1,0 +1,91 @@
+#include "transfer/segment.h"
+
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+using namespace mc::transfer;
+
+namespace {
+
+// Forks a child that maps `path` and writes `text` at offset 100; returns
+// the child's exit status (0 on success).
+int WriteFromOtherProcess(const std::string& path, const char* text) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(path.c_str(), O_RDWR);
+    if (fd < 0) _exit(2);
+    void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) _exit(3);
+    std::memcpy(static_cast<char*>(p) + 100, text, std::strlen(text));
+    _exit(0);
+  }
+  int status = -1;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 99;
+}
+
+}  // namespace
+
+TEST_CASE("a memfd segment is owner-only and another process can map it by path") {
+  SegmentOptions opts;
+  opts.size_bytes = 1 << 20;
+  auto seg = Segment::Create(opts);
+  REQUIRE(seg.ok());
+  CHECK((*seg)->size_bytes() == (1u << 20));
+  CHECK((*seg)->shm_path().rfind("/proc/", 0) == 0);
+  struct stat st;
+  REQUIRE(stat((*seg)->shm_path().c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK(WriteFromOtherProcess((*seg)->shm_path(), "hello") == 0);
+  CHECK(std::memcmp((*seg)->base() + 100, "hello", 5) == 0);
+  MESSAGE("pages: " << PageKindName((*seg)->page_kind()));
+}
+
+TEST_CASE("a /dev/shm segment is 0600, shareable by path, and removed on destruction") {
+  SegmentOptions opts;
+  opts.size_bytes = 123457;  // not a page multiple
+  opts.backing = SegmentBacking::kShmFile;
+  opts.populate = true;
+  std::string path;
+  {
+    auto seg = Segment::Create(opts);
+    REQUIRE(seg.ok());
+    path = (*seg)->shm_path();
+    CHECK(path.rfind("/dev/shm/mooncake-", 0) == 0);
+    struct stat st;
+    REQUIRE(stat(path.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    CHECK(WriteFromOtherProcess(path, "world") == 0);
+    CHECK(std::memcmp((*seg)->base() + 100, "world", 5) == 0);
+  }
+  CHECK(access(path.c_str(), F_OK) != 0);
+}
+
+TEST_CASE("stale /dev/shm segment files of dead processes are swept") {
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);  // `child` is now a pid with no process
+  std::string stale = "/dev/shm/mooncake-" + std::to_string(child) + "-deadbeef";
+  std::string live = "/dev/shm/mooncake-" + std::to_string(getpid()) + "-testlive";
+  std::ofstream(stale).put('x');
+  std::ofstream(live).put('x');
+  CHECK(SweepStaleShmFiles("/dev/shm") >= 1);
+  CHECK(access(stale.c_str(), F_OK) != 0);
+  CHECK(access(live.c_str(), F_OK) == 0);
+  unlink(live.c_str());
+}
+
+TEST_CASE("segment sizes of zero or above the limit are refused") {
+  SegmentOptions opts;
+  opts.size_bytes = 0;
+  CHECK(Segment::Create(opts).code() == mc::ErrorCode::INVALID_PARAMS);
+  opts.size_bytes = kMaxSegmentBytes + 1;
+  CHECK(Segment::Create(opts).code() == mc::ErrorCode::INVALID_PARAMS);
+}

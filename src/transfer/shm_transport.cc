@@ -1,0 +1,123 @@
+#include "transfer/shm_transport.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace mc::transfer {
+
+namespace {
+
+// Copy pieces are cut at this alignment so threads never share a cache line.
+constexpr uint64_t kPieceAlignBytes = 4096;
+
+}  // namespace
+
+ShmTransport::Mapping::~Mapping() {
+  if (base != nullptr) munmap(base, size_bytes);
+}
+
+ShmTransport::ShmTransport(ShmTransportOptions options)
+    : options_(std::move(options)), workers_(std::max(options_.copy_threads - 1, 0)) {
+  assert(options_.copy_threads >= 1);
+}
+
+ShmTransport::~ShmTransport() = default;
+
+void ShmTransport::Forget(const std::string& shm_path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  maps_.erase(shm_path);
+}
+
+Result<std::shared_ptr<ShmTransport::Mapping>> ShmTransport::Map(const std::string& shm_path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = maps_.find(shm_path);
+  if (it != maps_.end()) return it->second;
+  if (maps_.size() >= options_.max_mapped_segments) {
+    return Error(ErrorCode::NO_AVAILABLE_HANDLE,
+                 "already " + std::to_string(maps_.size()) + " segments mapped");
+  }
+  int fd = open(shm_path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    return Error(ErrorCode::SEGMENT_NOT_FOUND,
+                 "open segment " + shm_path + ": " + std::strerror(errno));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size <= 0) {
+    close(fd);
+    return Error(ErrorCode::SEGMENT_NOT_FOUND, "segment " + shm_path + " is empty");
+  }
+  auto m = std::make_shared<Mapping>();
+  void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                 0);
+  int err = errno;
+  close(fd);  // the mapping keeps the memory alive
+  if (p == MAP_FAILED) {
+    return Error(ErrorCode::INTERNAL_ERROR, "mmap segment " + shm_path + ": " + std::strerror(err));
+  }
+  m->base = static_cast<uint8_t*>(p);
+  m->size_bytes = static_cast<uint64_t>(st.st_size);
+  maps_[shm_path] = m;
+  return m;
+}
+
+Status ShmTransport::Batch(std::span<TransferOp> ops) {
+  MC_RETURN_IF_ERROR(ValidateBatch(ops));
+  struct Piece {
+    uint8_t* dst;
+    const uint8_t* src;
+    uint64_t len;
+  };
+  std::vector<Piece> pieces;
+  std::vector<std::shared_ptr<Mapping>> held;  // keeps mappings alive during copies
+  const uint64_t threads = static_cast<uint64_t>(options_.copy_threads);
+  for (TransferOp& op : ops) {
+    op.status = Status::Ok();
+    auto m = Map(op.endpoint->shm_path);
+    if (!m.ok()) {
+      op.status = m.status();
+      continue;
+    }
+    const uint64_t size = (*m)->size_bytes;
+    if (op.remote_offset > size || op.len > size - op.remote_offset) {
+      op.status = Error(op.kind == OpKind::kWrite ? ErrorCode::INVALID_WRITE
+                                                  : ErrorCode::INVALID_READ,
+                        "range at offset " + std::to_string(op.remote_offset) + " length " +
+                            std::to_string(op.len) + " is outside segment " +
+                            op.endpoint->shm_path + " of " + std::to_string(size) + " bytes");
+      continue;
+    }
+    if (options_.range_check) {
+      op.status = options_.range_check(*op.endpoint, op.kind, op.remote_offset, op.len);
+      if (!op.status.ok()) continue;
+    }
+    uint8_t* remote = (*m)->base + op.remote_offset;
+    uint8_t* local = static_cast<uint8_t*>(op.buffer);
+    uint8_t* dst = op.kind == OpKind::kWrite ? remote : local;
+    const uint8_t* src = op.kind == OpKind::kWrite ? local : remote;
+    uint64_t piece = op.len;
+    if (threads > 1 && op.len >= options_.split_threshold_bytes) {
+      piece = (op.len / threads + kPieceAlignBytes - 1) / kPieceAlignBytes * kPieceAlignBytes;
+    }
+    for (uint64_t off = 0; off < op.len; off += piece) {
+      pieces.push_back({dst + off, src + off, std::min(piece, op.len - off)});
+    }
+    held.push_back(*m);
+  }
+  workers_.ParallelFor(pieces.size(), options_.copy_threads - 1, [&](size_t i) {
+    std::memcpy(pieces[i].dst, pieces[i].src, pieces[i].len);
+  });
+  for (const TransferOp& op : ops) {
+    if (!op.status.ok()) return op.status;
+  }
+  return Status::Ok();
+}
+
+}  // namespace mc::transfer

@@ -1,0 +1,84 @@
+#include "transfer/shm_transport.h"
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+#include "transfer/rdma_transport.h"
+#include "transfer/transfer_test_util.h"
+
+using namespace mc::transfer;
+using mc::ErrorCode;
+using mc::transfer::testing::RandomBytes;
+using mc::transfer::testing::TestSeed;
+
+namespace {
+
+std::unique_ptr<Segment> MakeSegment(uint64_t size, SegmentBacking backing) {
+  SegmentOptions opts;
+  opts.size_bytes = size;
+  opts.backing = backing;
+  auto seg = Segment::Create(opts);
+  REQUIRE(seg.ok());
+  return std::move(*seg);
+}
+
+}  // namespace
+
+TEST_CASE("shm writes and reads are byte-identical from 1 byte to 64 MiB, both backings") {
+  std::mt19937_64 rng(TestSeed() + 10);
+  for (SegmentBacking backing : {SegmentBacking::kMemfd, SegmentBacking::kShmFile}) {
+    for (int threads : {1, 2}) {
+      auto seg = MakeSegment(96 << 20, backing);
+      Endpoint ep;
+      ep.shm_path = seg->shm_path();
+      ShmTransportOptions opts;
+      opts.copy_threads = threads;
+      ShmTransport shm(opts);
+      for (size_t len : {size_t{1}, size_t{4097}, size_t{(1 << 20) + 5}, size_t{64 << 20}}) {
+        CAPTURE(len);
+        CAPTURE(threads);
+        auto data = RandomBytes(rng, len);
+        uint64_t off = rng() % ((96 << 20) - len + 1);
+        REQUIRE(shm.Write(ep, off, data.data(), len).ok());
+        CHECK(std::memcmp(seg->base() + off, data.data(), len) == 0);
+        std::vector<uint8_t> back(len);
+        REQUIRE(shm.Read(ep, off, back.data(), len).ok());
+        CHECK(back == data);
+      }
+      shm.Forget(ep.shm_path);
+    }
+  }
+}
+
+TEST_CASE("shm refuses out-of-bounds ranges and what the range check denies") {
+  auto seg = MakeSegment(1 << 20, SegmentBacking::kMemfd);
+  Endpoint ep;
+  ep.shm_path = seg->shm_path();
+  ShmTransportOptions opts;
+  opts.range_check = [](const Endpoint&, OpKind op, uint64_t off, uint64_t) -> mc::Status {
+    if (op == OpKind::kWrite && off >= 4096) return mc::Error(ErrorCode::INVALID_WRITE, "no");
+    return mc::Status::Ok();
+  };
+  ShmTransport shm(opts);
+  std::vector<uint8_t> buf(100, 3);
+  CHECK(shm.Write(ep, (1 << 20) - 50, buf.data(), buf.size()).code() == ErrorCode::INVALID_WRITE);
+  CHECK(shm.Read(ep, ~0ull - 10, buf.data(), buf.size()).code() == ErrorCode::INVALID_PARAMS);
+  CHECK(shm.Write(ep, 8192, buf.data(), buf.size()).code() == ErrorCode::INVALID_WRITE);
+  CHECK(seg->base()[8192] == 0);
+  CHECK(shm.Write(ep, 0, buf.data(), buf.size()).ok());
+  Endpoint missing;
+  missing.shm_path = "/dev/shm/mooncake-no-such-segment";
+  CHECK(shm.Read(missing, 0, buf.data(), 1).code() == ErrorCode::SEGMENT_NOT_FOUND);
+}
+
+TEST_CASE("the rdma transport reports NOT_SUPPORTED without hardware") {
+  auto rdma = RdmaTransport::Create();
+  if (!rdma.ok()) {
+    CHECK(rdma.code() == ErrorCode::NOT_SUPPORTED);
+    return;
+  }
+  Endpoint ep;
+  uint8_t b = 0;
+  CHECK((*rdma)->Write(ep, 0, &b, 1).code() == ErrorCode::NOT_SUPPORTED);
+}

@@ -1,0 +1,36 @@
+// Blocking socket helpers for the TCP data path: whole-buffer send/recv in
+// large syscalls, socket tuning and connect with a timeout. Thread-safe
+// (stateless); one fd must not be used by two threads at once.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/result.h"
+
+namespace mc::transfer {
+
+struct SocketTuning {
+  int buffer_bytes = 4 << 20;  // SO_SNDBUF and SO_RCVBUF (0 = kernel default)
+  int io_timeout_ms = 30000;   // SO_SNDTIMEO / SO_RCVTIMEO (0 = none)
+};
+
+// TCP_NODELAY, buffer sizes and timeouts; errors are ignored (best effort).
+void TuneSocket(int fd, const SocketTuning& tuning);
+
+// Sends all bytes of all iovecs (sendmsg, MSG_NOSIGNAL). `iov` is modified.
+Status SendAllV(int fd, iovec* iov, int iovcnt);
+Status SendAll(int fd, const void* data, size_t len);
+// Receives exactly `len` bytes (MSG_WAITALL loop). A clean EOF before the
+// first byte reports TRANSFER_FAIL "peer closed"; a timeout RPC_TIMEOUT.
+Status RecvAll(int fd, void* data, size_t len);
+
+Result<int> ConnectTcp(const std::string& host, uint16_t port, int timeout_ms);
+
+// Listens on host:port (port 0 picks one); returns the fd and the port.
+Result<int> ListenTcp(const std::string& host, uint16_t port, int backlog, uint16_t* bound_port);
+
+}  // namespace mc::transfer

@@ -1,0 +1,284 @@
+#include "transfer/tcp_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "common/log.h"
+
+namespace mc::transfer {
+
+struct TcpDataServer::Counters {
+  std::atomic<uint64_t> accepted{0}, refused{0}, served{0}, refused_requests{0},
+      protocol_errors{0}, auth_failures{0}, bytes_written{0}, bytes_read{0};
+};
+
+namespace {
+
+constexpr size_t kDrainChunkBytes = 256 << 10;
+constexpr int kListenBacklog = 128;
+constexpr int kReapIntervalMs = 1000;
+
+std::string PeerName(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof(addr);
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "?";
+  char ip[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof(ip));
+  return std::string(ip) + ":" + std::to_string(ntohs(addr.sin_port));
+}
+
+// Replies with `st` (OK with `data_len` bytes to follow, or an error message).
+Status SendReply(int fd, uint64_t request_id, const Status& st, const void* data,
+                 uint64_t data_len) {
+  wire::Reply reply;
+  reply.status = static_cast<int32_t>(st.code());
+  reply.request_id = request_id;
+  std::string msg;
+  iovec iov[2];
+  uint8_t hdr[wire::kReplyBytes];
+  iov[1] = {const_cast<void*>(data), data_len};
+  if (!st.ok()) {
+    msg = st.message().substr(0, wire::kMaxErrorMessageBytes);
+    iov[1] = {msg.data(), msg.size()};
+  }
+  reply.length = iov[1].iov_len;
+  wire::EncodeReply(reply, hdr);
+  iov[0] = {hdr, sizeof(hdr)};
+  return SendAllV(fd, iov, iov[1].iov_len > 0 ? 2 : 1);
+}
+
+// Reads and discards `len` payload bytes of a refused WRITE.
+Status Drain(int fd, uint64_t len) {
+  std::vector<uint8_t> scratch(std::min<uint64_t>(len, kDrainChunkBytes));
+  while (len > 0) {
+    size_t n = std::min<uint64_t>(len, scratch.size());
+    MC_RETURN_IF_ERROR(RecvAll(fd, scratch.data(), n));
+    len -= n;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+AccessCheck AllowAll() {
+  return [](OpKind, uint64_t, uint64_t) { return Status::Ok(); };
+}
+
+Result<std::unique_ptr<TcpDataServer>> TcpDataServer::Start(uint8_t* base, uint64_t size_bytes,
+                                                            AccessCheck check,
+                                                            TcpDataServerOptions options) {
+  if (base == nullptr || size_bytes == 0 || !check) {
+    return Error(ErrorCode::INVALID_PARAMS, "data server needs memory and an access check");
+  }
+  if (options.max_connections == 0 || options.max_frame_bytes == 0) {
+    return Error(ErrorCode::INVALID_PARAMS, "max_connections and max_frame_bytes must be > 0");
+  }
+  std::unique_ptr<TcpDataServer> s(new TcpDataServer());
+  s->base_ = base;
+  s->size_bytes_ = size_bytes;
+  s->check_ = std::move(check);
+  s->options_ = std::move(options);
+  s->counters_ = std::make_unique<Counters>();
+  MC_ASSIGN_OR_RETURN(s->listen_fd_, ListenTcp(s->options_.listen_host, s->options_.port,
+                                               kListenBacklog, &s->port_));
+  s->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (s->wake_fd_ < 0) {
+    return Error(ErrorCode::INTERNAL_ERROR, std::string("eventfd: ") + std::strerror(errno));
+  }
+  s->acceptor_ = std::thread([raw = s.get()] { raw->AcceptLoop(); });
+  MC_LOG(INFO) << "transfer data server on " << s->options_.listen_host << ":" << s->port_
+               << (s->options_.auth_token.empty() ? " (no auth)" : " (token auth)");
+  return s;
+}
+
+TcpDataServer::~TcpDataServer() {
+  Stop();
+  if (listen_fd_ >= 0) close(listen_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+void TcpDataServer::Stop() {
+  if (stopping_.exchange(true)) return;
+  uint64_t one = 1;
+  if (write(wake_fd_, &one, sizeof(one)) < 0) {
+    MC_LOG(WARN) << "eventfd write failed";
+  }
+  if (acceptor_.joinable()) acceptor_.join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Conn& c : conns_) shutdown(c.fd, SHUT_RDWR);
+  }
+  ReapFinished(/*all=*/true);
+}
+
+TcpDataServerStats TcpDataServer::stats() const {
+  const Counters& c = *counters_;
+  return {c.accepted.load(), c.refused.load(),         c.served.load(),
+          c.refused_requests.load(), c.protocol_errors.load(), c.auth_failures.load(),
+          c.bytes_written.load(), c.bytes_read.load()};
+}
+
+void TcpDataServer::ReapFinished(bool all) {
+  std::list<Conn> finished;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = conns_.begin(); it != conns_.end();) {
+      auto next = std::next(it);
+      if (all || it->done.load()) finished.splice(finished.end(), conns_, it);
+      it = next;
+    }
+  }
+  // The fd is closed only here, after the join, so Stop() never shuts down a
+  // descriptor number that was already reused.
+  for (Conn& c : finished) {
+    c.thread.join();
+    close(c.fd);
+  }
+}
+
+void TcpDataServer::AcceptLoop() {
+  while (!stopping_.load()) {
+    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    int pr = poll(fds, 2, kReapIntervalMs);
+    ReapFinished(false);
+    if (pr <= 0 || !(fds[0].revents & POLLIN) || stopping_.load()) continue;
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    TuneSocket(fd, options_.tuning);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (conns_.size() >= options_.max_connections) {
+      counters_->refused.fetch_add(1);
+      MC_LOG(WARN) << "refusing connection from " << PeerName(fd) << ": "
+                   << options_.max_connections << " connections open";
+      (void)SendReply(fd, 0,
+                      Error(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS,
+                            "data server connection limit reached"),
+                      nullptr, 0);
+      close(fd);
+      continue;
+    }
+    counters_->accepted.fetch_add(1);
+    Conn& c = conns_.emplace_back();
+    c.fd = fd;
+    c.thread = std::thread([this, &c] { Serve(&c); });
+  }
+}
+
+Status TcpDataServer::CheckRange(OpKind op, uint64_t offset, uint64_t len) const {
+  if (offset > size_bytes_ || len > size_bytes_ - offset) {
+    return Error(op == OpKind::kWrite ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ,
+                 "range at offset " + std::to_string(offset) + " length " + std::to_string(len) +
+                     " is outside the segment of " + std::to_string(size_bytes_) + " bytes");
+  }
+  return check_(op, offset, len);
+}
+
+bool TcpDataServer::Authenticate(int fd, const std::array<uint8_t, wire::kNonceBytes>& nonce) {
+  uint8_t hdr[wire::kRequestBytes];
+  wire::Request req;
+  uint8_t mac[wire::kMacBytes];
+  // A peer that hangs up before asking (e.g. a client that has no token) is
+  // not an authentication attempt.
+  if (!RecvAll(fd, hdr, sizeof(hdr)).ok()) return false;
+  bool ok = wire::DecodeRequest(hdr, &req).ok() &&
+            req.op == static_cast<uint16_t>(wire::Op::kAuth) && req.length == wire::kMacBytes &&
+            RecvAll(fd, mac, sizeof(mac)).ok();
+  if (ok) {
+    auto want = wire::AuthMac(options_.auth_token, nonce);
+    ok = wire::MacEqual(mac, want.data());
+  }
+  if (!ok) {
+    counters_->auth_failures.fetch_add(1);
+    MC_LOG(WARN) << "authentication failed for " << PeerName(fd);
+    (void)SendReply(fd, req.request_id,
+                    Error(ErrorCode::AUTH_FAILED, "transfer authentication failed"), nullptr, 0);
+    return false;
+  }
+  return SendReply(fd, req.request_id, Status::Ok(), nullptr, 0).ok();
+}
+
+void TcpDataServer::Serve(Conn* conn) {
+  const int fd = conn->fd;
+  wire::Hello hello;
+  hello.segment_bytes = size_bytes_;
+  hello.flags = options_.auth_token.empty() ? 0 : wire::kFlagAuthRequired;
+  uint8_t buf[wire::kHelloBytes];
+  bool alive = wire::RandomNonce(&hello.nonce).ok();
+  if (alive) {
+    wire::EncodeHello(hello, buf);
+    alive = SendAll(fd, buf, sizeof(buf)).ok();
+  }
+  if (alive && !options_.auth_token.empty()) alive = Authenticate(fd, hello.nonce);
+  while (alive && !stopping_.load()) {
+    pollfd pfd{fd, POLLIN, 0};
+    int pr = poll(&pfd, 1, options_.idle_timeout_ms > 0 ? options_.idle_timeout_ms : -1);
+    if (pr == 0) {
+      MC_LOG(DEBUG) << "closing idle connection from " << PeerName(fd);
+      break;
+    }
+    uint8_t hdr[wire::kRequestBytes];
+    wire::Request req;
+    Status st = RecvAll(fd, hdr, sizeof(hdr));
+    if (!st.ok()) break;  // peer closed or stalled: nothing to answer
+    st = wire::DecodeRequest(hdr, &req);
+    if (st.ok()) {
+      alive = Handle(fd, req);
+    } else {
+      counters_->protocol_errors.fetch_add(1);
+      MC_LOG(WARN) << "closing connection from " << PeerName(fd) << ": " << st.message();
+      (void)SendReply(fd, 0, st, nullptr, 0);
+      alive = false;
+    }
+  }
+  shutdown(fd, SHUT_RDWR);
+  conn->done.store(true);
+}
+
+bool TcpDataServer::Handle(int fd, const wire::Request& req) {
+  const bool is_write = req.op == static_cast<uint16_t>(wire::Op::kWrite);
+  const bool is_read = req.op == static_cast<uint16_t>(wire::Op::kRead);
+  Status bad;
+  if (!is_write && !is_read) {
+    bad = Error(ErrorCode::PROTOCOL_ERROR, "unknown op " + std::to_string(req.op));
+  } else if (req.length > options_.max_frame_bytes) {
+    bad = Error(ErrorCode::PROTOCOL_ERROR, "frame length " + std::to_string(req.length) +
+                                               " exceeds " +
+                                               std::to_string(options_.max_frame_bytes));
+  }
+  if (!bad.ok()) {
+    counters_->protocol_errors.fetch_add(1);
+    MC_LOG(WARN) << "closing connection from " << PeerName(fd) << ": " << bad.message();
+    (void)SendReply(fd, req.request_id, bad, nullptr, 0);
+    return false;
+  }
+  const OpKind op = is_write ? OpKind::kWrite : OpKind::kRead;
+  Status st = CheckRange(op, req.offset, req.length);
+  if (!st.ok()) {
+    counters_->refused_requests.fetch_add(1);
+    MC_LOG(WARN) << "refused " << OpKindName(op) << " from " << PeerName(fd) << ": "
+                 << st.ToString();
+    if (is_write && !Drain(fd, req.length).ok()) return false;
+    return SendReply(fd, req.request_id, st, nullptr, 0).ok();
+  }
+  uint8_t* range = base_ + req.offset;
+  // Counters move before the reply so a client that saw the reply also sees them.
+  if (is_write) {
+    if (!RecvAll(fd, range, req.length).ok()) return false;
+    counters_->bytes_written.fetch_add(req.length);
+    counters_->served.fetch_add(1);
+    return SendReply(fd, req.request_id, Status::Ok(), nullptr, 0).ok();
+  }
+  counters_->bytes_read.fetch_add(req.length);
+  counters_->served.fetch_add(1);
+  return SendReply(fd, req.request_id, Status::Ok(), range, req.length).ok();
+}
+
+}  // namespace mc::transfer

@@ -1,0 +1,207 @@
+#include "transfer/tcp_transport.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cassert>
+
+#include "common/log.h"
+#include "transfer/wire.h"
+
+namespace mc::transfer {
+
+namespace {
+
+std::string PeerKey(const Endpoint& ep) { return ep.host + ":" + std::to_string(ep.port); }
+
+// Reads the error message that follows a failed reply and builds its Status.
+Status ReadErrorReply(int fd, const wire::Reply& reply, const std::string& peer) {
+  std::string msg(std::min<uint64_t>(reply.length, wire::kMaxErrorMessageBytes), '\0');
+  if (reply.length > wire::kMaxErrorMessageBytes || !RecvAll(fd, msg.data(), msg.size()).ok()) {
+    msg = "(unreadable message)";
+  }
+  ErrorCode code = IsKnownErrorCode(reply.status) ? static_cast<ErrorCode>(reply.status)
+                                                  : ErrorCode::TRANSFER_FAIL;
+  if (code == ErrorCode::OK) code = ErrorCode::TRANSFER_FAIL;
+  return Error(code, peer + ": " + msg);
+}
+
+Status ReadReply(int fd, uint64_t request_id, const std::string& peer, wire::Reply* reply) {
+  uint8_t hdr[wire::kReplyBytes];
+  MC_RETURN_IF_ERROR(RecvAll(fd, hdr, sizeof(hdr)));
+  MC_RETURN_IF_ERROR(wire::DecodeReply(hdr, reply));
+  if (reply->status != 0) return ReadErrorReply(fd, *reply, peer);
+  if (reply->request_id != request_id) {
+    return Error(ErrorCode::PROTOCOL_ERROR, peer + ": reply to request " +
+                                                std::to_string(reply->request_id) +
+                                                ", expected " + std::to_string(request_id));
+  }
+  return Status::Ok();
+}
+
+// Reads the server's greeting: HELLO, or an error reply when it refuses us.
+Status ReadHello(int fd, const std::string& peer, wire::Hello* hello) {
+  uint8_t buf[wire::kHelloBytes];
+  MC_RETURN_IF_ERROR(RecvAll(fd, buf, wire::kReplyBytes));
+  wire::Reply reply;
+  if (wire::DecodeReply(buf, &reply).ok()) return ReadErrorReply(fd, reply, peer);
+  MC_RETURN_IF_ERROR(RecvAll(fd, buf + wire::kReplyBytes, wire::kHelloBytes - wire::kReplyBytes));
+  return wire::DecodeHello(buf, hello);
+}
+
+}  // namespace
+
+TcpTransport::TcpTransport(TcpTransportOptions options)
+    : options_(std::move(options)), workers_(std::max(options_.streams - 1, 0)) {
+  assert(options_.streams >= 1 && options_.streams <= kMaxStreams);
+  assert(options_.min_chunk_bytes > 0 && options_.min_chunk_bytes <= options_.max_chunk_bytes);
+}
+
+TcpTransport::~TcpTransport() { CloseIdle(); }
+
+void TcpTransport::CloseIdle() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [peer, conns] : idle_) {
+    for (Conn& c : conns) close(c.fd);
+  }
+  idle_.clear();
+}
+
+Result<TcpTransport::Conn> TcpTransport::Connect(const Endpoint& ep) {
+  const std::string peer = PeerKey(ep);
+  MC_ASSIGN_OR_RETURN(int fd, ConnectTcp(ep.host, ep.port, options_.connect_timeout_ms));
+  TuneSocket(fd, options_.tuning);
+  Conn conn{fd, 1, false};
+  wire::Hello hello;
+  Status st = ReadHello(fd, peer, &hello);
+  if (st.ok() && (hello.flags & wire::kFlagAuthRequired)) {
+    if (options_.auth_token.empty()) {
+      st = Error(ErrorCode::AUTH_FAILED, peer + " requires a transfer token and none is set");
+    } else {
+      auto mac = wire::AuthMac(options_.auth_token, hello.nonce);
+      wire::Request req{static_cast<uint16_t>(wire::Op::kAuth), conn.next_request_id++, 0,
+                        wire::kMacBytes};
+      uint8_t hdr[wire::kRequestBytes];
+      wire::EncodeRequest(req, hdr);
+      iovec iov[2] = {{hdr, sizeof(hdr)}, {mac.data(), mac.size()}};
+      st = SendAllV(fd, iov, 2);
+      wire::Reply reply;
+      if (st.ok()) st = ReadReply(fd, req.request_id, peer, &reply);
+    }
+  }
+  if (!st.ok()) {
+    close(fd);
+    return st;
+  }
+  return conn;
+}
+
+Result<TcpTransport::Conn> TcpTransport::Acquire(const Endpoint& ep) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = idle_.find(PeerKey(ep));
+    if (it != idle_.end() && !it->second.empty()) {
+      Conn c = it->second.back();
+      it->second.pop_back();
+      c.reused = true;
+      return c;
+    }
+  }
+  return Connect(ep);
+}
+
+void TcpTransport::Release(const Endpoint& ep, Conn conn) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& conns = idle_[PeerKey(ep)];
+    if (static_cast<int>(conns.size()) < options_.max_idle_connections_per_peer) {
+      conns.push_back(conn);
+      return;
+    }
+  }
+  close(conn.fd);
+}
+
+Status TcpTransport::RunChunk(Conn& conn, const TransferOp& op, const Chunk& chunk, bool* broken) {
+  const std::string peer = PeerKey(*op.endpoint);
+  const bool is_write = op.kind == OpKind::kWrite;
+  uint8_t* local = static_cast<uint8_t*>(op.buffer) + chunk.offset_in_op;
+  wire::Request req{static_cast<uint16_t>(is_write ? wire::Op::kWrite : wire::Op::kRead),
+                    conn.next_request_id++, op.remote_offset + chunk.offset_in_op, chunk.len};
+  uint8_t hdr[wire::kRequestBytes];
+  wire::EncodeRequest(req, hdr);
+  // Header and payload leave in one sendmsg; the payload is the caller's
+  // buffer itself, never copied.
+  iovec iov[2] = {{hdr, sizeof(hdr)}, {local, is_write ? chunk.len : 0}};
+  *broken = true;
+  MC_RETURN_IF_ERROR(SendAllV(conn.fd, iov, is_write && chunk.len > 0 ? 2 : 1));
+  wire::Reply reply;
+  Status st = ReadReply(conn.fd, req.request_id, peer, &reply);
+  if (!st.ok()) {
+    // A well-formed error reply leaves the connection usable.
+    *broken = st.code() == ErrorCode::TRANSFER_FAIL || st.code() == ErrorCode::RPC_TIMEOUT ||
+              st.code() == ErrorCode::PROTOCOL_ERROR;
+    return st;
+  }
+  const uint64_t expect = is_write ? 0 : chunk.len;
+  if (reply.length != expect) {
+    return Error(ErrorCode::PROTOCOL_ERROR, peer + ": reply carries " +
+                                                std::to_string(reply.length) + " bytes, expected " +
+                                                std::to_string(expect));
+  }
+  if (!is_write) MC_RETURN_IF_ERROR(RecvAll(conn.fd, local, chunk.len));
+  *broken = false;
+  return Status::Ok();
+}
+
+Status TcpTransport::RunChunkWithRetry(const TransferOp& op, const Chunk& chunk) {
+  Status st;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto conn = Acquire(*op.endpoint);
+    if (!conn.ok()) return conn.status();
+    bool broken = false;
+    st = RunChunk(*conn, op, chunk, &broken);
+    if (!broken) {
+      Release(*op.endpoint, *conn);
+      return st;
+    }
+    close(conn->fd);
+    // Only a pooled connection may have died while idle; a fresh one failing
+    // is a real error.
+    if (!conn->reused) break;
+  }
+  return st;
+}
+
+Status TcpTransport::Batch(std::span<TransferOp> ops) {
+  MC_RETURN_IF_ERROR(ValidateBatch(ops));
+  std::vector<Chunk> chunks;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    ops[i].status = Status::Ok();
+    const uint64_t len = ops[i].len;
+    uint64_t piece = (len + options_.streams - 1) / options_.streams;
+    piece = std::clamp(piece, options_.min_chunk_bytes, options_.max_chunk_bytes);
+    uint64_t off = 0;
+    do {
+      uint64_t n = std::min(piece, len - off);
+      chunks.push_back({i, off, n});
+      off += n;
+    } while (off < len);
+  }
+  std::mutex err_mu;
+  workers_.ParallelFor(chunks.size(), options_.streams - 1, [&](size_t c) {
+    const Chunk& chunk = chunks[c];
+    Status st = RunChunkWithRetry(ops[chunk.op], chunk);
+    if (!st.ok()) {
+      std::lock_guard<std::mutex> lock(err_mu);
+      if (ops[chunk.op].status.ok()) ops[chunk.op].status = st;
+    }
+  });
+  for (const TransferOp& op : ops) {
+    if (!op.status.ok()) return op.status;
+  }
+  return Status::Ok();
+}
+
+}  // namespace mc::transfer

@@ -1,0 +1,75 @@
+// TcpTransport: the client side of the TCP data path (wire format in wire.h).
+//
+// Keeps a small pool of persistent connections per peer. A large transfer is
+// cut into chunks (between min_chunk_bytes and max_chunk_bytes, about
+// len / streams each) that `streams` connections carry in parallel, each
+// chunk moved by one large send/recv straight from/into the caller's buffer.
+// A batch is flattened into the same chunk list. A chunk that fails on a
+// reused connection (e.g. the server closed it while idle) is retried once on
+// a fresh one, which is safe because WRITE and READ are idempotent.
+// Thread-safe: concurrent callers share the pool and the helper threads.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "transfer/socket_io.h"
+#include "transfer/transport.h"
+#include "transfer/worker_pool.h"
+
+namespace mc::transfer {
+
+struct TcpTransportOptions {
+  int streams = 4;                        // connections one transfer stripes over
+  uint64_t min_chunk_bytes = 1ull << 20;  // smaller transfers go in one piece
+  uint64_t max_chunk_bytes = 4ull << 20;  // must be <= the server's max_frame_bytes
+  int max_idle_connections_per_peer = 8;
+  int connect_timeout_ms = 5000;
+  std::string auth_token;  // empty = none; must match the server's
+  SocketTuning tuning;
+};
+
+// Limits checked by the constructor (asserted: a bad value is a caller bug).
+inline constexpr int kMaxStreams = 64;
+
+class TcpTransport final : public Transport {
+ public:
+  explicit TcpTransport(TcpTransportOptions options = {});
+  ~TcpTransport() override;
+
+  std::string_view name() const override { return "tcp"; }
+  Status Batch(std::span<TransferOp> ops) override;
+
+  // Closes every idle pooled connection (e.g. after a store restarted).
+  void CloseIdle();
+
+ private:
+  struct Conn {
+    int fd = -1;
+    uint64_t next_request_id = 1;
+    bool reused = false;
+  };
+  struct Chunk {
+    size_t op;  // index into the batch
+    uint64_t offset_in_op;
+    uint64_t len;
+  };
+
+  Result<Conn> Acquire(const Endpoint& ep);
+  void Release(const Endpoint& ep, Conn conn);
+  Result<Conn> Connect(const Endpoint& ep);
+  // Moves one chunk over `conn`; a failed transport leaves `*broken` true.
+  Status RunChunk(Conn& conn, const TransferOp& op, const Chunk& chunk, bool* broken);
+  Status RunChunkWithRetry(const TransferOp& op, const Chunk& chunk);
+
+  const TcpTransportOptions options_;
+  std::mutex mu_;  // guards idle_
+  std::map<std::string, std::vector<Conn>> idle_;
+  WorkerPool workers_;
+};
+
+}  // namespace mc::transfer

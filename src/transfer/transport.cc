@@ -1,0 +1,46 @@
+#include "transfer/transport.h"
+
+namespace mc::transfer {
+
+std::string_view OpKindName(OpKind kind) {
+  switch (kind) {
+    case OpKind::kWrite: return "WRITE";
+    case OpKind::kRead: return "READ";
+  }
+  return "UNKNOWN";
+}
+
+Status Transport::Write(const Endpoint& ep, uint64_t remote_offset, const void* src, size_t len) {
+  TransferOp op{OpKind::kWrite, &ep, remote_offset, const_cast<void*>(src), len, {}};
+  return Batch(std::span<TransferOp>(&op, 1));
+}
+
+Status Transport::Read(const Endpoint& ep, uint64_t remote_offset, void* dst, size_t len) {
+  TransferOp op{OpKind::kRead, &ep, remote_offset, dst, len, {}};
+  return Batch(std::span<TransferOp>(&op, 1));
+}
+
+Status ValidateBatch(std::span<const TransferOp> ops) {
+  if (ops.size() > kMaxBatchOps) {
+    return Error(ErrorCode::INVALID_PARAMS, "batch of " + std::to_string(ops.size()) +
+                                                " ops exceeds the limit of " +
+                                                std::to_string(kMaxBatchOps));
+  }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const TransferOp& op = ops[i];
+    std::string where = "op " + std::to_string(i) + ": ";
+    if (op.endpoint == nullptr) return Error(ErrorCode::INVALID_PARAMS, where + "no endpoint");
+    if (op.kind != OpKind::kWrite && op.kind != OpKind::kRead) {
+      return Error(ErrorCode::INVALID_PARAMS, where + "unknown op kind");
+    }
+    if (op.len > 0 && op.buffer == nullptr) {
+      return Error(ErrorCode::INVALID_PARAMS, where + "null buffer");
+    }
+    if (op.remote_offset + op.len < op.remote_offset) {
+      return Error(ErrorCode::INVALID_PARAMS, where + "offset + length overflows");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace mc::transfer

@@ -1,0 +1,66 @@
+// Transport: the seam through which a client moves bytes directly between its
+// own memory and a store's segment. Data never flows through the master.
+//
+// Implementations: TcpTransport (any host), ShmTransport (same host, maps the
+// segment file), RdmaTransport (stub until real RDMA lands). Every
+// implementation is thread-safe: concurrent callers may share one instance.
+//
+// Access rules: a caller may only write inside a buffer the master allocated
+// for its in-progress put, and only read complete replicas it holds a lease
+// on. TCP enforces this on the store side (TcpDataServer's AccessCheck); shm
+// cannot, see shm_transport.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "common/result.h"
+
+namespace mc::transfer {
+
+// How to reach one segment. A transport uses the fields it understands.
+struct Endpoint {
+  std::string host;      // TCP: data server address (IPv4 literal or name)
+  uint16_t port = 0;     // TCP: data server port
+  std::string shm_path;  // shm: Segment::shm_path() of a same-host store
+};
+
+enum class OpKind : uint16_t { kWrite = 1, kRead = 2 };
+
+std::string_view OpKindName(OpKind kind);
+
+// One transfer: `len` bytes between `buffer` (local) and `remote_offset` in
+// the endpoint's segment. `status` is filled by Transport::Batch.
+struct TransferOp {
+  OpKind kind = OpKind::kWrite;
+  const Endpoint* endpoint = nullptr;  // must outlive the call
+  uint64_t remote_offset = 0;
+  void* buffer = nullptr;  // source for kWrite, destination for kRead
+  size_t len = 0;
+  Status status;
+};
+
+// Upper bound of ops in one Batch call.
+inline constexpr size_t kMaxBatchOps = 4096;
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual std::string_view name() const = 0;
+
+  // Runs all ops in parallel, sets each op's status, and returns OK or the
+  // first failure (by op index). A failed op may have moved part of its
+  // bytes; WRITE and READ are idempotent, so retrying the op is safe.
+  virtual Status Batch(std::span<TransferOp> ops) = 0;
+
+  Status Write(const Endpoint& ep, uint64_t remote_offset, const void* src, size_t len);
+  Status Read(const Endpoint& ep, uint64_t remote_offset, void* dst, size_t len);
+};
+
+// Checks the shape of a batch (count, null buffers, endpoint set, offset
+// overflow) before any byte moves; shared by the implementations.
+Status ValidateBatch(std::span<const TransferOp> ops);
+
+}  // namespace mc::transfer

@@ -1,0 +1,86 @@
+// Wire format of the TCP data path (version 1). All integers little-endian.
+//
+// On accept the server sends HELLO (48 bytes):
+//   u32 magic "MCTH" | u16 version | u16 flags (bit 0: auth required)
+//   u64 segment_bytes | u8 nonce[32]
+// Then the client sends requests, one at a time per connection, each a
+// 32-byte header optionally followed by a payload:
+//   u32 magic "MCTQ" | u16 op | u16 reserved (0) | u64 request_id
+//   u64 offset | u64 length
+//   op 1 WRITE: `length` payload bytes follow, stored at segment[offset..).
+//   op 2 READ:  no payload; the reply carries `length` bytes of segment.
+//   op 3 AUTH:  offset 0, length 32, payload HMAC-SHA256(token,
+//               "mooncake-transfer-auth-v1" || nonce). Must be the first
+//               request when the HELLO says auth is required.
+// Every request gets a 24-byte reply:
+//   u32 magic "MCTR" | i32 status (ErrorCode) | u64 request_id | u64 length
+//   status OK: `length` data bytes follow for READ, 0 otherwise.
+//   status < 0: `length` (<= 512) bytes of UTF-8 message follow.
+// A WRITE is acknowledged only once all its bytes are in segment memory. A
+// refused WRITE whose header was well-formed has its payload drained so the
+// connection stays usable; a malformed header (bad magic, unknown op, length
+// above the server's frame limit) gets an error reply and the connection is
+// closed. A failed AUTH is answered AUTH_FAILED and closed.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+
+namespace mc::transfer::wire {
+
+inline constexpr uint32_t kHelloMagic = 0x4854434d;    // "MCTH"
+inline constexpr uint32_t kRequestMagic = 0x5154434d;  // "MCTQ"
+inline constexpr uint32_t kReplyMagic = 0x5254434d;    // "MCTR"
+inline constexpr uint16_t kVersion = 1;
+inline constexpr uint16_t kFlagAuthRequired = 1;
+
+inline constexpr size_t kHelloBytes = 48;
+inline constexpr size_t kRequestBytes = 32;
+inline constexpr size_t kReplyBytes = 24;
+inline constexpr size_t kNonceBytes = 32;
+inline constexpr size_t kMacBytes = 32;
+inline constexpr size_t kMaxErrorMessageBytes = 512;
+
+enum class Op : uint16_t { kWrite = 1, kRead = 2, kAuth = 3 };
+
+struct Hello {
+  uint16_t version = kVersion;
+  uint16_t flags = 0;
+  uint64_t segment_bytes = 0;
+  std::array<uint8_t, kNonceBytes> nonce{};
+};
+
+struct Request {
+  uint16_t op = 0;
+  uint64_t request_id = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+struct Reply {
+  int32_t status = 0;
+  uint64_t request_id = 0;
+  uint64_t length = 0;
+};
+
+void EncodeHello(const Hello& h, uint8_t out[kHelloBytes]);
+Status DecodeHello(const uint8_t in[kHelloBytes], Hello* out);
+void EncodeRequest(const Request& r, uint8_t out[kRequestBytes]);
+// Checks magic and reserved bits only; op and bounds are the server's call.
+Status DecodeRequest(const uint8_t in[kRequestBytes], Request* out);
+void EncodeReply(const Reply& r, uint8_t out[kReplyBytes]);
+Status DecodeReply(const uint8_t in[kReplyBytes], Reply* out);
+
+// HMAC-SHA256 over the domain string and the nonce, keyed by the token.
+std::array<uint8_t, kMacBytes> AuthMac(std::string_view token,
+                                       const std::array<uint8_t, kNonceBytes>& nonce);
+// Constant-time comparison.
+bool MacEqual(const uint8_t* a, const uint8_t* b);
+// Cryptographically random nonce (OpenSSL RAND_bytes).
+Status RandomNonce(std::array<uint8_t, kNonceBytes>* out);
+
+}  // namespace mc::transfer::wire
