@@ -1,0 +1,251 @@
+#include "rpc/client.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "proto/auth.h"
+#include "proto/handshake.h"
+
+namespace mc::rpc {
+
+namespace {
+constexpr size_t kReadChunkBytes = 64u << 10;
+}  // namespace
+
+struct MasterClient::Conn {
+  int fd = -1;
+  std::vector<char> buf;
+  size_t begin = 0, end = 0;  // unread bytes
+  uint64_t next_request_id = 1;
+  std::string scratch;        // the outgoing frame, reused
+  ~Conn() {
+    if (fd >= 0) ::close(fd);
+  }
+
+  // Reads until one whole frame is buffered; returns its header, payload at
+  // buf[begin + 20, ...). Call Consume(header) when done with it.
+  Result<FrameHeader> ReadFrame(uint64_t deadline_us) {
+    for (;;) {
+      if (end - begin >= kFrameHeaderBytes) {
+        MC_ASSIGN_OR_RETURN(FrameHeader h,
+                            DecodeFrameHeader(reinterpret_cast<const uint8_t*>(&buf[begin]),
+                                              end - begin, kMaxPayloadBytes));
+        if (end - begin >= kFrameHeaderBytes + h.payload_bytes) return h;
+      }
+      if (begin > 0 && begin == end) begin = end = 0;
+      if (buf.size() - end < kReadChunkBytes) {
+        if (begin > 0) {
+          std::memmove(buf.data(), buf.data() + begin, end - begin);
+          end -= begin;
+          begin = 0;
+        }
+        buf.resize(end + kReadChunkBytes);
+      }
+      MC_ASSIGN_OR_RETURN(size_t n, ReadSome(fd, buf.data() + end, buf.size() - end, deadline_us));
+      if (n == 0) return Error(ErrorCode::RPC_FAIL, "connection closed by the master");
+      end += n;
+    }
+  }
+  std::string_view Payload(const FrameHeader& h) const {
+    return std::string_view(&buf[begin + kFrameHeaderBytes], h.payload_bytes);
+  }
+  void Consume(const FrameHeader& h) { begin += kFrameHeaderBytes + h.payload_bytes; }
+
+  Status Send(Opcode op, uint64_t id, std::string_view payload, uint64_t deadline_us) {
+    scratch.resize(kFrameHeaderBytes);
+    FrameHeader h{kProtocolVersion, 0, op, static_cast<uint32_t>(payload.size()), id};
+    EncodeFrameHeader(h, reinterpret_cast<uint8_t*>(scratch.data()));
+    scratch.append(payload);
+    return WriteAll(fd, scratch, deadline_us);
+  }
+
+  // An idle connection with something to read was closed (or told off) by
+  // the master meanwhile.
+  bool LooksAlive() const {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) == 0;
+  }
+};
+
+MasterClient::MasterClient(ClientOptions options) : options_(std::move(options)) {}
+MasterClient::~MasterClient() = default;
+
+Status MasterClient::Unavailable(const std::string& why) const {
+  return Error(ErrorCode::RPC_FAIL, "master unavailable at " + options_.master + ": " + why);
+}
+
+Result<std::unique_ptr<MasterClient::Conn>> MasterClient::Acquire(uint64_t deadline_us) {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      while (!idle_.empty()) {
+        std::unique_ptr<Conn> c = std::move(idle_.back());
+        idle_.pop_back();
+        if (c->LooksAlive()) return c;
+        --open_;  // stale: drop it, maybe open a fresh one below
+      }
+      if (open_ < options_.max_connections) break;
+      uint64_t now = MonotonicUs();
+      if (now >= deadline_us) {
+        return Error(ErrorCode::RPC_TIMEOUT, "all " + std::to_string(options_.max_connections) +
+                                                 " connections to master " + options_.master +
+                                                 " stayed busy past the timeout");
+      }
+      cv_.wait_for(lock, std::chrono::microseconds(deadline_us - now));
+    }
+    ++open_;
+  }
+  auto c = ConnectWithRetries();
+  if (!c.ok()) Release(nullptr);
+  return c;
+}
+
+void MasterClient::Release(std::unique_ptr<Conn> conn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (conn) {
+    idle_.push_back(std::move(conn));
+  } else {
+    --open_;
+  }
+  cv_.notify_one();
+}
+
+Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectWithRetries() {
+  auto hp = ParseHostPort(options_.master);
+  if (!hp.ok()) return hp.status();
+  uint64_t backoff_us = options_.initial_backoff_us;
+  uint32_t attempts = options_.retries == 0 ? 1 : options_.retries;
+  Status last;
+  for (uint32_t i = 0; i < attempts; ++i) {
+    if (i > 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(backoff_us));
+      backoff_us = std::min(backoff_us * 2, options_.max_backoff_us);
+    }
+    auto c = ConnectOnce(*hp);
+    if (c.ok()) return c;
+    last = c.status();
+    // The master answered and said no: retrying will not change its mind.
+    if (last.code() == ErrorCode::AUTH_FAILED || last.code() == ErrorCode::PROTOCOL_ERROR) {
+      return last;
+    }
+  }
+  return Unavailable(last.message() + " (" + std::to_string(attempts) + " attempts)");
+}
+
+Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectOnce(const HostPort& hp) {
+  MC_ASSIGN_OR_RETURN(int fd, ConnectTcp(hp, options_.rpc_timeout_us));
+  auto c = std::make_unique<Conn>();
+  c->fd = fd;
+  MC_RETURN_IF_ERROR(Handshake(c.get(), MonotonicUs() + options_.rpc_timeout_us));
+  return c;
+}
+
+Status MasterClient::Handshake(Conn* c, uint64_t deadline_us) {
+  const std::string& token = options_.auth_token;
+  const std::string who = "master at " + options_.master;
+  HelloRequest hello{RandomNonce()};
+  std::string payload;
+  EncodePayload(hello, &payload);
+  MC_RETURN_IF_ERROR(c->Send(Opcode::kHello, 0, payload, deadline_us));
+  MC_ASSIGN_OR_RETURN(FrameHeader h, c->ReadFrame(deadline_us));
+  auto hr = DecodeReply<HelloReply>(c->Payload(h), "Hello reply");
+  c->Consume(h);
+  if (!hr.ok()) return Status(hr.code(), who + " refused the connection: " + hr.status().message());
+  if (hr->server_version != kProtocolVersion) {
+    return Error(ErrorCode::PROTOCOL_ERROR,
+                 who + ": " + VersionMismatchMessage(kProtocolVersion, hr->server_version));
+  }
+  if (!hr->auth_required && !token.empty()) {
+    return Error(ErrorCode::AUTH_FAILED,
+                 who + " has no auth token configured but this client has one; refusing "
+                       "(the master cannot prove who it is)");
+  }
+  AuthRequest auth;
+  if (!token.empty()) {
+    auth.has_proof = true;
+    auth.client_proof = ClientProof(token, hr->server_nonce, hello.client_nonce);
+  }
+  payload.clear();
+  EncodePayload(auth, &payload);
+  MC_RETURN_IF_ERROR(c->Send(Opcode::kAuth, 0, payload, deadline_us));
+  MC_ASSIGN_OR_RETURN(h, c->ReadFrame(deadline_us));
+  auto ar = DecodeReply<AuthReply>(c->Payload(h), "Auth reply");
+  c->Consume(h);
+  if (!ar.ok()) return Status(ar.code(), who + " refused the connection: " + ar.status().message());
+  if (!token.empty() &&
+      (!ar->has_proof ||
+       !ProofEquals(ar->server_proof, ServerProof(token, hello.client_nonce, hr->server_nonce)))) {
+    return Error(ErrorCode::AUTH_FAILED, who + " failed to prove it knows the auth token");
+  }
+  return Status::Ok();
+}
+
+Result<std::string> MasterClient::Call(Opcode op, std::string_view request_payload) {
+  uint64_t deadline = MonotonicUs() + options_.rpc_timeout_us;
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, Acquire(deadline));
+  uint64_t id = c->next_request_id++;
+  auto fail = [&](const Status& st, const char* when) -> Status {
+    Release(nullptr);  // the stream is in an unknown state: drop it
+    ErrorCode code = st.code() == ErrorCode::RPC_TIMEOUT ? ErrorCode::RPC_TIMEOUT : ErrorCode::RPC_FAIL;
+    return Error(code, std::string(OpcodeName(op)) + " to master at " + options_.master + ": " +
+                           when + ": " + st.message());
+  };
+  Status st = c->Send(op, id, request_payload, deadline);
+  if (!st.ok()) return fail(st, "sending");
+  for (;;) {
+    auto h = c->ReadFrame(deadline);
+    if (!h.ok()) return fail(h.status(), "waiting for the reply");
+    if (h->opcode == Opcode::kConnectionError) {
+      auto err = DecodeReply<Empty>(c->Payload(*h), "ConnectionError");
+      Status s = err.ok() ? Error(ErrorCode::PROTOCOL_ERROR, "empty ConnectionError") : err.status();
+      return fail(s, "the master closed the connection");
+    }
+    if (h->is_reply() && h->request_id == id && h->opcode == op) {
+      std::string reply(c->Payload(*h));
+      c->Consume(*h);
+      Release(std::move(c));
+      return reply;
+    }
+    c->Consume(*h);  // a late reply to an abandoned request
+  }
+}
+
+#define MC_CLIENT_STATUS(name, Req)                                      \
+  Status MasterClient::name(const Req& req) {                           \
+    auto r = Invoke<Opcode::k##name>(req);                               \
+    return r.ok() ? Status::Ok() : r.status();                           \
+  }
+MC_CLIENT_STATUS(MountSegment, MountSegmentRequest)
+MC_CLIENT_STATUS(UnmountSegment, UnmountSegmentRequest)
+MC_CLIENT_STATUS(PutEnd, KeyRequest)
+MC_CLIENT_STATUS(PutRevoke, KeyRequest)
+MC_CLIENT_STATUS(Remove, RemoveRequest)
+#undef MC_CLIENT_STATUS
+
+#define MC_CLIENT_RESULT(name)                                                            \
+  Result<OpTraits<Opcode::k##name>::Reply> MasterClient::name(                            \
+      const OpTraits<Opcode::k##name>::Request& req) {                                    \
+    return Invoke<Opcode::k##name>(req);                                                  \
+  }
+MC_CLIENT_RESULT(Ping)
+MC_CLIENT_RESULT(PutStart)
+MC_CLIENT_RESULT(GetReplicaList)
+MC_CLIENT_RESULT(ExistKey)
+MC_CLIENT_RESULT(ListKeys)
+MC_CLIENT_RESULT(BatchPutStart)
+MC_CLIENT_RESULT(BatchPutEnd)
+MC_CLIENT_RESULT(BatchPutRevoke)
+MC_CLIENT_RESULT(BatchGetReplicaList)
+MC_CLIENT_RESULT(BatchExistKey)
+MC_CLIENT_RESULT(BatchRemove)
+#undef MC_CLIENT_RESULT
+
+Result<RemoveAllReply> MasterClient::RemoveAll() { return Invoke<Opcode::kRemoveAll>(Empty{}); }
+Result<ClusterStatusReply> MasterClient::ClusterStatus() {
+  return Invoke<Opcode::kClusterStatus>(Empty{});
+}
+
+}  // namespace mc::rpc

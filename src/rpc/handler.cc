@@ -1,0 +1,122 @@
+#include "rpc/handler.h"
+
+#include <cstdio>
+
+namespace mc::rpc {
+
+namespace {
+Status Unsupported(std::string_view op) {
+  return Error(ErrorCode::NOT_SUPPORTED, std::string(op) + " is not supported by this server");
+}
+
+template <typename Rep, typename Req, typename F>
+Result<Batch<Rep>> EachItem(const Batch<Req>& reqs, F one) {
+  Batch<Rep> out;
+  out.reserve(reqs.size());
+  for (const Req& r : reqs) out.push_back(one(r));
+  return out;
+}
+
+template <typename T>
+BatchItem<T> ToItem(Result<T> r) {
+  if (!r.ok()) return BatchItem<T>{r.status(), T{}};
+  return BatchItem<T>{Status::Ok(), std::move(r).value()};
+}
+
+// Adapts a Status-returning handler method to the Result<Empty> shape of
+// the reply encoder.
+Result<Empty> AsResult(Status s) {
+  if (!s.ok()) return s;
+  return Empty{};
+}
+template <typename T>
+Result<T> AsResult(Result<T> r) {
+  return r;
+}
+
+template <Opcode op, typename F>
+void Serve(std::string_view payload, std::string* out, F call) {
+  using Req = typename OpTraits<op>::Request;
+  Req req{};
+  Status st = DecodePayload(payload, &req, OpcodeName(op));
+  if (!st.ok()) return EncodeErrorReply(st, out);
+  EncodeReply(AsResult(call(req)), out);
+}
+}  // namespace
+
+Status Handler::MountSegment(const MountSegmentRequest&) { return Unsupported("MountSegment"); }
+Status Handler::UnmountSegment(const UnmountSegmentRequest&) {
+  return Unsupported("UnmountSegment");
+}
+Result<PingReply> Handler::Ping(const PingRequest&) { return Unsupported("Ping"); }
+Result<PutStartReply> Handler::PutStart(const PutStartRequest&) { return Unsupported("PutStart"); }
+Status Handler::PutEnd(const KeyRequest&) { return Unsupported("PutEnd"); }
+Status Handler::PutRevoke(const KeyRequest&) { return Unsupported("PutRevoke"); }
+Result<GetReplicaListReply> Handler::GetReplicaList(const KeyRequest&) {
+  return Unsupported("GetReplicaList");
+}
+Result<bool> Handler::ExistKey(const KeyRequest&) { return Unsupported("ExistKey"); }
+Status Handler::Remove(const RemoveRequest&) { return Unsupported("Remove"); }
+Result<RemoveAllReply> Handler::RemoveAll() { return Unsupported("RemoveAll"); }
+Result<ListKeysReply> Handler::ListKeys(const ListKeysRequest&) { return Unsupported("ListKeys"); }
+Result<ClusterStatusReply> Handler::ClusterStatus() { return Unsupported("ClusterStatus"); }
+
+Result<Batch<BatchItem<PutStartReply>>> Handler::BatchPutStart(const Batch<PutStartRequest>& req) {
+  return EachItem<BatchItem<PutStartReply>>(req, [&](const auto& r) { return ToItem(PutStart(r)); });
+}
+Result<Batch<Status>> Handler::BatchPutEnd(const Batch<KeyRequest>& req) {
+  return EachItem<Status>(req, [&](const auto& r) { return PutEnd(r); });
+}
+Result<Batch<Status>> Handler::BatchPutRevoke(const Batch<KeyRequest>& req) {
+  return EachItem<Status>(req, [&](const auto& r) { return PutRevoke(r); });
+}
+Result<Batch<BatchItem<GetReplicaListReply>>> Handler::BatchGetReplicaList(
+    const Batch<KeyRequest>& req) {
+  return EachItem<BatchItem<GetReplicaListReply>>(
+      req, [&](const auto& r) { return ToItem(GetReplicaList(r)); });
+}
+Result<Batch<BatchItem<bool>>> Handler::BatchExistKey(const Batch<KeyRequest>& req) {
+  return EachItem<BatchItem<bool>>(req, [&](const auto& r) { return ToItem(ExistKey(r)); });
+}
+Result<Batch<Status>> Handler::BatchRemove(const Batch<RemoveRequest>& req) {
+  return EachItem<Status>(req, [&](const auto& r) { return Remove(r); });
+}
+
+void Dispatch(Handler& h, Opcode op, std::string_view payload, std::string* out) {
+#define MC_SERVE(name, call) \
+  case Opcode::k##name:      \
+    return Serve<Opcode::k##name>(payload, out, [&](const auto& req) { return call; });
+  switch (op) {
+    MC_SERVE(MountSegment, h.MountSegment(req))
+    MC_SERVE(UnmountSegment, h.UnmountSegment(req))
+    MC_SERVE(Ping, h.Ping(req))
+    MC_SERVE(PutStart, h.PutStart(req))
+    MC_SERVE(PutEnd, h.PutEnd(req))
+    MC_SERVE(PutRevoke, h.PutRevoke(req))
+    MC_SERVE(GetReplicaList, h.GetReplicaList(req))
+    MC_SERVE(ExistKey, h.ExistKey(req))
+    MC_SERVE(Remove, h.Remove(req))
+    MC_SERVE(RemoveAll, ((void)req, h.RemoveAll()))
+    MC_SERVE(ListKeys, h.ListKeys(req))
+    MC_SERVE(ClusterStatus, ((void)req, h.ClusterStatus()))
+    MC_SERVE(BatchPutStart, h.BatchPutStart(req))
+    MC_SERVE(BatchPutEnd, h.BatchPutEnd(req))
+    MC_SERVE(BatchPutRevoke, h.BatchPutRevoke(req))
+    MC_SERVE(BatchGetReplicaList, h.BatchGetReplicaList(req))
+    MC_SERVE(BatchExistKey, h.BatchExistKey(req))
+    MC_SERVE(BatchRemove, h.BatchRemove(req))
+    case Opcode::kConnectionError:
+    case Opcode::kHello:
+    case Opcode::kAuth:
+      return EncodeErrorReply(
+          Error(ErrorCode::PROTOCOL_ERROR,
+                std::string(OpcodeName(op)) + " is only valid at the start of a connection"),
+          out);
+  }
+#undef MC_SERVE
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%04x", static_cast<unsigned>(op));
+  EncodeErrorReply(Error(ErrorCode::NOT_SUPPORTED, std::string("unknown opcode ") + hex), out);
+}
+
+}  // namespace mc::rpc

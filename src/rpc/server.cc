@@ -1,0 +1,413 @@
+#include "rpc/server.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <unordered_map>
+
+#include "common/log.h"
+#include "proto/auth.h"
+#include "proto/handshake.h"
+#include "rpc/socket.h"
+
+namespace mc::rpc {
+
+struct Server::Counters {
+  std::atomic<uint64_t> accepted{0}, refused{0}, active{0}, requests{0}, protocol_errors{0},
+      auth_failures{0}, timeouts{0};
+  std::atomic<bool> stopping{false};
+};
+
+namespace {
+
+constexpr size_t kReadChunkBytes = 256u << 10;  // one recv() asks for this much
+constexpr int kReadsPerWakeup = 8;              // then let other connections run
+constexpr int kMaxEvents = 256;
+constexpr int kTickMs = 50;                     // timeout checks at least this often
+
+// Received bytes not yet consumed, in [begin, end) of `data`.
+struct InBuffer {
+  std::vector<char> data;
+  size_t begin = 0, end = 0;
+  size_t size() const { return end - begin; }
+  const char* head() const { return data.data() + begin; }
+  void Consume(size_t n) {
+    begin += n;
+    if (begin == end) begin = end = 0;
+  }
+  char* Space(size_t want) {
+    if (data.size() - end < want && begin > 0) {
+      std::memmove(data.data(), data.data() + begin, size());
+      end -= begin;
+      begin = 0;
+    }
+    if (data.size() - end < want) data.resize(end + want);
+    return data.data() + end;
+  }
+};
+
+enum class ConnState { kAwaitHello, kAwaitAuth, kReady };
+
+struct Conn {
+  int fd = -1;
+  ConnState state = ConnState::kAwaitHello;
+  InBuffer in;
+  std::string out;
+  size_t out_begin = 0;
+  proto::Nonce client_nonce{}, server_nonce{};
+  uint64_t accepted_us = 0, last_activity_us = 0, frame_started_us = 0;
+  bool closing = false;     // close as soon as `out` is flushed
+  uint32_t events = 0;      // registered with epoll
+  size_t pending() const { return out.size() - out_begin; }
+};
+
+// Tag pointers in epoll data for the two non-connection fds.
+char kListenTag, kWakeTag;
+
+}  // namespace
+
+class Server::Loop {
+ public:
+  explicit Loop(Server* s) : s_(s), clock_(s->options_.clock ? *s->options_.clock : SystemClock::Instance()) {}
+  ~Loop() {
+    if (epfd_ >= 0) ::close(epfd_);
+    if (wakefd_ >= 0) ::close(wakefd_);
+  }
+
+  Status Init() {
+    epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
+    wakefd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (epfd_ < 0 || wakefd_ < 0) return Error(ErrorCode::RPC_FAIL, "epoll/eventfd failed");
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLEXCLUSIVE;  // one loop wakes per new connection
+    ev.data.ptr = &kListenTag;
+    if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, s_->listen_fd_, &ev) != 0)
+      return Error(ErrorCode::RPC_FAIL, std::string("epoll_ctl: ") + std::strerror(errno));
+    ev.events = EPOLLIN;
+    ev.data.ptr = &kWakeTag;
+    ::epoll_ctl(epfd_, EPOLL_CTL_ADD, wakefd_, &ev);
+    return Status::Ok();
+  }
+
+  void Wake() {
+    uint64_t one = 1;
+    ssize_t n = ::write(wakefd_, &one, sizeof one);
+    (void)n;
+  }
+
+  void Run() {
+    epoll_event events[kMaxEvents];
+    uint64_t last_tick_us = MonotonicUs();
+    while (!s_->counters_->stopping.load(std::memory_order_relaxed)) {
+      int n = ::epoll_wait(epfd_, events, kMaxEvents, kTickMs);
+      for (int i = 0; i < n; ++i) {
+        void* tag = events[i].data.ptr;
+        if (tag == &kListenTag) {
+          Accept();
+        } else if (tag != &kWakeTag) {
+          OnEvent(static_cast<Conn*>(tag), events[i].events);
+        }
+      }
+      if (MonotonicUs() - last_tick_us >= kTickMs * 1000) {
+        last_tick_us = MonotonicUs();
+        CheckTimeouts();
+      }
+    }
+    for (auto& [fd, c] : conns_) {
+      Flush(c.get());  // best effort: replies already computed
+      ::close(fd);
+      s_->counters_->active.fetch_sub(1);
+    }
+    conns_.clear();
+  }
+
+ private:
+  void Accept() {
+    for (;;) {
+      int fd = ::accept4(s_->listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) return;  // EAGAIN, or a transient error: epoll will tell us again
+      Counters& k = *s_->counters_;
+      if (k.active.load() >= s_->options_.max_connections) {
+        k.refused.fetch_add(1);
+        std::string frame;
+        AppendReply(&frame, proto::Opcode::kConnectionError, 0,
+                    Error(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS,
+                          "too many connections (limit " +
+                              std::to_string(s_->options_.max_connections) + ")"));
+        ssize_t w = ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)w;
+        ::close(fd);
+        continue;
+      }
+      k.accepted.fetch_add(1);
+      k.active.fetch_add(1);
+      SetNoDelay(fd);
+      auto c = std::make_unique<Conn>();
+      c->fd = fd;
+      c->accepted_us = c->last_activity_us = clock_.NowUs();
+      Conn* raw = c.get();
+      conns_[fd] = std::move(c);
+      SetEvents(raw, EPOLLIN, true);
+    }
+  }
+
+  void SetEvents(Conn* c, uint32_t events, bool add = false) {
+    if (!add && events == c->events) return;
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.ptr = c;
+    ::epoll_ctl(epfd_, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, c->fd, &ev);
+    c->events = events;
+  }
+
+  void UpdateEvents(Conn* c) {
+    uint32_t ev = 0;
+    if (!c->closing && c->pending() < s_->options_.max_pending_output_bytes) ev |= EPOLLIN;
+    if (c->pending() > 0) ev |= EPOLLOUT;
+    SetEvents(c, ev);
+  }
+
+  void OnEvent(Conn* c, uint32_t ev) {
+    if (ev & (EPOLLERR | EPOLLHUP)) return Close(c);
+    if (ev & EPOLLIN) {
+      for (int i = 0; i < kReadsPerWakeup && !c->closing; ++i) {
+        char* space = c->in.Space(kReadChunkBytes);
+        ssize_t n = ::recv(c->fd, space, kReadChunkBytes, 0);
+        if (n == 0) return Close(c);
+        if (n < 0) {
+          if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+          return Close(c);
+        }
+        c->in.end += static_cast<size_t>(n);
+        c->last_activity_us = clock_.NowUs();
+        ProcessInput(c);
+        if (static_cast<size_t>(n) < kReadChunkBytes ||
+            c->pending() >= s_->options_.max_pending_output_bytes)
+          break;
+      }
+    }
+    if (!Flush(c)) return Close(c);
+    if (c->closing && c->pending() == 0) return Close(c);
+    UpdateEvents(c);
+  }
+
+  // Handles every complete frame in the input buffer.
+  void ProcessInput(Conn* c) {
+    while (!c->closing && c->in.size() >= proto::kFrameHeaderBytes) {
+      uint32_t limit = c->state == ConnState::kReady ? proto::kMaxPayloadBytes
+                                                     : proto::kMaxHandshakePayloadBytes;
+      auto h = proto::DecodeFrameHeader(reinterpret_cast<const uint8_t*>(c->in.head()),
+                                        c->in.size(), limit);
+      if (!h.ok()) return FailConnection(c, proto::Opcode::kConnectionError, 0, h.status());
+      size_t total = proto::kFrameHeaderBytes + h->payload_bytes;
+      if (c->in.size() < total) break;
+      std::string_view payload(c->in.head() + proto::kFrameHeaderBytes, h->payload_bytes);
+      HandleFrame(c, *h, payload);
+      c->in.Consume(total);
+    }
+    // A frame that has started but not finished starts the slowloris clock.
+    c->frame_started_us = c->in.size() == 0 ? 0 : (c->frame_started_us ? c->frame_started_us : clock_.NowUs());
+  }
+
+  void HandleFrame(Conn* c, const proto::FrameHeader& h, std::string_view payload) {
+    if (h.is_reply()) {
+      return FailConnection(c, h.opcode, h.request_id,
+                            Error(ErrorCode::PROTOCOL_ERROR, "a client sent a reply frame"));
+    }
+    if (c->state == ConnState::kAwaitHello) return OnHello(c, h, payload);
+    if (c->state == ConnState::kAwaitAuth) return OnAuth(c, h, payload);
+    if (h.version != proto::kProtocolVersion) {
+      return FailConnection(c, h.opcode, h.request_id,
+                            Error(ErrorCode::PROTOCOL_ERROR,
+                                  proto::VersionMismatchMessage(h.version, proto::kProtocolVersion)));
+    }
+    s_->counters_->requests.fetch_add(1, std::memory_order_relaxed);
+    size_t at = BeginReply(&c->out, h.opcode, h.request_id);
+    Dispatch(*s_->handler_, h.opcode, payload, &c->out);
+    EndReply(&c->out, at);
+  }
+
+  void OnHello(Conn* c, const proto::FrameHeader& h, std::string_view payload) {
+    if (h.opcode != proto::Opcode::kHello) {
+      ErrorCode code = s_->options_.auth_token.empty() ? ErrorCode::PROTOCOL_ERROR
+                                                       : ErrorCode::AUTH_FAILED;
+      return FailConnection(c, h.opcode, h.request_id,
+                            Error(code, "the connection must start with Hello, got " +
+                                            std::string(proto::OpcodeName(h.opcode))));
+    }
+    if (h.version != proto::kProtocolVersion) {
+      return FailConnection(c, h.opcode, h.request_id,
+                            Error(ErrorCode::PROTOCOL_ERROR,
+                                  proto::VersionMismatchMessage(h.version, proto::kProtocolVersion)));
+    }
+    proto::HelloRequest hello;
+    Status st = proto::DecodePayload(payload, &hello, "Hello");
+    if (!st.ok()) return FailConnection(c, h.opcode, h.request_id, st);
+    c->client_nonce = hello.client_nonce;
+    c->server_nonce = proto::RandomNonce();
+    proto::HelloReply reply{proto::kProtocolVersion, !s_->options_.auth_token.empty(),
+                            c->server_nonce};
+    size_t at = BeginReply(&c->out, h.opcode, h.request_id);
+    proto::EncodeReply(Result<proto::HelloReply>(reply), &c->out);
+    EndReply(&c->out, at);
+    c->state = ConnState::kAwaitAuth;
+  }
+
+  void OnAuth(Conn* c, const proto::FrameHeader& h, std::string_view payload) {
+    const std::string& token = s_->options_.auth_token;
+    proto::AuthRequest auth;
+    Status st = h.opcode == proto::Opcode::kAuth
+                    ? proto::DecodePayload(payload, &auth, "Auth")
+                    : Error(ErrorCode::PROTOCOL_ERROR, "expected Auth after Hello, got " +
+                                                           std::string(proto::OpcodeName(h.opcode)));
+    if (st.ok() && !token.empty()) {
+      if (!auth.has_proof) {
+        st = Error(ErrorCode::AUTH_FAILED,
+                   "this master requires an auth token and the client sent none "
+                   "(set MOONCAKE_AUTH_TOKEN or cluster.auth_token)");
+      } else if (!proto::ProofEquals(auth.client_proof,
+                                     proto::ClientProof(token, c->server_nonce, c->client_nonce))) {
+        st = Error(ErrorCode::AUTH_FAILED, "wrong auth token");
+      }
+    }
+    if (!st.ok()) {
+      if (st.code() == ErrorCode::AUTH_FAILED) s_->counters_->auth_failures.fetch_add(1);
+      return FailConnection(c, h.opcode, h.request_id, st);
+    }
+    proto::AuthReply reply;
+    if (!token.empty()) {
+      reply.has_proof = true;
+      reply.server_proof = proto::ServerProof(token, c->client_nonce, c->server_nonce);
+    }
+    size_t at = BeginReply(&c->out, h.opcode, h.request_id);
+    proto::EncodeReply(Result<proto::AuthReply>(reply), &c->out);
+    EndReply(&c->out, at);
+    c->state = ConnState::kReady;
+  }
+
+  // Replies with `st` and closes once the reply is flushed.
+  void FailConnection(Conn* c, proto::Opcode op, uint64_t request_id, const Status& st) {
+    if (st.code() != ErrorCode::AUTH_FAILED) s_->counters_->protocol_errors.fetch_add(1);
+    MC_LOG(DEBUG) << "rpc: closing connection fd " << c->fd << ": " << st.ToString();
+    AppendReply(&c->out, op, request_id, st);
+    c->closing = true;
+  }
+
+  static size_t BeginReply(std::string* out, proto::Opcode op, uint64_t request_id) {
+    size_t at = out->size();
+    out->resize(at + proto::kFrameHeaderBytes);
+    proto::FrameHeader h{proto::kProtocolVersion, proto::kFlagReply, op, 0, request_id};
+    proto::EncodeFrameHeader(h, reinterpret_cast<uint8_t*>(out->data() + at));
+    return at;
+  }
+  // Patches the payload length into the header BeginReply wrote.
+  static void EndReply(std::string* out, size_t at) {
+    size_t len = out->size() - at - proto::kFrameHeaderBytes;
+    uint8_t* p = reinterpret_cast<uint8_t*>(out->data() + at + 8);
+    for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>((len >> (8 * i)) & 0xff);
+  }
+  static void AppendReply(std::string* out, proto::Opcode op, uint64_t id, const Status& st) {
+    size_t at = BeginReply(out, op, id);
+    proto::EncodeErrorReply(st, out);
+    EndReply(out, at);
+  }
+
+  // Writes what it can; false if the connection is broken.
+  bool Flush(Conn* c) {
+    while (c->pending() > 0) {
+      ssize_t n = ::send(c->fd, c->out.data() + c->out_begin, c->pending(),
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        c->out_begin += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      return false;
+    }
+    if (c->pending() == 0) {
+      c->out.clear();
+      c->out_begin = 0;
+    }
+    return true;
+  }
+
+  void Close(Conn* c) {
+    ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c->fd, nullptr);
+    ::close(c->fd);
+    s_->counters_->active.fetch_sub(1);
+    conns_.erase(c->fd);  // destroys c
+  }
+
+  void CheckTimeouts() {
+    const ServerOptions& o = s_->options_;
+    uint64_t now = clock_.NowUs();
+    std::vector<Conn*> expired;
+    for (auto& [fd, c] : conns_) {
+      bool late = (c->state != ConnState::kReady && now - c->accepted_us > o.handshake_timeout_us) ||
+                  (c->frame_started_us != 0 && now - c->frame_started_us > o.frame_timeout_us) ||
+                  (c->closing && now - c->last_activity_us > o.frame_timeout_us) ||
+                  (o.idle_timeout_us != 0 && now - c->last_activity_us > o.idle_timeout_us);
+      if (late) expired.push_back(c.get());
+    }
+    for (Conn* c : expired) {
+      s_->counters_->timeouts.fetch_add(1);
+      MC_LOG(DEBUG) << "rpc: closing connection fd " << c->fd << " on timeout";
+      Close(c);
+    }
+  }
+
+  Server* s_;
+  const Clock& clock_;
+  int epfd_ = -1;
+  int wakefd_ = -1;
+  std::unordered_map<int, std::unique_ptr<Conn>> conns_;
+};
+
+Server::Server(ServerOptions options, Handler* handler)
+    : options_(std::move(options)), handler_(handler), counters_(std::make_unique<Counters>()) {}
+
+Server::~Server() { Stop(); }
+
+Status Server::Start() {
+  if (options_.io_threads == 0 || options_.max_connections == 0)
+    return Error(ErrorCode::INVALID_PARAMS, "rpc server needs io_threads and max_connections > 0");
+  MC_ASSIGN_OR_RETURN(listen_fd_, ListenTcp(options_.address, options_.port, 1024));
+  port_ = LocalPort(listen_fd_);
+  for (uint32_t i = 0; i < options_.io_threads; ++i) {
+    auto loop = std::make_unique<Loop>(this);
+    Status st = loop->Init();
+    if (!st.ok()) {
+      Stop();
+      return st;
+    }
+    loops_.push_back(std::move(loop));
+  }
+  for (auto& loop : loops_) threads_.emplace_back([l = loop.get()] { l->Run(); });
+  MC_LOG(INFO) << "rpc server listening on " << options_.address << ":" << port_ << " ("
+               << options_.io_threads << " io threads, auth "
+               << (options_.auth_token.empty() ? "off" : "on") << ")";
+  return Status::Ok();
+}
+
+void Server::Stop() {
+  counters_->stopping.store(true);
+  for (auto& loop : loops_) loop->Wake();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  loops_.clear();
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  listen_fd_ = -1;
+}
+
+ServerStats Server::stats() const {
+  const Counters& k = *counters_;
+  return ServerStats{k.accepted.load(), k.refused.load(), k.active.load(), k.requests.load(),
+                     k.protocol_errors.load(), k.auth_failures.load(), k.timeouts.load()};
+}
+
+}  // namespace mc::rpc
