@@ -1,0 +1,413 @@
+#include "master/master_state.h"
+
+#include <doctest/doctest.h>
+
+#include "master/master_test_util.h"
+
+using namespace mc;
+using namespace mc::master;
+using namespace mc::master::testing;
+
+namespace {
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kSecond = 1000000;
+}  // namespace
+
+TEST_CASE("a put becomes readable only after PutEnd and the key cannot be put twice") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s1", 64 * kMiB).ok());
+  auto started = h.Start("k", 1000);
+  REQUIRE(started.ok());
+  REQUIRE(started->replicas.size() == 1);
+  CHECK(started->replicas[0].status == proto::ReplicaStatus::kProcessing);
+  CHECK(h.Get("k").code() == ErrorCode::REPLICA_IS_NOT_READY);
+  CHECK_FALSE(h.Exists("k"));
+  CHECK(h.Start("k", 1000).code() == ErrorCode::OBJECT_ALREADY_EXISTS);
+  REQUIRE(h.End("k").ok());
+  CHECK(h.End("k").ok());  // a retried PutEnd
+  auto got = h.Get("k");
+  REQUIRE(got.ok());
+  CHECK(got->size_bytes == 1000);
+  CHECK(got->lease_ttl_us == h.config.default_kv_lease_ttl_us);
+  CHECK(got->replicas[0].status == proto::ReplicaStatus::kComplete);
+  CHECK(got->replicas[0].buffers[0].endpoint == "10.0.0.1:s1");
+  CHECK(h.Exists("k"));
+  CHECK(h.Get("nope").code() == ErrorCode::OBJECT_NOT_FOUND);
+  CHECK(h.Get("nope").status().message().find("'nope'") != std::string::npos);
+  CHECK(h.state->PutRevoke({Client(1), "k"}, h.now_us).code() == ErrorCode::INVALID_WRITE);
+  CHECK(h.listener.committed == std::vector<std::string>{"k"});
+}
+
+TEST_CASE("malformed puts are refused with INVALID_PARAMS or INVALID_KEY") {
+  MasterConfig c;
+  c.max_key_bytes = 8;
+  Harness h(c);
+  REQUIRE(h.Mount(1, "s1", 64 * kMiB).ok());
+  CHECK(h.Start("k", 0).code() == ErrorCode::INVALID_PARAMS);
+  CHECK(h.Start("k", 10, 0).code() == ErrorCode::INVALID_PARAMS);
+  CHECK(h.Start("k", 10, kMaxReplicas + 1).code() == ErrorCode::INVALID_PARAMS);
+  CHECK(h.Start("123456789", 10).code() == ErrorCode::INVALID_PARAMS);
+  CHECK(h.Start("", 10).code() == ErrorCode::INVALID_KEY);
+  CHECK(h.Start("k", 10, 2).code() == ErrorCode::NO_AVAILABLE_HANDLE);  // one segment only
+  CHECK(h.Start("k", 65 * kMiB).code() == ErrorCode::NO_AVAILABLE_HANDLE);
+  CHECK(h.state->counters().put_start.failures == 7);
+}
+
+TEST_CASE("replicas land on distinct segments, emptiest segments first") {
+  Harness h;
+  for (int i = 0; i < 4; ++i) REQUIRE(h.Mount(i + 1, "s" + std::to_string(i), 64 * kMiB).ok());
+  REQUIRE(h.Put("fill2", 8 * kMiB).ok());  // goes to s0 (tie: lowest id)
+  auto r = h.Start("k", 4096, 3);
+  REQUIRE(r.ok());
+  std::set<std::string> all;
+  for (auto& rep : r->replicas) {
+    auto segs = SegmentsOf(rep);
+    REQUIRE(segs.size() == 1);
+    all.insert(*segs.begin());
+  }
+  CHECK(all == std::set<std::string>{"s1", "s2", "s3"});  // s0 is the fullest
+}
+
+TEST_CASE("objects larger than the stripe size are striped across segments in object order") {
+  MasterConfig c;
+  c.stripe_size_bytes = 1 * kMiB;
+  Harness h(c);
+  for (int i = 0; i < 4; ++i) REQUIRE(h.Mount(i + 1, "s" + std::to_string(i), 64 * kMiB).ok());
+  const uint64_t size = 3 * kMiB + 100;
+  auto r = h.Start("big", size, 2);
+  REQUIRE(r.ok());
+  REQUIRE(r->replicas.size() == 2);
+  std::set<std::string> seen;
+  for (auto& rep : r->replicas) {
+    REQUIRE(rep.buffers.size() == 4);
+    uint64_t total = 0;
+    for (size_t i = 0; i < rep.buffers.size(); ++i) {
+      CHECK(rep.buffers[i].size_bytes == (i < 3 ? kMiB : 100));
+      total += rep.buffers[i].size_bytes;
+    }
+    CHECK(total == size);
+    auto segs = SegmentsOf(rep);
+    CHECK(segs.size() == 2);  // each replica spreads over its two segments
+    for (auto& s : segs) CHECK(seen.insert(s).second);  // replicas never share one
+  }
+  REQUIRE(h.End("big").ok());
+  auto got = h.Get("big");
+  REQUIRE(got.ok());
+  CHECK(got->replicas[0].buffers.size() == 4);
+  CHECK(h.state->DumpObjects(true)[0].replicas[1].size() == 4);
+}
+
+TEST_CASE("a lease blocks remove and eviction until it expires") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s1", 4 * kMiB).ok());
+  REQUIRE(h.Put("a", 2 * kMiB).ok());
+  REQUIRE(h.Get("a").ok());
+  CHECK(h.state->Remove({"a", false}, h.now_us).code() == ErrorCode::OBJECT_HAS_LEASE);
+  // Needs a's space, which is leased: nothing evictable.
+  CHECK(h.Start("b", 3 * kMiB).code() == ErrorCode::NO_AVAILABLE_HANDLE);
+  h.Advance(h.config.default_kv_lease_ttl_us - 1);
+  CHECK(h.Start("b", 3 * kMiB).code() == ErrorCode::NO_AVAILABLE_HANDLE);
+  h.Advance(1);
+  REQUIRE(h.Start("b", 3 * kMiB).ok());  // the lease ended: a is evicted
+  CHECK(h.listener.evicted == std::vector<std::string>{"a"});
+  REQUIRE(h.End("b").ok());
+  REQUIRE(h.Exists("b"));  // ExistKey leases too
+  CHECK(h.state->Remove({"b", false}, h.now_us).code() == ErrorCode::OBJECT_HAS_LEASE);
+  CHECK(h.state->Remove({"b", true}, h.now_us).ok());
+  CHECK(h.state->Remove({"b", true}, h.now_us).code() == ErrorCode::OBJECT_NOT_FOUND);
+}
+
+TEST_CASE("unpinned objects are evicted before pinned ones, and pins expire") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s1", 4 * kMiB).ok());
+  REQUIRE(h.Put("pinned-old", kMiB, 1, true).ok());
+  REQUIRE(h.Put("plain-1", kMiB).ok());
+  REQUIRE(h.Put("plain-2", kMiB).ok());
+  REQUIRE(h.Put("pinned-new", kMiB, 1, true).ok());
+  CHECK(h.state->counters().soft_pinned_count == 2);
+  REQUIRE(h.Put("x", 2 * kMiB).ok());
+  CHECK(h.listener.evicted == std::vector<std::string>{"plain-1", "plain-2"});
+  REQUIRE(h.Get("x").ok());
+  REQUIRE(h.Put("y", kMiB).ok());  // x is leased: only pinned ones are left to evict
+  CHECK(h.listener.evicted.back() == "pinned-old");
+  CHECK(h.state->counters().soft_pinned_count == 1);
+  auto listed = h.state->ListKeys({"pinned", 10, ""}, h.now_us);
+  REQUIRE(listed->keys.size() == 1);
+  CHECK(listed->keys[0].soft_pinned);
+  h.Advance(h.config.default_kv_soft_pin_ttl_us + 1);
+  auto report = h.Tick();
+  CHECK(report.expired_pins == 1);
+  CHECK(h.state->counters().soft_pinned_count == 0);
+  // The pool is above the watermark; the once-pinned object is now the
+  // least recently used ordinary object, so it goes first.
+  CHECK(report.evicted_keys == 1);
+  CHECK(h.listener.evicted.back() == "pinned-new");
+}
+
+TEST_CASE("reading a pinned object extends its pin") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s1", 4 * kMiB).ok());
+  REQUIRE(h.Put("p", kMiB, 1, true).ok());
+  h.Advance(h.config.default_kv_soft_pin_ttl_us - kSecond);
+  REQUIRE(h.Get("p").ok());
+  h.Advance(2 * kSecond);
+  CHECK(h.Tick().expired_pins == 0);
+  CHECK(h.state->counters().soft_pinned_count == 1);
+  h.Advance(h.config.default_kv_soft_pin_ttl_us);
+  CHECK(h.Tick().expired_pins == 1);
+}
+
+TEST_CASE("a dead client's segments are unmounted and its lone replicas removed") {
+  Harness h;
+  REQUIRE(h.Mount(1, "alive", 64 * kMiB).ok());
+  REQUIRE(h.Mount(2, "doomed", 64 * kMiB).ok());
+  REQUIRE(h.Put("both", kMiB, 2).ok());
+  REQUIRE(h.Put("x", 10 * kMiB).ok());     // alive (tie: lowest id)
+  REQUIRE(h.Put("only", kMiB).ok());       // doomed, the emptier one
+  REQUIRE(SegmentsOf(h.Get("only")->replicas[0]) == std::set<std::string>{"doomed"});
+  // Client 2 stops pinging; until Tick notices, nothing new is placed there.
+  h.Advance(h.config.client_ttl_us + 1);
+  h.Ping(1);
+  auto r = h.Start("new", kMiB);
+  REQUIRE(r.ok());
+  CHECK(SegmentsOf(r->replicas[0]) == std::set<std::string>{"alive"});
+  CHECK(h.Start("two", kMiB, 2).code() == ErrorCode::NO_AVAILABLE_HANDLE);
+  auto report = h.Tick();
+  CHECK(report.expired_clients == 1);
+  CHECK(report.unmounted_segments == 1);
+  CHECK(h.Get("only").code() == ErrorCode::OBJECT_NOT_FOUND);  // leased, but its replica is gone
+  auto both = h.Get("both");
+  REQUIRE(both.ok());
+  CHECK(both->replicas.size() == 1);
+  CHECK(h.listener.lost == std::vector<std::string>{"only"});
+  CHECK(h.listener.unmounted == std::vector<std::string>{"doomed"});
+  CHECK(h.state->ClusterStatus(h.now_us).segments.size() == 1);
+  proto::PingReply ping = h.state->Ping({Client(2)}, h.now_us);
+  CHECK(ping.remount);
+  CHECK_FALSE(h.state->Ping({Client(2)}, h.now_us).remount);
+  REQUIRE(h.Mount(2, "doomed", 64 * kMiB).ok());  // the store remounts
+}
+
+TEST_CASE("unmount drops replicas there and keeps objects with a surviving replica") {
+  Harness h;
+  REQUIRE(h.Mount(1, "a", 8 * kMiB).ok());
+  REQUIRE(h.Mount(1, "b", 8 * kMiB).ok());
+  REQUIRE(h.Put("two", kMiB, 2).ok());
+  REQUIRE(h.Put("one", kMiB).ok());
+  const std::string one_seg = *SegmentsOf(h.Get("one")->replicas[0]).begin();
+  CHECK(h.state->UnmountSegment({Client(2), one_seg}, h.now_us).code() ==
+        ErrorCode::ILLEGAL_CLIENT);
+  REQUIRE(h.state->UnmountSegment({Client(1), one_seg}, h.now_us).ok());
+  CHECK(h.Get("one").code() == ErrorCode::OBJECT_NOT_FOUND);
+  REQUIRE(h.Get("two").ok());
+  CHECK(h.Get("two")->replicas.size() == 1);
+  CHECK(h.state->counters().allocated_bytes == kMiB);
+  CHECK(h.state->UnmountSegment({Client(1), one_seg}, h.now_us).code() ==
+        ErrorCode::SEGMENT_NOT_FOUND);
+}
+
+TEST_CASE("mount is idempotent for the same store and refuses a name taken by another") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s", 8 * kMiB).ok());
+  CHECK(h.Mount(1, "s", 8 * kMiB).ok());
+  CHECK(h.Mount(2, "s", 8 * kMiB).code() == ErrorCode::SEGMENT_ALREADY_EXISTS);
+  CHECK(h.Mount(1, "s", 16 * kMiB).code() == ErrorCode::SEGMENT_ALREADY_EXISTS);
+  CHECK(h.Mount(1, "", 8 * kMiB).code() == ErrorCode::INVALID_PARAMS);
+  CHECK(h.Mount(1, "tiny", 1).code() == ErrorCode::INVALID_PARAMS);
+  CHECK(h.state->ClusterStatus(h.now_us).capacity_bytes == 8 * kMiB);
+}
+
+TEST_CASE("a put neither ended nor revoked is discarded after put_timeout") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s", 8 * kMiB).ok());
+  REQUIRE(h.Start("zombie", 4 * kMiB).ok());
+  REQUIRE(h.Start("revoked", kMiB).ok());
+  REQUIRE(h.state->PutRevoke({Client(1), "revoked"}, h.now_us).ok());
+  CHECK(h.state->counters().allocated_bytes == 4 * kMiB);
+  h.Advance(h.config.put_timeout_us - 1);
+  CHECK(h.Tick().discarded_puts == 0);
+  h.Advance(1);
+  CHECK(h.Tick().discarded_puts == 1);
+  CHECK(h.state->counters().allocated_bytes == 0);
+  CHECK(h.End("zombie").code() == ErrorCode::OBJECT_NOT_FOUND);
+  CHECK(h.listener.removed.empty());  // in-flight puts were never durable
+}
+
+TEST_CASE("a full pool evicts synchronously and fails only when nothing is evictable") {
+  Harness h;
+  REQUIRE(h.Mount(1, "a", 16 * kMiB).ok());
+  REQUIRE(h.Mount(2, "b", 16 * kMiB).ok());
+  for (int i = 0; i < 32; ++i) REQUIRE(h.Put("k" + std::to_string(i), kMiB).ok());
+  CHECK(h.state->counters().allocated_bytes == 32 * kMiB);
+  REQUIRE(h.Put("big", 8 * kMiB, 2).ok());  // needs 8 MiB holes on both segments
+  CHECK(h.state->counters().evicted_keys >= 16);
+  CHECK(h.state->counters().successful_evictions == 1);
+  CHECK(h.state->counters().allocated_bytes == 32 * kMiB);
+  // Lease everything that is left: nothing is evictable.
+  auto listed = h.state->ListKeys({"", 100, ""}, h.now_us);
+  for (auto& k : listed->keys) REQUIRE(h.Get(k.key).ok());
+  CHECK(h.Start("wont-fit", kMiB).code() == ErrorCode::NO_AVAILABLE_HANDLE);
+  h.Advance(h.config.default_kv_lease_ttl_us);
+  CHECK(h.Start("fits", kMiB).ok());
+}
+
+TEST_CASE("in-flight puts are never evicted") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s", 4 * kMiB).ok());
+  REQUIRE(h.Start("inflight", 3 * kMiB).ok());
+  REQUIRE(h.Put("done", kMiB).ok());
+  CHECK(h.Start("more", 2 * kMiB).code() == ErrorCode::NO_AVAILABLE_HANDLE);
+  CHECK(h.state->counters().evicted_keys == 1);  // "done" went, and it was not enough
+  CHECK(h.Get("inflight").code() == ErrorCode::REPLICA_IS_NOT_READY);
+}
+
+TEST_CASE("eviction keeps going until some segment has a contiguous hole") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s", 8 * kMiB).ok());
+  // Alternate old and new objects so freeing only old ones leaves 1 MiB holes.
+  for (int i = 0; i < 8; ++i) REQUIRE(h.Put("k" + std::to_string(i), kMiB).ok());
+  for (int i = 1; i < 8; i += 2) REQUIRE(h.Get("k" + std::to_string(i)).ok());
+  h.Advance(h.config.default_kv_lease_ttl_us);  // leases gone, LRU order kept
+  REQUIRE(h.Put("wide", 3 * kMiB).ok());
+  CHECK(h.state->counters().allocated_bytes <= 8 * kMiB);
+}
+
+TEST_CASE("ListKeys pages through keys in order and resumes after changes") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s", 64 * kMiB).ok());
+  for (int i = 0; i < 25; ++i) {
+    char key[16];
+    std::snprintf(key, sizeof key, "p/%02d", i);
+    REQUIRE(h.Put(key, 100).ok());
+  }
+  REQUIRE(h.Put("q/other", 100).ok());
+  REQUIRE(h.Start("p/inflight", 100).ok());
+  auto page1 = h.state->ListKeys({"p/", 10, ""}, h.now_us);
+  REQUIRE(page1.ok());
+  REQUIRE(page1->keys.size() == 10);
+  CHECK(page1->keys.front().key == "p/00");
+  CHECK(page1->next_cursor == "p/09");
+  REQUIRE(h.state->Remove({"p/10", false}, h.now_us).ok());  // changes between pages
+  REQUIRE(h.Put("p/095", 100).ok());
+  auto page2 = h.state->ListKeys({"p/", 10, page1->next_cursor}, h.now_us);
+  CHECK(page2->keys.front().key == "p/095");
+  CHECK(page2->keys[1].key == "p/11");
+  auto page3 = h.state->ListKeys({"p/", 10, page2->next_cursor}, h.now_us);
+  CHECK(page3->keys.size() == 5);
+  CHECK(page3->keys.back().key == "p/24");
+  CHECK(page3->next_cursor.empty());
+  CHECK(h.state->ListKeys({"", 0, ""}, h.now_us).code() == ErrorCode::INVALID_PARAMS);
+}
+
+TEST_CASE("batch forms answer every item in order") {
+  MasterConfig c;
+  c.max_batch = 4;
+  Harness h(c);
+  REQUIRE(h.Mount(1, "s", 8 * kMiB).ok());
+  REQUIRE(h.Put("dup", 10).ok());
+  std::vector<proto::PutStartRequest> starts = {
+      {Client(1), "a", 10, {}}, {Client(1), "dup", 10, {}}, {Client(1), "b", 0, {}}};
+  auto started = h.state->BatchPutStart(starts, h.now_us);
+  REQUIRE(started.ok());
+  CHECK(started->at(0).status.ok());
+  CHECK(started->at(0).value.replicas.size() == 1);
+  CHECK(started->at(1).status.code() == ErrorCode::OBJECT_ALREADY_EXISTS);
+  CHECK(started->at(2).status.code() == ErrorCode::INVALID_PARAMS);
+  std::vector<proto::KeyRequest> keys = {{Client(1), "a"}, {Client(1), "missing"}};
+  auto ended = h.state->BatchPutEnd(keys, h.now_us);
+  CHECK(ended->at(0).ok());
+  CHECK(ended->at(1).code() == ErrorCode::OBJECT_NOT_FOUND);
+  auto got = h.state->BatchGetReplicaList(keys, h.now_us);
+  CHECK(got->at(0).value.size_bytes == 10);
+  CHECK(got->at(1).status.code() == ErrorCode::OBJECT_NOT_FOUND);
+  auto exist = h.state->BatchExistKey(keys, h.now_us);
+  CHECK(exist->at(0).value);
+  CHECK_FALSE(exist->at(1).value);
+  auto revoked = h.state->BatchPutRevoke(keys, h.now_us);
+  CHECK(revoked->at(0).code() == ErrorCode::INVALID_WRITE);
+  std::vector<proto::KeyRequest> too_many(5, {Client(1), "a"});
+  CHECK(h.state->BatchExistKey(too_many, h.now_us).code() == ErrorCode::INVALID_PARAMS);
+  auto counters = h.state->counters();
+  CHECK(counters.batch_put_start.requests == 1);
+  CHECK(counters.batch_put_start.failures == 1);
+  CHECK(counters.put_start.requests == 4);
+}
+
+TEST_CASE("background eviction above the watermark frees about eviction_ratio") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s", 100 * kMiB).ok());
+  for (int i = 0; i < 95; ++i) REQUIRE(h.Put("k" + std::to_string(i), kMiB).ok());
+  auto report = h.Tick();
+  CHECK(report.evicted_keys == 10);  // down to watermark - ratio = 85%
+  CHECK(h.state->counters().allocated_bytes == 85 * kMiB);
+  CHECK(h.Tick().evicted_keys == 0);
+  CHECK(h.listener.evicted.front() == "k0");
+}
+
+TEST_CASE("RemoveAll removes every complete unleased object") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s", 8 * kMiB).ok());
+  REQUIRE(h.Put("a", 10).ok());
+  REQUIRE(h.Put("b", 10).ok());
+  REQUIRE(h.Start("c", 10).ok());
+  REQUIRE(h.Get("b").ok());
+  CHECK(h.state->RemoveAll(h.now_us).removed == 1);
+  CHECK(h.state->counters().key_count == 2);
+}
+
+TEST_CASE("state dumped and loaded into a fresh master matches and new puts never overlap") {
+  MasterConfig c;
+  c.stripe_size_bytes = kMiB;
+  Harness h(c);
+  REQUIRE(h.Mount(1, "a", 16 * kMiB).ok());
+  REQUIRE(h.Mount(2, "b", 16 * kMiB).ok());
+  REQUIRE(h.Put("small", 100, 2, true).ok());
+  REQUIRE(h.Put("striped", 3 * kMiB + 5, 2).ok());
+  REQUIRE(h.Start("inflight", 100).ok());
+
+  Harness fresh(c);
+  for (auto& s : h.state->DumpSegments()) REQUIRE(fresh.state->LoadSegment(s, fresh.now_us).ok());
+  for (auto& o : h.state->DumpObjects(true)) REQUIRE(fresh.state->LoadObject(o, fresh.now_us).ok());
+  CHECK(fresh.listener.committed.empty());
+  auto before = h.state->DumpObjects(true);
+  auto after = fresh.state->DumpObjects(true);
+  REQUIRE(before.size() == after.size());
+  for (size_t i = 0; i < before.size(); ++i) {
+    CHECK(before[i].key == after[i].key);
+    CHECK(before[i].soft_pin == after[i].soft_pin);
+    REQUIRE(before[i].replicas.size() == after[i].replicas.size());
+    for (size_t r = 0; r < before[i].replicas.size(); ++r)
+      for (size_t b = 0; b < before[i].replicas[r].size(); ++b)
+        CHECK(before[i].replicas[r][b].offset == after[i].replicas[r][b].offset);
+  }
+  CHECK(fresh.state->counters().soft_pinned_count == 1);
+  CHECK(fresh.state->LoadObject(before[0], fresh.now_us).code() ==
+        ErrorCode::OBJECT_ALREADY_EXISTS);
+  ObjectDump overlap = before[0];
+  overlap.key = "overlap";
+  CHECK(fresh.state->LoadObject(overlap, fresh.now_us).code() == ErrorCode::INVALID_PARAMS);
+  const uint64_t used = fresh.state->counters().allocated_bytes;
+  REQUIRE(fresh.Put("more", 12 * kMiB, 2).ok());
+  CHECK(fresh.state->counters().allocated_bytes == used + 24 * kMiB);
+}
+
+TEST_CASE("counters track requests, failures, evictions and gauges") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s", 4 * kMiB).ok());
+  REQUIRE(h.Put("a", 2 * kMiB, 1, true).ok());
+  REQUIRE(h.Put("b", 2 * kMiB).ok());
+  REQUIRE(h.Put("c", 2 * kMiB).ok());
+  (void)h.Get("zzz");
+  auto c = h.state->counters();
+  CHECK(c.capacity_bytes == 4 * kMiB);
+  CHECK(c.allocated_bytes == 4 * kMiB);
+  CHECK(c.key_count == 2);
+  CHECK(c.soft_pinned_count == 1);
+  CHECK(c.active_clients == 1);
+  CHECK(c.put_start.requests == 3);
+  CHECK(c.put_end.requests == 3);
+  CHECK(c.get_replica_list.failures == 1);
+  CHECK(c.successful_evictions == 1);
+  CHECK(c.evicted_keys == 1);
+  CHECK(c.evicted_bytes == 2 * kMiB);
+}
