@@ -1,7 +1,7 @@
 // PolicyDuel: decides whether the adaptive policy should evict by ARC's lists
-// or by plain recency, by replaying a 1-in-16 sample of keys (chosen by key
+// or by plain recency, by replaying a 1-in-8 sample of keys (chosen by key
 // hash) through two small shadow caches, an exact LRU and an ARC, each with
-// 1/16 of the real capacity, and keeping a saturating score of which one hits
+// 1/8 of the real capacity, and keeping a saturating score of which one hits
 // more (set dueling, as in adaptive CPU caches). ARC beats LRU on most prefix-
 // cache workloads but loses on some recency-friendly ones (long multi-turn
 // chats on a large cache); the duel lets the policy follow whichever wins.
@@ -19,9 +19,9 @@ class AdaptivePolicy;
 
 class PolicyDuel {
  public:
-  static constexpr unsigned kSampleShift = 4;        // 1 key in 16
+  static constexpr unsigned kSampleShift = 3;        // 1 key in 8
   static constexpr size_t kMinShadowObjects = 16;
-  static constexpr int32_t kScoreLimit = 1024;        // saturating counter bound
+  static constexpr int32_t kScoreLimit = 256;         // saturating counter bound
 
   PolicyDuel();
   ~PolicyDuel();
