@@ -14,22 +14,13 @@
 
 #include "common/result.h"
 #include "config/config.h"
+#include "config/sections.h"
 
 namespace CLI {
 class App;
 }
 
 namespace mc::config {
-
-// Which parts of the tree a subcommand uses (bit flags).
-enum Section : unsigned {
-  kCluster = 1u << 0,
-  kMaster = 1u << 1,
-  kStore = 1u << 2,
-  kClient = 1u << 3,
-  kMetadataServer = 1u << 4,
-  kLog = 1u << 5,
-};
 
 class CommandConfig {
  public:

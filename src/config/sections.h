@@ -1,0 +1,18 @@
+// The parts of the config tree a subcommand uses, as bit flags.
+#pragma once
+
+namespace mc::config {
+
+enum Section : unsigned {
+  kCluster = 1u << 0,
+  kMaster = 1u << 1,
+  kStore = 1u << 2,
+  kClient = 1u << 3,
+  kMetadataServer = 1u << 4,
+  kLog = 1u << 5,
+};
+
+constexpr unsigned kAllSections =
+    kCluster | kMaster | kStore | kClient | kMetadataServer | kLog;
+
+}  // namespace mc::config
