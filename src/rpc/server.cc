@@ -18,7 +18,7 @@ namespace mc::rpc {
 
 struct Server::Counters {
   std::atomic<uint64_t> accepted{0}, refused{0}, active{0}, requests{0}, protocol_errors{0},
-      auth_failures{0}, timeouts{0};
+      auth_failures{0}, timeouts{0}, bytes_received{0};
   std::atomic<bool> stopping{false};
 };
 
@@ -143,8 +143,6 @@ class Server::Loop {
         ::close(fd);
         continue;
       }
-      k.accepted.fetch_add(1);
-      k.active.fetch_add(1);
       SetNoDelay(fd);
       auto c = std::make_unique<Conn>();
       c->fd = fd;
@@ -152,6 +150,8 @@ class Server::Loop {
       Conn* raw = c.get();
       conns_[fd] = std::move(c);
       SetEvents(raw, EPOLLIN, true);
+      k.active.fetch_add(1);
+      k.accepted.fetch_add(1);  // last: tests wait on it to know accepted_us is set
     }
   }
 
@@ -185,6 +185,7 @@ class Server::Loop {
         c->in.end += static_cast<size_t>(n);
         c->last_activity_us = clock_.NowUs();
         ProcessInput(c);
+        s_->counters_->bytes_received.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
         if (static_cast<size_t>(n) < kReadChunkBytes ||
             c->pending() >= s_->options_.max_pending_output_bytes)
           break;
@@ -407,7 +408,8 @@ void Server::Stop() {
 ServerStats Server::stats() const {
   const Counters& k = *counters_;
   return ServerStats{k.accepted.load(), k.refused.load(), k.active.load(), k.requests.load(),
-                     k.protocol_errors.load(), k.auth_failures.load(), k.timeouts.load()};
+                     k.protocol_errors.load(), k.auth_failures.load(), k.timeouts.load(),
+                     k.bytes_received.load()};
 }
 
 }  // namespace mc::rpc

@@ -45,6 +45,7 @@ struct ServerStats {
   uint64_t protocol_errors = 0;  // connections closed for bad framing or handshake
   uint64_t auth_failures = 0;
   uint64_t timeouts = 0;         // connections closed by a timeout
+  uint64_t bytes_received = 0;   // counted after the bytes are processed
 };
 
 class Server {

@@ -1,0 +1,497 @@
+#include <doctest/doctest.h>
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "proto/auth.h"
+#include "proto/handshake.h"
+#include "proto/testing.h"
+#include "rpc/client.h"
+#include "rpc/server.h"
+
+using namespace mc;
+using namespace mc::rpc;
+
+namespace {
+
+// Answers every operation from a small in-memory key set; thread-safe.
+class TestHandler : public Handler {
+ public:
+  Status MountSegment(const MountSegmentRequest& r) override {
+    return r.segment.name.empty() ? Error(ErrorCode::INVALID_PARAMS, "empty segment name")
+                                  : Status::Ok();
+  }
+  Result<PingReply> Ping(const PingRequest& r) override { return PingReply{r.client.hi == 7, 42}; }
+  Result<PutStartReply> PutStart(const PutStartRequest& r) override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!keys_.emplace(r.key, r.size_bytes).second)
+      return Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key '" + r.key + "' exists");
+    BufferDesc b{"seg", "127.0.0.1:1", "", "h", 0, r.size_bytes};
+    return PutStartReply{{ReplicaDesc{ReplicaStatus::kProcessing, {b}}}};
+  }
+  Status PutEnd(const KeyRequest&) override { return Status::Ok(); }
+  Result<GetReplicaListReply> GetReplicaList(const KeyRequest& r) override {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = keys_.find(r.key);
+    if (it == keys_.end()) return Error(ErrorCode::OBJECT_NOT_FOUND, "key '" + r.key + "' not found");
+    return GetReplicaListReply{{}, it->second, 10000000};
+  }
+  Result<bool> ExistKey(const KeyRequest& r) override {
+    std::lock_guard<std::mutex> l(mu_);
+    return keys_.count(r.key) == 1;
+  }
+  Status Remove(const RemoveRequest& r) override {
+    std::lock_guard<std::mutex> l(mu_);
+    return keys_.erase(r.key) ? Status::Ok() : Error(ErrorCode::OBJECT_NOT_FOUND, "no " + r.key);
+  }
+  Result<RemoveAllReply> RemoveAll() override {
+    std::lock_guard<std::mutex> l(mu_);
+    RemoveAllReply r{keys_.size()};
+    keys_.clear();
+    return r;
+  }
+  Result<ListKeysReply> ListKeys(const ListKeysRequest& r) override {
+    std::lock_guard<std::mutex> l(mu_);
+    ListKeysReply out;
+    for (auto& [k, size] : keys_)
+      if (k.rfind(r.prefix, 0) == 0 && out.keys.size() < r.limit) out.keys.push_back({k, size, 1, false});
+    return out;
+  }
+  Result<ClusterStatusReply> ClusterStatus() override {
+    return ClusterStatusReply{100, 10, 1, 0, 1, {{"seg", "127.0.0.1:1", 100, 10}}};
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, uint64_t> keys_;
+};
+
+template <typename F>
+bool WaitUntil(F cond, int timeout_ms = 5000) {
+  uint64_t deadline = MonotonicUs() + timeout_ms * 1000ull;
+  while (!cond()) {
+    if (MonotonicUs() > deadline) return false;
+    std::this_thread::yield();
+    ::usleep(1000);  // waiting on another thread's I/O, not on simulated time
+  }
+  return true;
+}
+
+struct TestServer {
+  explicit TestServer(std::string token = "", const Clock* clock = nullptr) {
+    ServerOptions o;
+    o.address = "127.0.0.1";
+    o.port = 0;
+    o.auth_token = std::move(token);
+    o.clock = clock;
+    o.max_connections = 64;
+    server = std::make_unique<Server>(o, &handler);
+    REQUIRE(server->Start().ok());
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(server->port()); }
+  ClientOptions Client(std::string token = "") const {
+    ClientOptions o;
+    o.master = address();
+    o.auth_token = std::move(token);
+    o.rpc_timeout_us = 3000000;
+    o.retries = 2;
+    o.initial_backoff_us = 1000;
+    return o;
+  }
+  bool Idle() const { return server->stats().active == 0; }
+  TestHandler handler;
+  std::unique_ptr<Server> server;
+};
+
+// A raw TCP peer for sending arbitrary bytes.
+struct Raw {
+  explicit Raw(const std::string& address) {
+    auto fd_or = ConnectTcp(*ParseHostPort(address), 2000000);
+    REQUIRE(fd_or.ok());
+    fd = *fd_or;
+  }
+  ~Raw() { ::close(fd); }
+  void Send(std::string_view bytes) { REQUIRE(WriteAll(fd, bytes, MonotonicUs() + 2000000).ok()); }
+  void SendFrame(Opcode op, uint64_t id, std::string_view payload, uint8_t version = kProtocolVersion) {
+    std::string f(kFrameHeaderBytes, '\0');
+    EncodeFrameHeader({version, 0, op, static_cast<uint32_t>(payload.size()), id},
+                      reinterpret_cast<uint8_t*>(f.data()));
+    Send(f + std::string(payload));
+  }
+  // Next frame, or an error if the server closed first / nothing came.
+  Result<std::pair<FrameHeader, std::string>> Read(int timeout_ms = 3000) {
+    uint64_t deadline = MonotonicUs() + timeout_ms * 1000ull;
+    for (;;) {
+      if (buf.size() >= kFrameHeaderBytes) {
+        auto h = DecodeFrameHeader(reinterpret_cast<const uint8_t*>(buf.data()), buf.size(), kMaxPayloadBytes);
+        if (!h.ok()) return h.status();
+        if (buf.size() >= kFrameHeaderBytes + h->payload_bytes) {
+          std::string payload = buf.substr(kFrameHeaderBytes, h->payload_bytes);
+          buf.erase(0, kFrameHeaderBytes + h->payload_bytes);
+          return std::make_pair(*h, payload);
+        }
+      }
+      char tmp[65536];
+      auto n = ReadSome(fd, tmp, sizeof tmp, deadline);
+      if (!n.ok()) return n.status();
+      if (*n == 0) return Error(ErrorCode::RPC_FAIL, "closed");
+      buf.append(tmp, *n);
+    }
+  }
+  bool ClosedByPeer(int timeout_ms = 3000) {
+    for (;;) {
+      auto f = Read(timeout_ms);
+      if (!f.ok()) return f.status().message() == "closed" || f.status().message().find("recv") != std::string::npos;
+    }
+  }
+  void Handshake() {
+    SendFrame(Opcode::kHello, 0, std::string(kNonceBytes, 'n'));
+    REQUIRE(Read().ok());
+    std::string auth;
+    EncodePayload(AuthRequest{}, &auth);
+    SendFrame(Opcode::kAuth, 0, auth);
+    auto r = Read();
+    REQUIRE(r.ok());
+    REQUIRE(DecodeReply<AuthReply>(r->second, "auth").ok());
+  }
+  int fd = -1;
+  std::string buf;
+};
+
+Status ReplyStatus(const std::string& payload) {
+  auto r = DecodeReply<Empty>(payload, "reply");
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+bool Contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("a client calls every operation and gets typed replies and errors") {
+  TestServer ts;
+  MasterClient c(ts.Client());
+  ClientId me{7, 8};
+  CHECK(c.MountSegment({me, {"seg", "h", "e", "", 100, 1}}).ok());
+  CHECK(c.MountSegment({me, {}}).code() == ErrorCode::INVALID_PARAMS);
+  CHECK(c.UnmountSegment({me, "seg"}).code() == ErrorCode::NOT_SUPPORTED);
+  CHECK(c.Ping({me})->remount);
+  auto put = c.PutStart({me, "a", 4096, {}});
+  REQUIRE(put.ok());
+  CHECK(put->replicas.at(0).buffers.at(0).size_bytes == 4096);
+  auto again = c.PutStart({me, "a", 4096, {}});
+  CHECK(again.code() == ErrorCode::OBJECT_ALREADY_EXISTS);
+  CHECK(again.status().message() == "key 'a' exists");
+  CHECK(c.PutEnd({me, "a"}).ok());
+  CHECK(c.PutRevoke({me, "a"}).code() == ErrorCode::NOT_SUPPORTED);
+  CHECK(c.GetReplicaList({me, "a"})->size_bytes == 4096);
+  CHECK(c.GetReplicaList({me, "zz"}).code() == ErrorCode::OBJECT_NOT_FOUND);
+  CHECK(*c.ExistKey({me, "a"}));
+  CHECK_FALSE(*c.ExistKey({me, "b"}));
+  CHECK(c.ListKeys({"", 10, ""})->keys.size() == 1);
+  CHECK(c.ClusterStatus()->segments.at(0).name == "seg");
+
+  auto bp = c.BatchPutStart({{me, "b", 1, {}}, {me, "a", 1, {}}, {me, "c", 2, {}}});
+  REQUIRE(bp.ok());
+  REQUIRE(bp->size() == 3);
+  CHECK((*bp)[0].status.ok());
+  CHECK((*bp)[1].status.code() == ErrorCode::OBJECT_ALREADY_EXISTS);
+  CHECK((*bp)[2].value.replicas.at(0).buffers.at(0).size_bytes == 2);
+  CHECK(c.BatchPutEnd({{me, "b"}, {me, "c"}})->size() == 2);
+  CHECK(c.BatchPutRevoke({{me, "b"}})->at(0).code() == ErrorCode::NOT_SUPPORTED);
+  auto bg = c.BatchGetReplicaList({{me, "b"}, {me, "nope"}});
+  CHECK(bg->at(0).value.size_bytes == 1);
+  CHECK(bg->at(1).status.code() == ErrorCode::OBJECT_NOT_FOUND);
+  auto be = c.BatchExistKey({{me, "b"}, {me, "nope"}});
+  CHECK(be->at(0).value);
+  CHECK_FALSE(be->at(1).value);
+  auto br = c.BatchRemove({{"b", false}, {"nope", false}});
+  CHECK(br->at(0).ok());
+  CHECK(br->at(1).code() == ErrorCode::OBJECT_NOT_FOUND);
+  CHECK(c.Remove({"a", true}).ok());
+  CHECK(c.RemoveAll()->removed == 1);  // "c"
+  CHECK(ts.server->stats().requests == 22);
+}
+
+TEST_CASE("the right token is accepted, none or a wrong one is refused with AUTH_FAILED") {
+  TestServer ts("s3cret");
+  CHECK(MasterClient(ts.Client("s3cret")).Ping({})->view_version == 42);
+
+  auto none = MasterClient(ts.Client("")).Ping({});
+  CHECK(none.code() == ErrorCode::AUTH_FAILED);
+  CHECK(Contains(none.status().message(), "requires an auth token"));
+  CHECK(Contains(none.status().message(), ts.address()));
+
+  auto wrong = MasterClient(ts.Client("guess")).Ping({});
+  CHECK(wrong.code() == ErrorCode::AUTH_FAILED);
+  CHECK(Contains(wrong.status().message(), "wrong auth token"));
+  CHECK(ts.server->stats().auth_failures == 2);
+
+  // Skipping the handshake does not help.
+  Raw raw(ts.address());
+  raw.SendFrame(Opcode::kPing, 1, std::string(16, '\0'));
+  auto f = raw.Read();
+  REQUIRE(f.ok());
+  CHECK(ReplyStatus(f->second).code() == ErrorCode::AUTH_FAILED);
+  CHECK(raw.ClosedByPeer());
+}
+
+TEST_CASE("a client with a token refuses a master that cannot prove it knows it") {
+  TestServer ts("");  // no token: nothing to prove
+  auto r = MasterClient(ts.Client("s3cret")).Ping({});
+  CHECK(r.code() == ErrorCode::AUTH_FAILED);
+  CHECK(Contains(r.status().message(), "cannot prove"));
+}
+
+TEST_CASE("the auth token never appears on the wire") {
+  const std::string token = "TOKEN-must-not-leak-0123456789";
+  TestServer ts(token);
+  // A one-connection proxy that records both directions.
+  auto lfd = ListenTcp("127.0.0.1", 0, 4);
+  REQUIRE(lfd.ok());
+  uint16_t proxy_port = LocalPort(*lfd);
+  std::string captured;
+  std::thread proxy([&] {
+    pollfd lp{*lfd, POLLIN, 0};
+    if (::poll(&lp, 1, 3000) <= 0) return;
+    int a = ::accept(*lfd, nullptr, nullptr);
+    int b = *ConnectTcp(*ParseHostPort(ts.address()), 2000000);
+    pollfd p[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+    char buf[4096];
+    for (bool open = true; open && ::poll(p, 2, 3000) > 0;) {
+      for (int i = 0; i < 2; ++i) {
+        if (!(p[i].revents & (POLLIN | POLLHUP))) continue;
+        ssize_t n = ::read(p[i].fd, buf, sizeof buf);
+        if (n <= 0) { open = false; break; }
+        captured.append(buf, n);
+        (void)WriteAll(p[1 - i].fd, std::string_view(buf, n), MonotonicUs() + 1000000);
+      }
+    }
+    ::close(a);
+    ::close(b);
+  });
+  {
+    ClientOptions o = ts.Client(token);
+    o.master = "127.0.0.1:" + std::to_string(proxy_port);
+    MasterClient c(o);
+    REQUIRE(c.Ping({})->view_version == 42);
+    REQUIRE(c.ExistKey({{}, "some-key"}).ok());
+  }
+  proxy.join();
+  ::close(*lfd);
+  CHECK(Contains(captured, "some-key"));  // the capture did see the traffic
+  CHECK_FALSE(Contains(captured, token));
+  CHECK_FALSE(Contains(captured, "TOKEN"));
+}
+
+TEST_CASE("a wrong protocol version gets an error naming both versions, then a close") {
+  TestServer ts;
+  Raw raw(ts.address());
+  raw.SendFrame(Opcode::kHello, 0, std::string(kNonceBytes, 'n'), /*version=*/9);
+  auto f = raw.Read();
+  REQUIRE(f.ok());
+  Status st = ReplyStatus(f->second);
+  CHECK(st.code() == ErrorCode::PROTOCOL_ERROR);
+  CHECK(st.message() == "protocol version mismatch: client speaks version 9, server speaks version 1");
+  CHECK(raw.ClosedByPeer());
+}
+
+TEST_CASE("bad framing gets a ConnectionError and a close; bad payloads only an error reply") {
+  TestServer ts;
+  SUBCASE("wrong magic") {
+    Raw raw(ts.address());
+    raw.Send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    auto f = raw.Read();
+    REQUIRE(f.ok());
+    CHECK(f->first.opcode == Opcode::kConnectionError);
+    CHECK(Contains(ReplyStatus(f->second).message(), "bad frame magic"));
+    CHECK(raw.ClosedByPeer());
+  }
+  SUBCASE("a length past the limit before the handshake") {
+    Raw raw(ts.address());
+    raw.SendFrame(Opcode::kHello, 0, std::string(kMaxHandshakePayloadBytes + 1, 'x'));
+    auto f = raw.Read();
+    REQUIRE(f.ok());
+    CHECK(Contains(ReplyStatus(f->second).message(), "exceeds the limit of 1024"));
+    CHECK(raw.ClosedByPeer());
+  }
+  SUBCASE("a length past the limit after the handshake") {
+    Raw raw(ts.address());
+    raw.Handshake();
+    std::string h(kFrameHeaderBytes, '\0');
+    EncodeFrameHeader({kProtocolVersion, 0, Opcode::kPing, kMaxPayloadBytes + 1, 5},
+                      reinterpret_cast<uint8_t*>(h.data()));
+    raw.Send(h);
+    auto f = raw.Read();
+    REQUIRE(f.ok());
+    CHECK(ReplyStatus(f->second).code() == ErrorCode::PROTOCOL_ERROR);
+    CHECK(raw.ClosedByPeer());
+  }
+  SUBCASE("unknown opcodes and undecodable payloads keep the connection") {
+    Raw raw(ts.address());
+    raw.Handshake();
+    raw.SendFrame(static_cast<Opcode>(0x7777), 11, "whatever");
+    raw.SendFrame(Opcode::kExistKey, 12, "short");
+    std::string ping;
+    EncodePayload(PingRequest{}, &ping);
+    raw.SendFrame(Opcode::kPing, 13, ping);
+    auto a = raw.Read(), b = raw.Read(), c = raw.Read();
+    REQUIRE((a.ok() && b.ok() && c.ok()));
+    CHECK(a->first.request_id == 11);
+    CHECK(ReplyStatus(a->second).message() == "unknown opcode 0x7777");
+    CHECK(ReplyStatus(a->second).code() == ErrorCode::NOT_SUPPORTED);
+    CHECK(ReplyStatus(b->second).code() == ErrorCode::PROTOCOL_ERROR);
+    CHECK(Contains(ReplyStatus(b->second).message(), "malformed ExistKey"));
+    CHECK(c->first.request_id == 13);
+    CHECK(DecodeReply<PingReply>(c->second, "ping")->view_version == 42);
+  }
+  SUBCASE("a truncated frame and a hang-up") {
+    {
+      Raw raw(ts.address());
+      raw.Handshake();
+      raw.Send(std::string("MCRP\x01\x00\x12\x00", 8));
+    }
+    CHECK(WaitUntil([&] { return ts.Idle(); }));
+  }
+  CHECK(WaitUntil([&] { return ts.Idle(); }));
+  CHECK(MasterClient(ts.Client()).Ping({}).ok());  // still serving
+}
+
+TEST_CASE("random bytes never crash the server or stop it serving (MC_SEED replays)") {
+  TestServer ts;
+  uint64_t seed = TestSeed();
+  std::printf("rpc random-bytes seed: MC_SEED=%llu\n", static_cast<unsigned long long>(seed));
+  RandomMessages g(seed);
+  MasterClient good(ts.Client());
+  for (int i = 0; i < 60; ++i) {
+    Raw raw(ts.address());
+    if (g.Bool()) raw.Handshake();
+    std::string junk;
+    // Noise, or a valid header with noise after it, or a valid frame with a
+    // flipped byte.
+    size_t kind = g.Pick(3);
+    if (kind > 0) {
+      std::string h(kFrameHeaderBytes, '\0');
+      uint16_t op = static_cast<uint16_t>(g.Pick(0x50));
+      std::string body = g.Str();
+      EncodeFrameHeader({kProtocolVersion, 0, static_cast<Opcode>(op), static_cast<uint32_t>(body.size()), g.U64()},
+                        reinterpret_cast<uint8_t*>(h.data()));
+      junk = h + body;
+      if (kind == 2) junk[g.Pick(junk.size())] ^= static_cast<char>(1 + g.Pick(255));
+    } else {
+      junk = g.Str();
+    }
+    raw.Send(junk);
+    (void)raw.Read(20);  // whatever comes back, if anything
+    REQUIRE(good.Ping({}).ok());
+  }
+  CHECK(WaitUntil([&] { return ts.server->stats().active <= 1; }));
+}
+
+TEST_CASE("a half-sent frame is cut off when the frame timeout passes (slowloris)") {
+  ManualClock clock;
+  TestServer ts("", &clock);
+  Raw raw(ts.address());
+  raw.Handshake();
+  raw.Send(std::string("MCRP\x01\x00\x12\x00", 8));  // half a header, then silence
+  // Hello (20 + 32) + Auth (20 + 1) + the 8 bytes: the server has seen them.
+  CHECK(WaitUntil([&] { return ts.server->stats().bytes_received == 81; }));
+  clock.AdvanceUs(ServerOptions{}.frame_timeout_us + 1);
+  CHECK(raw.ClosedByPeer());
+  CHECK(ts.server->stats().timeouts == 1);
+
+  Raw silent(ts.address());  // connects and never says Hello
+  CHECK(WaitUntil([&] { return ts.server->stats().accepted == 2; }));
+  clock.AdvanceUs(ServerOptions{}.handshake_timeout_us + 1);
+  CHECK(silent.ClosedByPeer());
+  CHECK(MasterClient(ts.Client()).Ping({}).ok());
+}
+
+TEST_CASE("requests pipeline on one connection and replies come back in order") {
+  TestServer ts;
+  Raw raw(ts.address());
+  raw.Handshake();
+  std::string many;
+  for (uint64_t id = 100; id < 400; ++id) {
+    std::string p;
+    EncodePayload(KeyRequest{{}, "k" + std::to_string(id)}, &p);
+    std::string h(kFrameHeaderBytes, '\0');
+    EncodeFrameHeader({kProtocolVersion, 0, Opcode::kExistKey, static_cast<uint32_t>(p.size()), id},
+                      reinterpret_cast<uint8_t*>(h.data()));
+    many += h + p;
+  }
+  raw.Send(many);  // one write, 300 requests
+  for (uint64_t id = 100; id < 400; ++id) {
+    auto f = raw.Read();
+    REQUIRE(f.ok());
+    CHECK(f->first.request_id == id);
+    CHECK(f->first.is_reply());
+  }
+}
+
+TEST_CASE("a master that is down gives RPC_FAIL naming its address, quickly") {
+  uint16_t port;
+  {
+    TestServer ts;
+    port = ts.server->port();
+  }
+  ClientOptions o;
+  o.master = "127.0.0.1:" + std::to_string(port);
+  o.retries = 3;
+  o.initial_backoff_us = 1000;
+  auto r = MasterClient(o).Ping({});
+  CHECK(r.code() == ErrorCode::RPC_FAIL);
+  CHECK(Contains(r.status().message(), "master unavailable at 127.0.0.1:" + std::to_string(port)));
+  CHECK(Contains(r.status().message(), "3 attempts"));
+}
+
+TEST_CASE("a client reconnects after the master restarts, and many threads share it") {
+  auto ts = std::make_unique<TestServer>();
+  uint16_t port = ts->server->port();
+  ClientOptions o = ts->Client();
+  MasterClient c(o);
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) ok += c.Ping({}).ok() ? 1 : 0;
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(ok == 800);
+
+  ts->server->Stop();
+  CHECK(c.Ping({}).code() == ErrorCode::RPC_FAIL);
+  ServerOptions so;
+  so.address = "127.0.0.1";
+  so.port = port;
+  TestHandler h;
+  Server again(so, &h);
+  REQUIRE(again.Start().ok());
+  CHECK(c.Ping({}).ok());
+}
+
+TEST_CASE("connections past the limit are refused with a reason") {
+  TestHandler h;
+  ServerOptions so;
+  so.address = "127.0.0.1";
+  so.port = 0;
+  so.max_connections = 2;
+  Server s(so, &h);
+  REQUIRE(s.Start().ok());
+  std::string addr = "127.0.0.1:" + std::to_string(s.port());
+  Raw a(addr), b(addr);
+  CHECK(WaitUntil([&] { return s.stats().active == 2; }));
+  Raw c(addr);
+  auto f = c.Read();
+  REQUIRE(f.ok());
+  CHECK(Contains(ReplyStatus(f->second).message(), "too many connections (limit 2)"));
+  CHECK(s.stats().refused == 1);
+}
