@@ -15,8 +15,12 @@
 #include "common/result.h"
 #include "config/config.h"
 #include "proto/messages.h"
+#include "rpc/client.h"
 
 namespace mc::client {
+
+// Options of the master RPC connection from the cluster config.
+rpc::ClientOptions MasterClientOptions(const ClusterConfig& cluster);
 
 class Client {
  public:

@@ -1,0 +1,329 @@
+// Client implementation: metadata through rpc::MasterClient, bytes through the
+// transfer engine (shm for same-host segments when enabled, else TCP).
+#include "client/client.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+#include "rpc/client.h"
+#include "common/crypto.h"
+#include "common/host_identity.h"
+#include "common/log.h"
+#include "transfer/shm_transport.h"
+#include "transfer/tcp_transport.h"
+
+namespace mc::client {
+
+namespace {
+
+using proto::Opcode;
+
+Result<transfer::Endpoint> ParseEndpoint(const proto::BufferDesc& b) {
+  transfer::Endpoint ep;
+  auto colon = b.endpoint.rfind(':');
+  if (colon == std::string::npos) {
+    return Error(ErrorCode::INVALID_REPLICA, "segment " + b.segment_name +
+                                                 " has a bad endpoint '" + b.endpoint + "'");
+  }
+  ep.host = b.endpoint.substr(0, colon);
+  int port = std::atoi(b.endpoint.c_str() + colon + 1);
+  if (port <= 0 || port > 65535) {
+    return Error(ErrorCode::INVALID_REPLICA, "segment " + b.segment_name +
+                                                 " has a bad endpoint '" + b.endpoint + "'");
+  }
+  ep.port = static_cast<uint16_t>(port);
+  ep.shm_path = b.shm_path;
+  return ep;
+}
+
+// One planned transfer of a buffer, with the storage its TransferOp points to.
+struct Planned {
+  transfer::Endpoint endpoint;
+  transfer::TransferOp op;
+  bool same_host = false;
+};
+
+class ClientImpl final : public Client {
+ public:
+  ClientImpl(const Config& config, std::unique_ptr<rpc::MasterClient> link)
+      : config_(config), link_(std::move(link)), tcp_(TcpOptions(config)), shm_(transfer::ShmTransportOptions{}) {
+    std::string id = RandomBytes(16);
+    std::memcpy(&id_.hi, id.data(), 8);
+    std::memcpy(&id_.lo, id.data() + 8, 8);
+  }
+
+  Status Put(const std::string& key, std::span<const uint8_t> value,
+             const proto::PutOptions& options) override {
+    std::vector<Status> st = BatchPut({key}, {value}, options);
+    return st[0];
+  }
+
+  Result<std::vector<uint8_t>> Get(const std::string& key) override {
+    auto r = BatchGet({key});
+    return std::move(r[0]);
+  }
+
+  Result<bool> Exists(const std::string& key) override {
+    return link_->Invoke<Opcode::kExistKey>(proto::KeyRequest{id_, key});
+  }
+
+  Status Remove(const std::string& key, bool force) override {
+    auto r = link_->Invoke<Opcode::kRemove>(proto::RemoveRequest{key, force});
+    return r.ok() ? Status::Ok() : r.status();
+  }
+
+  Result<proto::ListKeysReply> List(const proto::ListKeysRequest& request) override {
+    return link_->Invoke<Opcode::kListKeys>(request);
+  }
+
+  Result<proto::ClusterStatusReply> ClusterStatus() override {
+    return link_->ClusterStatus();
+  }
+
+  std::vector<Status> BatchPut(const std::vector<std::string>& keys,
+                               const std::vector<std::span<const uint8_t>>& values,
+                               const proto::PutOptions& options) override;
+  std::vector<Result<std::vector<uint8_t>>> BatchGet(const std::vector<std::string>& keys) override;
+  std::vector<Result<bool>> BatchExists(const std::vector<std::string>& keys) override;
+
+  std::string last_transfer_path() const override {
+    return last_same_host_.load() ? "same-host" : "tcp";
+  }
+
+ private:
+  static transfer::TcpTransportOptions TcpOptions(const Config& config) {
+    transfer::TcpTransportOptions o;
+    o.streams = static_cast<int>(std::clamp<uint32_t>(config.client.tcp_streams, 1, 64));
+    o.auth_token = config.cluster.auth_token;
+    return o;
+  }
+
+  bool UseShm(const proto::BufferDesc& b) const {
+    return config_.cluster.shm && !b.shm_path.empty() && b.hostname == HostIdentity();
+  }
+
+  // Plans one replica's buffers over `object` (object order).
+  Status Plan(const proto::ReplicaDesc& replica, transfer::OpKind kind, uint8_t* object,
+              uint64_t size, std::vector<Planned>* out) const;
+  // Runs planned ops: same-host ones over shm (falling back to TCP when the
+  // segment cannot be mapped), the rest over TCP.
+  Status Run(std::vector<Planned>& planned);
+
+  Config config_;
+  std::unique_ptr<rpc::MasterClient> link_;
+  proto::ClientId id_;
+  transfer::TcpTransport tcp_;
+  transfer::ShmTransport shm_;
+  std::atomic<bool> last_same_host_{false};
+};
+
+Status ClientImpl::Plan(const proto::ReplicaDesc& replica, transfer::OpKind kind, uint8_t* object,
+                        uint64_t size, std::vector<Planned>* out) const {
+  uint64_t off = 0;
+  for (const proto::BufferDesc& b : replica.buffers) {
+    if (b.size_bytes > size - off) {
+      return Error(ErrorCode::INVALID_REPLICA, "replica buffers exceed the object size");
+    }
+    MC_ASSIGN_OR_RETURN(transfer::Endpoint ep, ParseEndpoint(b));
+    Planned p;
+    p.endpoint = std::move(ep);
+    p.same_host = UseShm(b);
+    p.op.kind = kind;
+    p.op.remote_offset = b.offset;
+    p.op.buffer = object + off;
+    p.op.len = b.size_bytes;
+    out->push_back(std::move(p));
+    off += b.size_bytes;
+  }
+  if (off != size) return Error(ErrorCode::INVALID_REPLICA, "replica buffers do not cover the object");
+  return Status::Ok();
+}
+
+Status ClientImpl::Run(std::vector<Planned>& planned) {
+  std::vector<transfer::TransferOp> shm_ops, tcp_ops;
+  std::vector<Planned*> shm_src;
+  for (Planned& p : planned) {
+    p.op.endpoint = &p.endpoint;
+    if (p.same_host) {
+      shm_ops.push_back(p.op);
+      shm_src.push_back(&p);
+    } else {
+      tcp_ops.push_back(p.op);
+    }
+  }
+  bool used_shm = false;
+  for (size_t i = 0; i < shm_ops.size(); i += transfer::kMaxBatchOps) {
+    size_t n = std::min(transfer::kMaxBatchOps, shm_ops.size() - i);
+    Status st = shm_.Batch(std::span(shm_ops).subspan(i, n));
+    for (size_t j = i; j < i + n; ++j) {
+      if (shm_ops[j].status.ok()) {
+        used_shm = true;
+      } else {
+        // The segment could not be mapped (another user, store restarted):
+        // TCP gives the same bytes under the store's own checks.
+        MC_LOG(DEBUG) << "shm transfer failed, using tcp: " << shm_ops[j].status.ToString();
+        tcp_ops.push_back(shm_src[j]->op);
+      }
+    }
+    (void)st;
+  }
+  for (size_t i = 0; i < tcp_ops.size(); i += transfer::kMaxBatchOps) {
+    size_t n = std::min(transfer::kMaxBatchOps, tcp_ops.size() - i);
+    Status st = tcp_.Batch(std::span(tcp_ops).subspan(i, n));
+    if (!st.ok()) return Error(ErrorCode::TRANSFER_FAIL, st.message());
+  }
+  last_same_host_.store(used_shm && tcp_ops.empty());
+  return Status::Ok();
+}
+
+std::vector<Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
+                                         const std::vector<std::span<const uint8_t>>& values,
+                                         const proto::PutOptions& options) {
+  std::vector<Status> out(keys.size());
+  std::vector<proto::PutStartRequest> reqs;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    reqs.push_back({id_, keys[i], values[i].size(), options});
+  }
+  std::vector<proto::BatchItem<proto::PutStartReply>> started;
+  if (keys.size() == 1) {
+    auto r = link_->Invoke<Opcode::kPutStart>(reqs[0]);
+    started.resize(1);
+    if (r.ok()) started[0].value = std::move(*r);
+    else started[0].status = r.status();
+  } else {
+    auto r = link_->Invoke<Opcode::kBatchPutStart>(reqs);
+    if (!r.ok()) return std::vector<Status>(keys.size(), r.status());
+    started = std::move(*r);
+  }
+  // All replicas of all started objects move in one batch.
+  std::vector<Planned> planned;
+  std::vector<size_t> first_op(keys.size() + 1, 0);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    first_op[i] = planned.size();
+    if (!started[i].status.ok()) {
+      out[i] = started[i].status;
+      continue;
+    }
+    auto* data = const_cast<uint8_t*>(values[i].data());
+    for (const auto& replica : started[i].value.replicas) {
+      Status st = Plan(replica, transfer::OpKind::kWrite, data, values[i].size(), &planned);
+      if (!st.ok()) out[i] = st;
+    }
+  }
+  Status moved = Run(planned);
+  std::vector<proto::KeyRequest> end, revoke;
+  std::vector<size_t> end_idx;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!started[i].status.ok()) continue;
+    if (!out[i].ok() || !moved.ok()) {
+      if (out[i].ok()) out[i] = moved;
+      revoke.push_back({id_, keys[i]});
+    } else {
+      end.push_back({id_, keys[i]});
+      end_idx.push_back(i);
+    }
+  }
+  if (!revoke.empty()) (void)link_->Invoke<Opcode::kBatchPutRevoke>(revoke);
+  if (!end.empty()) {
+    if (end.size() == 1) {
+      auto r = link_->Invoke<Opcode::kPutEnd>(end[0]);
+      if (!r.ok()) out[end_idx[0]] = r.status();
+    } else {
+      auto r = link_->Invoke<Opcode::kBatchPutEnd>(end);
+      for (size_t j = 0; j < end.size(); ++j) {
+        out[end_idx[j]] = r.ok() ? (*r)[j] : r.status();
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<Result<std::vector<uint8_t>>> ClientImpl::BatchGet(const std::vector<std::string>& keys) {
+  std::vector<Result<std::vector<uint8_t>>> out;
+  std::vector<proto::KeyRequest> reqs;
+  for (const auto& k : keys) reqs.push_back({id_, k});
+  std::vector<proto::BatchItem<proto::GetReplicaListReply>> lists;
+  if (keys.size() == 1) {
+    auto r = link_->Invoke<Opcode::kGetReplicaList>(reqs[0]);
+    lists.resize(1);
+    if (r.ok()) lists[0].value = std::move(*r);
+    else lists[0].status = r.status();
+  } else {
+    auto r = link_->Invoke<Opcode::kBatchGetReplicaList>(reqs);
+    if (!r.ok()) {
+      for (size_t i = 0; i < keys.size(); ++i) out.emplace_back(r.status());
+      return out;
+    }
+    lists = std::move(*r);
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!lists[i].status.ok()) {
+      Status st = lists[i].status;
+      if (st.code() == ErrorCode::OBJECT_NOT_FOUND) st = Error(st.code(), "not found");
+      out.emplace_back(st);
+      continue;
+    }
+    auto& reply = lists[i].value;
+    // Same-host replicas first; then the others in the master's order.
+    std::stable_sort(reply.replicas.begin(), reply.replicas.end(),
+                     [this](const proto::ReplicaDesc& a, const proto::ReplicaDesc& b) {
+                       bool la = !a.buffers.empty() && UseShm(a.buffers[0]);
+                       bool lb = !b.buffers.empty() && UseShm(b.buffers[0]);
+                       return la && !lb;
+                     });
+    std::vector<uint8_t> data(reply.size_bytes);
+    Status last = Error(ErrorCode::INVALID_REPLICA, "no complete replica");
+    for (const auto& replica : reply.replicas) {
+      std::vector<Planned> planned;
+      last = Plan(replica, transfer::OpKind::kRead, data.data(), data.size(), &planned);
+      if (last.ok()) last = Run(planned);
+      if (last.ok()) break;
+    }
+    if (last.ok()) {
+      out.emplace_back(std::move(data));
+    } else {
+      out.emplace_back(last);
+    }
+  }
+  return out;
+}
+
+std::vector<Result<bool>> ClientImpl::BatchExists(const std::vector<std::string>& keys) {
+  std::vector<proto::KeyRequest> reqs;
+  for (const auto& k : keys) reqs.push_back({id_, k});
+  std::vector<Result<bool>> out;
+  auto r = link_->Invoke<Opcode::kBatchExistKey>(reqs);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!r.ok()) {
+      out.emplace_back(r.status());
+    } else if (!(*r)[i].status.ok()) {
+      out.emplace_back((*r)[i].status);
+    } else {
+      out.emplace_back((*r)[i].value);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+rpc::ClientOptions MasterClientOptions(const ClusterConfig& cluster) {
+  rpc::ClientOptions o;
+  o.master = cluster.master;
+  o.auth_token = cluster.auth_token;
+  o.rpc_timeout_us = cluster.rpc_timeout_us;
+  o.retries = cluster.rpc_retries;
+  return o;
+}
+
+Result<std::unique_ptr<Client>> Client::Connect(const Config& config) {
+  auto link = std::make_unique<rpc::MasterClient>(MasterClientOptions(config.cluster));
+  // One cheap call proves the master is reachable and accepts our token, so
+  // errors surface here with a clear message rather than mid-operation.
+  MC_RETURN_IF_ERROR(link->ClusterStatus().status());
+  return std::unique_ptr<Client>(new ClientImpl(config, std::move(link)));
+}
+
+}  // namespace mc::client

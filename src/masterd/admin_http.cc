@@ -1,0 +1,154 @@
+#include "masterd/admin_http.h"
+
+#include <httplib.h>
+
+#include <thread>
+
+#include "common/log.h"
+#include "masterd/prometheus.h"
+#include "masterd/service.h"
+
+namespace mc::masterd {
+
+namespace {
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+void OpMetrics(PrometheusText& p, const char* op, const master::OpCounter& c) {
+  std::string base = std::string("master_") + op;
+  p.Counter(base + "_requests_total", std::string("Requests of ") + op, static_cast<double>(c.requests));
+  p.Counter(base + "_failures_total", std::string("Failed requests of ") + op,
+            static_cast<double>(c.failures));
+}
+
+}  // namespace
+
+std::string RenderMetrics(const MasterService& service) {
+  master::MasterCounters c = service.Counters();
+  PrometheusText p;
+  p.Gauge("master_allocated_bytes", "Bytes allocated to objects", static_cast<double>(c.allocated_bytes));
+  p.Gauge("master_total_capacity_bytes", "Bytes of all mounted segments",
+          static_cast<double>(c.capacity_bytes));
+  p.Gauge("master_key_count", "Objects in the index", static_cast<double>(c.key_count));
+  p.Gauge("master_soft_pin_key_count", "Soft-pinned objects", static_cast<double>(c.soft_pinned_count));
+  p.Gauge("master_active_clients", "Clients with a live heartbeat", static_cast<double>(c.active_clients));
+  p.Gauge("master_segment_count", "Mounted segments", static_cast<double>(c.segment_count));
+  OpMetrics(p, "mount_segment", c.mount_segment);
+  OpMetrics(p, "unmount_segment", c.unmount_segment);
+  OpMetrics(p, "ping", c.ping);
+  OpMetrics(p, "put_start", c.put_start);
+  OpMetrics(p, "put_end", c.put_end);
+  OpMetrics(p, "put_revoke", c.put_revoke);
+  OpMetrics(p, "get_replica_list", c.get_replica_list);
+  OpMetrics(p, "exist_key", c.exist_key);
+  OpMetrics(p, "remove", c.remove);
+  OpMetrics(p, "remove_all", c.remove_all);
+  OpMetrics(p, "list_keys", c.list_keys);
+  OpMetrics(p, "batch_put_start", c.batch_put_start);
+  OpMetrics(p, "batch_put_end", c.batch_put_end);
+  OpMetrics(p, "batch_put_revoke", c.batch_put_revoke);
+  OpMetrics(p, "batch_get_replica_list", c.batch_get_replica_list);
+  OpMetrics(p, "batch_exist_key", c.batch_exist_key);
+  p.Counter("master_successful_evictions_total", "Eviction runs that freed space",
+            static_cast<double>(c.successful_evictions));
+  // The reference names these without _total; kept as gauges of running sums
+  // so dashboards built for it work and promtool stays satisfied.
+  p.Gauge("master_evicted_key_count", "Objects evicted since start", static_cast<double>(c.evicted_keys));
+  p.Gauge("master_evicted_size_bytes", "Bytes evicted since start", static_cast<double>(c.evicted_bytes));
+  p.Counter("master_expired_clients_total", "Clients declared dead", static_cast<double>(c.expired_clients));
+  p.Counter("master_discarded_puts_total", "Puts neither ended nor revoked in time",
+            static_cast<double>(c.discarded_puts));
+  return p.str();
+}
+
+struct AdminHttp::Impl {
+  MasterService& service;
+  httplib::Server server;
+  std::thread thread;
+  explicit Impl(MasterService& s) : service(s) {}
+};
+
+AdminHttp::AdminHttp(MasterService& service) : impl_(std::make_unique<Impl>(service)) {
+  auto& srv = impl_->server;
+  MasterService* svc = &service;
+  srv.Get("/metrics", [svc](const httplib::Request&, httplib::Response& res) {
+    res.set_content(RenderMetrics(*svc), "text/plain; version=0.0.4");
+  });
+  srv.Get("/metrics/summary", [svc](const httplib::Request&, httplib::Response& res) {
+    res.set_content(svc->Summary() + "\n", "text/plain");
+  });
+  srv.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  srv.Get("/query_key", [svc](const httplib::Request& req, httplib::Response& res) {
+    if (!req.has_param("key")) {
+      res.status = 400;
+      res.set_content("{\"error_code\":-600,\"error\":\"missing key parameter\"}\n", "application/json");
+      return;
+    }
+    std::string key = req.get_param_value("key");
+    auto obj = svc->QueryKey(key);
+    if (!obj.ok()) {
+      res.status = 404;
+      res.set_content("{\"error_code\":-704,\"error\":" + JsonString(obj.status().message()) + "}\n",
+                      "application/json");
+      return;
+    }
+    std::string out = "{\"key\":" + JsonString(obj->key) + ",\"size\":" + std::to_string(obj->size_bytes) +
+                      ",\"soft_pinned\":" + (obj->soft_pin ? "true" : "false") + ",\"replicas\":[";
+    for (size_t r = 0; r < obj->replicas.size(); ++r) {
+      out += r ? ",[" : "[";
+      for (size_t b = 0; b < obj->replicas[r].size(); ++b) {
+        const auto& buf = obj->replicas[r][b];
+        out += (b ? ",{" : "{") + std::string("\"segment\":") + JsonString(buf.segment_name) +
+               ",\"offset\":" + std::to_string(buf.offset) + ",\"size\":" + std::to_string(buf.size_bytes) + "}";
+      }
+      out += "]";
+    }
+    out += "]}\n";
+    res.set_content(out, "application/json");
+  });
+  srv.Get("/get_all_keys", [svc](const httplib::Request&, httplib::Response& res) {
+    std::string out;
+    for (const auto& k : svc->AllKeys()) out += k + "\n";
+    res.set_content(out, "text/plain");
+  });
+  srv.Get("/get_all_segments", [svc](const httplib::Request&, httplib::Response& res) {
+    std::string out;
+    for (const auto& s : svc->Snapshot().segments) out += s.name + "\n";
+    res.set_content(out, "text/plain");
+  });
+}
+
+AdminHttp::~AdminHttp() { Stop(); }
+
+Status AdminHttp::Start(const std::string& host, uint16_t port) {
+  if (!impl_->server.bind_to_port(host.c_str(), port)) {
+    return Error(ErrorCode::INVALID_PARAMS,
+                 "cannot listen on " + host + ":" + std::to_string(port) + " for the admin HTTP port");
+  }
+  impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
+  return Status::Ok();
+}
+
+void AdminHttp::Stop() {
+  impl_->server.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+}  // namespace mc::masterd

@@ -1,0 +1,39 @@
+// The master's admin HTTP endpoint (default port 9003): Prometheus metrics,
+// the human summary, health, and read-only views of keys and segments.
+//
+//   GET /metrics            Prometheus text (names as the reference's)
+//   GET /metrics/summary    the "Storage: X / Y (p%) | Keys: ..." line
+//   GET /health             200 "ok"
+//   GET /query_key?key=K    200 JSON {key, size, replicas: [[{segment, offset, size}]]}
+//                           404 {"error_code":-704,"error":"..."}
+//   GET /get_all_keys       one key a line
+//   GET /get_all_segments   one segment name a line
+// Thread-safe; serves on its own threads until Stop().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+
+namespace mc::masterd {
+
+class MasterService;
+
+class AdminHttp {
+ public:
+  explicit AdminHttp(MasterService& service);
+  ~AdminHttp();
+  Status Start(const std::string& host, uint16_t port);
+  void Stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The Prometheus text for the service's counters (exposed for tests).
+std::string RenderMetrics(const MasterService& service);
+
+}  // namespace mc::masterd

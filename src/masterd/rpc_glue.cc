@@ -1,0 +1,18 @@
+#include "masterd/rpc_glue.h"
+
+#include "masterd/service.h"
+
+namespace mc::masterd {
+
+Result<std::unique_ptr<rpc::Server>> StartRpcServer(MasterService& service, const Config& config) {
+  rpc::ServerOptions o;
+  o.address = config.master.rpc_address;
+  o.port = config.master.rpc_port;
+  o.auth_token = config.cluster.auth_token;
+  o.max_connections = config.master.max_connections;
+  auto server = std::make_unique<rpc::Server>(o, &service);
+  MC_RETURN_IF_ERROR(server->Start());
+  return server;
+}
+
+}  // namespace mc::masterd

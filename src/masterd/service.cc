@@ -1,0 +1,242 @@
+#include "masterd/service.h"
+
+#include <cstdio>
+
+#include "common/capability.h"
+#include "common/log.h"
+#include "common/units.h"
+#include "master/eviction_policy.h"
+
+namespace mc::masterd {
+
+MasterService::MasterService(const MasterConfig& config, const Clock& clock,
+                             master::StateListener* listener)
+    : config_(config),
+      clock_(clock),
+      state_(std::make_unique<master::MasterState>(
+          config, master::MakeEvictionPolicy("adaptive", 0), listener)) {}
+
+void MasterService::Sign(proto::ReplicaDesc* replica, bool write, uint64_t now_wall_ms) {
+  uint64_t ttl_us = write ? config_.put_timeout_us : config_.default_kv_lease_ttl_us;
+  for (proto::BufferDesc& b : replica->buffers) {
+    auto it = segment_keys_.find(b.segment_name);
+    if (it == segment_keys_.end()) continue;  // store gave no key: it checks nothing
+    CapabilityGrant g{write ? CapabilityOp::kWrite : CapabilityOp::kRead,
+                      it->second.incarnation, b.offset, b.size_bytes,
+                      now_wall_ms + ttl_us / 1000};
+    b.capability = SignCapability(it->second.access_key, g);
+    b.capability_expiry_unix_ms = g.expiry_unix_ms;
+  }
+}
+
+void MasterService::SignAll(std::vector<proto::ReplicaDesc>* replicas, bool write) {
+  uint64_t now = WallClockUnixMs();
+  for (auto& r : *replicas) Sign(&r, write, now);
+}
+
+Status MasterService::MountSegment(const proto::MountSegmentRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Status st = state_->MountSegment(req, clock_.NowUs());
+  if (!st.ok()) return st;
+  if (!req.segment.access_key.empty()) {
+    segment_keys_[req.segment.name] = {req.segment.access_key, req.segment.incarnation};
+  }
+  MC_LOG(INFO) << "segment " << req.segment.name << " mounted ("
+               << FormatBytesHuman(req.segment.size_bytes) << ", client "
+               << req.client.ToString() << ")";
+  return st;
+}
+
+Status MasterService::UnmountSegment(const proto::UnmountSegmentRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Status st = state_->UnmountSegment(req, clock_.NowUs());
+  if (st.ok()) {
+    segment_keys_.erase(req.segment_name);
+    MC_LOG(INFO) << "segment " << req.segment_name << " unmounted";
+  }
+  return st;
+}
+
+Result<proto::PingReply> MasterService::Ping(const proto::PingRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_->Ping(req, clock_.NowUs());
+}
+
+Result<proto::PutStartReply> MasterService::PutStart(const proto::PutStartRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto r = state_->PutStart(req, clock_.NowUs());
+  if (r.ok()) SignAll(&r->replicas, true);
+  return r;
+}
+
+Status MasterService::PutEnd(const proto::KeyRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_->PutEnd(req, clock_.NowUs());
+}
+
+Status MasterService::PutRevoke(const proto::KeyRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_->PutRevoke(req, clock_.NowUs());
+}
+
+Result<proto::GetReplicaListReply> MasterService::GetReplicaList(const proto::KeyRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto r = state_->GetReplicaList(req, clock_.NowUs());
+  if (r.ok()) SignAll(&r->replicas, false);
+  return r;
+}
+
+Result<bool> MasterService::ExistKey(const proto::KeyRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_->ExistKey(req, clock_.NowUs());
+}
+
+Status MasterService::Remove(const proto::RemoveRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_->Remove(req, clock_.NowUs());
+}
+
+Result<proto::RemoveAllReply> MasterService::RemoveAll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_->RemoveAll(clock_.NowUs());
+}
+
+Result<proto::ListKeysReply> MasterService::ListKeys(const proto::ListKeysRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_->ListKeys(req, clock_.NowUs());
+}
+
+Result<proto::ClusterStatusReply> MasterService::ClusterStatus() { return Snapshot(); }
+
+Result<proto::Batch<proto::BatchItem<proto::PutStartReply>>> MasterService::BatchPutStart(
+    const proto::Batch<proto::PutStartRequest>& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto r = state_->BatchPutStart(req, clock_.NowUs());
+  if (r.ok()) {
+    for (auto& item : *r) {
+      if (item.status.ok()) SignAll(&item.value.replicas, true);
+    }
+  }
+  return r;
+}
+
+Result<proto::Batch<Status>> MasterService::BatchPutEnd(const proto::Batch<proto::KeyRequest>& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_->BatchPutEnd(req, clock_.NowUs());
+}
+
+Result<proto::Batch<Status>> MasterService::BatchPutRevoke(
+    const proto::Batch<proto::KeyRequest>& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_->BatchPutRevoke(req, clock_.NowUs());
+}
+
+Result<proto::Batch<proto::BatchItem<proto::GetReplicaListReply>>>
+MasterService::BatchGetReplicaList(const proto::Batch<proto::KeyRequest>& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto r = state_->BatchGetReplicaList(req, clock_.NowUs());
+  if (r.ok()) {
+    for (auto& item : *r) {
+      if (item.status.ok()) SignAll(&item.value.replicas, false);
+    }
+  }
+  return r;
+}
+
+Result<proto::Batch<proto::BatchItem<bool>>> MasterService::BatchExistKey(
+    const proto::Batch<proto::KeyRequest>& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_->BatchExistKey(req, clock_.NowUs());
+}
+
+master::TickReport MasterService::Tick() {
+  std::lock_guard<std::mutex> lock(mu_);
+  master::TickReport r = state_->Tick(clock_.NowUs());
+  if (r.unmounted_segments > 0) {
+    // Forget keys of segments that are gone, so a stale capability cannot be
+    // minted for a name a new store reuses.
+    auto status = state_->ClusterStatus(clock_.NowUs());
+    std::map<std::string, SegmentKey, std::less<>> kept;
+    for (const auto& seg : status.segments) {
+      auto it = segment_keys_.find(seg.name);
+      if (it != segment_keys_.end()) kept.insert(*it);
+    }
+    segment_keys_.swap(kept);
+  }
+  if (r.expired_clients || r.discarded_puts || r.evicted_keys) {
+    MC_LOG(INFO) << "tick: " << r.expired_clients << " dead clients, " << r.unmounted_segments
+                 << " segments unmounted, " << r.discarded_puts << " stale puts discarded, "
+                 << r.evicted_keys << " keys (" << FormatBytesHuman(r.evicted_bytes)
+                 << ") evicted";
+  }
+  return r;
+}
+
+master::MasterCounters MasterService::Counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_->counters();
+}
+
+proto::ClusterStatusReply MasterService::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_->ClusterStatus(clock_.NowUs());
+}
+
+Result<master::ObjectDump> MasterService::QueryKey(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  // A cheap existence check first; the dump that finds the buffers is O(n)
+  // under the lock, acceptable for an admin endpoint, never on the data path.
+  proto::ListKeysRequest req;
+  req.prefix = key;
+  req.limit = 1;
+  auto page = state_->ListKeys(req, clock_.NowUs());
+  if (!page.ok() || page->keys.empty() || page->keys[0].key != key) {
+    return Error(ErrorCode::OBJECT_NOT_FOUND, "key '" + key + "' not found");
+  }
+  for (auto& obj : state_->DumpObjects(true)) {
+    if (obj.key == key) return obj;
+  }
+  return Error(ErrorCode::OBJECT_NOT_FOUND, "key '" + key + "' not found");
+}
+
+std::vector<std::string> MasterService::AllKeys() const {
+  std::vector<std::string> keys;
+  proto::ListKeysRequest req;
+  req.limit = config_.max_batch;
+  for (;;) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto page = state_->ListKeys(req, clock_.NowUs());
+    if (!page.ok()) break;
+    for (auto& k : page->keys) keys.push_back(std::move(k.key));
+    if (page->next_cursor.empty()) break;
+    req.cursor = page->next_cursor;
+  }
+  return keys;
+}
+
+std::string MasterService::Summary() const {
+  master::MasterCounters c = Counters();
+  double pct = c.capacity_bytes ? 100.0 * static_cast<double>(c.allocated_bytes) /
+                                      static_cast<double>(c.capacity_bytes)
+                                : 0.0;
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "Storage: %s / %s (%.1f%%) | Keys: %llu (soft-pinned: %llu) | Clients: %llu | "
+                "Segments: %llu | Requests (Put: %llu, Get: %llu, Remove: %llu) | "
+                "Evictions: %llu (%llu keys, %s)",
+                FormatBytesHuman(c.allocated_bytes).c_str(),
+                FormatBytesHuman(c.capacity_bytes).c_str(), pct,
+                static_cast<unsigned long long>(c.key_count),
+                static_cast<unsigned long long>(c.soft_pinned_count),
+                static_cast<unsigned long long>(c.active_clients),
+                static_cast<unsigned long long>(c.segment_count),
+                static_cast<unsigned long long>(c.put_start.requests),
+                static_cast<unsigned long long>(c.get_replica_list.requests),
+                static_cast<unsigned long long>(c.remove.requests),
+                static_cast<unsigned long long>(c.successful_evictions),
+                static_cast<unsigned long long>(c.evicted_keys),
+                FormatBytesHuman(c.evicted_bytes).c_str());
+  return buf;
+}
+
+}  // namespace mc::masterd

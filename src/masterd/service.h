@@ -1,0 +1,83 @@
+// MasterService: the master's request handling around its state machine.
+//
+// The RPC server's Handler: each operation calls MasterState under one mutex
+// with the current time, and every buffer descriptor handed out is signed
+// with the owning segment's access key (a transfer capability, see
+// common/capability.h). Also runs the periodic Tick. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "config/config.h"
+#include "master/master_state.h"
+#include "rpc/handler.h"
+
+namespace mc::masterd {
+
+class MasterService final : public rpc::Handler {
+ public:
+  MasterService(const MasterConfig& config, const Clock& clock,
+                master::StateListener* listener = nullptr);
+
+  // rpc::Handler.
+  Status MountSegment(const proto::MountSegmentRequest& req) override;
+  Status UnmountSegment(const proto::UnmountSegmentRequest& req) override;
+  Result<proto::PingReply> Ping(const proto::PingRequest& req) override;
+  Result<proto::PutStartReply> PutStart(const proto::PutStartRequest& req) override;
+  Status PutEnd(const proto::KeyRequest& req) override;
+  Status PutRevoke(const proto::KeyRequest& req) override;
+  Result<proto::GetReplicaListReply> GetReplicaList(const proto::KeyRequest& req) override;
+  Result<bool> ExistKey(const proto::KeyRequest& req) override;
+  Status Remove(const proto::RemoveRequest& req) override;
+  Result<proto::RemoveAllReply> RemoveAll() override;
+  Result<proto::ListKeysReply> ListKeys(const proto::ListKeysRequest& req) override;
+  Result<proto::ClusterStatusReply> ClusterStatus() override;
+  Result<proto::Batch<proto::BatchItem<proto::PutStartReply>>> BatchPutStart(
+      const proto::Batch<proto::PutStartRequest>& req) override;
+  Result<proto::Batch<Status>> BatchPutEnd(const proto::Batch<proto::KeyRequest>& req) override;
+  Result<proto::Batch<Status>> BatchPutRevoke(const proto::Batch<proto::KeyRequest>& req) override;
+  Result<proto::Batch<proto::BatchItem<proto::GetReplicaListReply>>> BatchGetReplicaList(
+      const proto::Batch<proto::KeyRequest>& req) override;
+  Result<proto::Batch<proto::BatchItem<bool>>> BatchExistKey(
+      const proto::Batch<proto::KeyRequest>& req) override;
+
+  master::TickReport Tick();
+  master::MasterCounters Counters() const;
+  proto::ClusterStatusReply Snapshot() const;
+  // Replica descriptors of `key` for the admin API (grants no lease).
+  Result<master::ObjectDump> QueryKey(const std::string& key) const;
+  std::vector<std::string> AllKeys() const;
+
+  // "Storage: X / Y (p%) | Keys: N (soft-pinned: M) | Clients: C | ..."
+  std::string Summary() const;
+
+  // For direct use (tests, durability): run `fn` with the state locked.
+  template <typename Fn>
+  auto WithState(Fn&& fn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return fn(*state_);
+  }
+
+ private:
+  void Sign(proto::ReplicaDesc* replica, bool write, uint64_t now_wall_ms);
+  void SignAll(std::vector<proto::ReplicaDesc>* replicas, bool write);
+
+  MasterConfig config_;
+  const Clock& clock_;
+  mutable std::mutex mu_;
+  std::unique_ptr<master::MasterState> state_;
+  struct SegmentKey {
+    std::string access_key;
+    uint64_t incarnation = 0;
+  };
+  std::map<std::string, SegmentKey, std::less<>> segment_keys_;  // under mu_
+};
+
+}  // namespace mc::masterd

@@ -1,0 +1,71 @@
+#include "masterd/service.h"
+
+#include <doctest/doctest.h>
+
+#include "common/capability.h"
+#include "masterd/admin_http.h"
+
+using namespace mc;
+
+namespace {
+
+proto::MountSegmentRequest Mount(const char* name, const std::string& key) {
+  proto::MountSegmentRequest m;
+  m.client = {1, 2};
+  m.segment.name = name;
+  m.segment.endpoint = "127.0.0.1:1";
+  m.segment.size_bytes = 64ull << 20;
+  m.segment.incarnation = 9;
+  m.segment.access_key = key;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("buffers handed out carry capabilities the store can check") {
+  ManualClock clock;
+  MasterConfig config;
+  masterd::MasterService svc(config, clock);
+  REQUIRE(svc.MountSegment(Mount("s1", "secret-1")).ok());
+
+  auto put = svc.PutStart({{1, 2}, "k", 1000, {}});
+  REQUIRE(put.ok());
+  const proto::BufferDesc& b = put->replicas.at(0).buffers.at(0);
+  CapabilityGrant grant{CapabilityOp::kWrite, 9, b.offset, b.size_bytes, b.capability_expiry_unix_ms};
+  uint64_t now = WallClockUnixMs();
+  CHECK(CheckCapability("secret-1", grant, b.capability, CapabilityOp::kWrite, b.offset, 1000, now).ok());
+  // A write grant does not allow reading, and another store's key does not verify.
+  CHECK_FALSE(CheckCapability("secret-1", grant, b.capability, CapabilityOp::kRead, b.offset, 1000, now).ok());
+  CHECK_FALSE(CheckCapability("secret-2", grant, b.capability, CapabilityOp::kWrite, b.offset, 1000, now).ok());
+
+  REQUIRE(svc.PutEnd({{1, 2}, "k"}).ok());
+  auto get = svc.GetReplicaList({{1, 2}, "k"});
+  REQUIRE(get.ok());
+  const proto::BufferDesc& r = get->replicas.at(0).buffers.at(0);
+  CapabilityGrant rg{CapabilityOp::kRead, 9, r.offset, r.size_bytes, r.capability_expiry_unix_ms};
+  CHECK(CheckCapability("secret-1", rg, r.capability, CapabilityOp::kRead, r.offset, 1000, now).ok());
+  // The read grant lasts the lease (10 s by default), not much longer.
+  CHECK(r.capability_expiry_unix_ms <= now + config.default_kv_lease_ttl_us / 1000 + 1000);
+}
+
+TEST_CASE("metrics text names what dashboards expect") {
+  ManualClock clock;
+  masterd::MasterService svc(MasterConfig{}, clock);
+  REQUIRE(svc.MountSegment(Mount("s1", "k")).ok());
+  std::string text = masterd::RenderMetrics(svc);
+  for (const char* name : {"master_allocated_bytes", "master_total_capacity_bytes", "master_key_count",
+                           "master_soft_pin_key_count", "master_active_clients",
+                           "master_put_start_requests_total", "master_put_start_failures_total",
+                           "master_successful_evictions_total", "master_evicted_key_count",
+                           "master_evicted_size_bytes"}) {
+    CHECK_MESSAGE(text.find(std::string("\n") + name + " ") != std::string::npos, name);
+  }
+  CHECK(text.find("master_total_capacity_bytes 67108864") != std::string::npos);
+  CHECK(svc.Summary().find("Storage: 0 B / 64.00 MB (0.0%) | Keys: 0 (soft-pinned: 0)") == 0);
+}
+
+TEST_CASE("query of a missing key names OBJECT_NOT_FOUND") {
+  ManualClock clock;
+  masterd::MasterService svc(MasterConfig{}, clock);
+  CHECK(svc.QueryKey("nope").code() == ErrorCode::OBJECT_NOT_FOUND);
+}

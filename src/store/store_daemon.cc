@@ -1,0 +1,167 @@
+#include "store/store_daemon.h"
+
+#include <httplib.h>
+
+#include <cstring>
+#include <memory>
+
+#include "client/client.h"
+#include "rpc/client.h"
+#include "common/capability.h"
+#include "common/crypto.h"
+#include "common/host_identity.h"
+#include "common/log.h"
+#include "common/signals.h"
+#include "common/units.h"
+#include "transfer/segment.h"
+#include "transfer/tcp_server.h"
+
+namespace mc::store {
+
+namespace {
+
+using proto::Opcode;
+
+constexpr uint64_t kPingIntervalMs = 1000;
+constexpr uint64_t kMaxBackoffMs = 5000;
+
+// "http://host:port/path" -> (scheme://host:port, /path)
+bool SplitUrl(const std::string& url, std::string* base, std::string* path) {
+  auto scheme = url.find("://");
+  if (scheme == std::string::npos || url.compare(0, scheme, "http") != 0) return false;
+  auto slash = url.find('/', scheme + 3);
+  *base = url.substr(0, slash);
+  *path = slash == std::string::npos ? "/metadata" : url.substr(slash);
+  return true;
+}
+
+std::string JsonEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// The segment descriptor in the reference's layout (mooncake/ram/<name>).
+std::string DescriptorJson(const proto::SegmentDesc& seg, uint16_t port, uint64_t addr) {
+  return "{\"name\":\"" + JsonEscape(seg.name) + "\",\"protocol\":\"tcp\",\"tcp_data_port\":" +
+         std::to_string(port) + ",\"buffers\":[{\"name\":\"" + JsonEscape(seg.name) +
+         "\",\"addr\":" + std::to_string(addr) + ",\"length\":" + std::to_string(seg.size_bytes) +
+         ",\"rkey\":[],\"lkey\":[]}],\"devices\":[]}";
+}
+
+class MetadataPublisher {
+ public:
+  explicit MetadataPublisher(const std::string& url) : url_(url) {
+    ok_ = SplitUrl(url, &base_, &path_);
+    if (!ok_) MC_LOG(WARN) << "metadata server '" << url << "' is not an http:// URL; not publishing";
+  }
+  void Put(const std::string& key, const std::string& value) { Send("PUT", key, value); }
+  void Delete(const std::string& key) { Send("DELETE", key, ""); }
+
+ private:
+  void Send(const char* method, const std::string& key, const std::string& value) {
+    if (!ok_) return;
+    httplib::Client cli(base_);
+    cli.set_connection_timeout(2);
+    cli.set_read_timeout(2);
+    std::string target = path_ + "?key=" + httplib::detail::encode_query_param(key);
+    httplib::Result r = std::strcmp(method, "PUT") == 0
+                            ? cli.Put(target.c_str(), value, "application/json")
+                            : cli.Delete(target.c_str());
+    if (!r || (r->status != 200 && r->status != 404)) {
+      MC_LOG(WARN) << "metadata server " << url_ << ": " << method << " " << key << " failed ("
+                   << (r ? std::to_string(r->status) : httplib::to_string(r.error())) << ")";
+    }
+  }
+  std::string url_, base_, path_;
+  bool ok_ = false;
+};
+
+// Mounts the segment, retrying with backoff until it works or a stop.
+bool MountWithRetry(rpc::MasterClient& link, const proto::MountSegmentRequest& req) {
+  uint64_t backoff = 100;
+  for (;;) {
+    auto r = link.Invoke<Opcode::kMountSegment>(req);
+    if (r.ok()) return true;
+    MC_LOG(WARN) << "mounting segment " << req.segment.name << " failed: " << r.status().ToString()
+                 << "; retrying in " << backoff << " ms";
+    if (WaitForStop(backoff)) return false;
+    backoff = std::min(backoff * 2, kMaxBackoffMs);
+  }
+}
+
+}  // namespace
+
+int RunStore(const Config& config) {
+  InstallStopSignals();
+  transfer::SegmentOptions so;
+  so.size_bytes = config.store.global_segment_size_bytes;
+  so.try_huge_pages = config.store.hugepages;
+  auto segment = transfer::Segment::Create(so);
+  if (!segment.ok()) {
+    std::fprintf(stderr, "mooncake store: cannot reserve the segment: %s\n",
+                 segment.status().ToString().c_str());
+    return 1;
+  }
+  proto::SegmentDesc desc;
+  desc.size_bytes = (*segment)->size_bytes();
+  desc.incarnation = RandomU64();
+  desc.access_key = RandomBytes(32);
+  desc.hostname = HostIdentity();
+  desc.shm_path = (*segment)->shm_path();
+
+  transfer::TcpDataServerOptions to;
+  to.port = config.store.port;
+  to.max_connections = config.store.max_connections;
+  to.auth_token = config.cluster.auth_token;
+  auto server = transfer::TcpDataServer::Start((*segment)->base(), (*segment)->size_bytes(),
+                                               transfer::AllowAll(), to);
+  if (!server.ok()) {
+    std::fprintf(stderr, "mooncake store: cannot start the data server: %s\n",
+                 server.status().ToString().c_str());
+    return 1;
+  }
+  uint16_t port = (*server)->port();
+  desc.endpoint = config.cluster.local_hostname + ":" + std::to_string(port);
+  desc.name = desc.endpoint;
+
+  auto link = std::make_unique<rpc::MasterClient>(client::MasterClientOptions(config.cluster));
+  proto::ClientId id;
+  std::string rid = RandomBytes(16);
+  std::memcpy(&id.hi, rid.data(), 8);
+  std::memcpy(&id.lo, rid.data() + 8, 8);
+  proto::MountSegmentRequest mount{id, desc};
+  if (!MountWithRetry(*link, mount)) return 0;
+
+  MetadataPublisher meta(config.cluster.metadata_server);
+  std::string meta_key = "mooncake/ram/" + desc.name;
+  meta.Put(meta_key, DescriptorJson(desc, port, reinterpret_cast<uint64_t>((*segment)->base())));
+  MC_LOG(INFO) << "store ready: segment " << desc.name << " ("
+               << FormatBytesHuman(desc.size_bytes) << ", "
+               << transfer::PageKindName((*segment)->page_kind()) << " pages) mounted on master "
+               << config.cluster.master << ", data port " << port;
+
+  while (!WaitForStop(kPingIntervalMs)) {
+    auto pong = link->Invoke<Opcode::kPing>(proto::PingRequest{id});
+    if (!pong.ok()) {
+      MC_LOG(WARN) << "heartbeat to master " << config.cluster.master
+                   << " failed: " << pong.status().ToString();
+      continue;
+    }
+    if (pong->remount) {
+      MC_LOG(INFO) << "master asked to remount; mounting segment " << desc.name << " again";
+      if (!MountWithRetry(*link, mount)) break;
+    }
+  }
+  MC_LOG(INFO) << "stopping: unmounting segment " << desc.name;
+  auto un = link->Invoke<Opcode::kUnmountSegment>(proto::UnmountSegmentRequest{id, desc.name});
+  if (!un.ok()) MC_LOG(WARN) << "unmount failed: " << un.status().ToString();
+  meta.Delete(meta_key);
+  (*server)->Stop();
+  return 0;
+}
+
+}  // namespace mc::store
