@@ -1,1 +1,270 @@
-int main() { return 0; }
+// transfer_bench: what this machine's loopback and memory can do, and how
+// close our transports get. Not a test (timings are never asserted); run it
+// by hand:  build/src/transfer/transfer_bench [reps=7] [streams=4]
+//           [chunk_mib=4] [copy_threads=1] [sndbuf_kib=4096]
+// Prints its setup, then one line per measurement: median GB/s (1e9 bytes/s)
+// over `reps` repetitions, with min and max.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/log.h"
+#include "transfer/segment.h"
+#include "transfer/shm_transport.h"
+#include "transfer/socket_io.h"
+#include "transfer/tcp_server.h"
+#include "transfer/tcp_transport.h"
+
+using namespace mc::transfer;
+
+namespace {
+
+struct Config {
+  int reps = 7;
+  int streams = 4;
+  uint64_t chunk_mib = 4;
+  int copy_threads = 1;
+  int sndbuf_kib = 4096;
+};
+
+double NowSec() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Raw loopback ceiling: `conns` connections, each a sender thread writing
+// `write_bytes` per send() into a receiver thread that discards. Kept open
+// so a sample can be taken right before every measured repetition: with
+// other work on the host, only ratios of adjacent samples mean much.
+class Loopback {
+ public:
+  Loopback(int conns, size_t write_bytes, uint64_t bytes_per_conn)
+      : conns_(conns), write_bytes_(write_bytes), bytes_per_conn_(bytes_per_conn) {
+    auto lfd = ListenTcp("127.0.0.1", 0, 16, &port_);
+    if (!lfd.ok()) std::abort();
+    listen_fd_ = *lfd;
+    for (int i = 0; i < conns; ++i) {
+      send_fds_.push_back(*ConnectTcp("127.0.0.1", port_, 1000));
+      recv_fds_.push_back(accept(listen_fd_, nullptr, nullptr));
+      int one = 1;
+      setsockopt(send_fds_.back(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+  }
+  ~Loopback() {
+    for (int fd : send_fds_) close(fd);
+    for (int fd : recv_fds_) close(fd);
+    close(listen_fd_);
+  }
+  // One sample, GB/s.
+  double Sample() {
+    double t0 = NowSec();
+    std::vector<std::thread> threads;
+    for (int i = 0; i < conns_; ++i) {
+      threads.emplace_back([this, i] {
+        std::vector<uint8_t> buf(write_bytes_, 1);
+        for (uint64_t n = 0; n < bytes_per_conn_; n += write_bytes_) {
+          (void)SendAll(send_fds_[i], buf.data(), write_bytes_);
+        }
+      });
+      threads.emplace_back([this, i] {
+        std::vector<uint8_t> buf(write_bytes_);
+        for (uint64_t n = 0; n < bytes_per_conn_; n += write_bytes_) {
+          (void)RecvAll(recv_fds_[i], buf.data(), write_bytes_);
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    double gbps = static_cast<double>(bytes_per_conn_ * conns_) / (NowSec() - t0) / 1e9;
+    samples_.push_back(gbps);
+    return gbps;
+  }
+  double median() const { return Median(samples_); }
+  size_t samples() const { return samples_.size(); }
+
+ private:
+  int conns_;
+  size_t write_bytes_;
+  uint64_t bytes_per_conn_;
+  uint16_t port_ = 0;
+  int listen_fd_ = -1;
+  std::vector<int> send_fds_, recv_fds_;
+  std::vector<double> samples_;
+};
+
+double MemcpyBandwidth(int reps, size_t bytes) {
+  std::vector<uint8_t> a(bytes, 1), b(bytes, 2);
+  std::vector<double> gbps;
+  for (int r = 0; r <= reps; ++r) {
+    double t0 = NowSec();
+    for (int i = 0; i < 4; ++i) {
+      std::memcpy(i % 2 ? a.data() : b.data(), i % 2 ? b.data() : a.data(), bytes);
+    }
+    if (r > 0) gbps.push_back(static_cast<double>(bytes) * 4 / (NowSec() - t0) / 1e9);
+  }
+  double m = Median(gbps);
+  std::printf("  %-42s %6.2f GB/s\n", "memcpy, 64 MiB buffers, 1 thread", m);
+  return m;
+}
+
+struct Figure {
+  double gbps = 0;        // median
+  double vs_ceiling = 0;  // median of (sample / loopback sample just before)
+};
+
+// Runs `once` (which moves `bytes_per_run` bytes) `reps` times after one
+// warm-up, each preceded by a loopback sample; prints the medians.
+Figure Measure(const char* what, int reps, uint64_t bytes_per_run, Loopback& loop,
+               const std::function<void()>& once) {
+  once();
+  std::vector<double> gbps, ratio;
+  for (int r = 0; r < reps; ++r) {
+    double ceiling = loop.Sample();
+    double t0 = NowSec();
+    once();
+    gbps.push_back(static_cast<double>(bytes_per_run) / (NowSec() - t0) / 1e9);
+    ratio.push_back(gbps.back() / ceiling);
+  }
+  Figure f{Median(gbps), Median(ratio)};
+  auto [lo, hi] = std::minmax_element(gbps.begin(), gbps.end());
+  std::printf("  %-42s %6.2f GB/s (min %5.2f, max %5.2f) %4.0f%% of ceiling\n", what, f.gbps, *lo,
+              *hi, 100 * f.vs_ceiling);
+  std::fflush(stdout);
+  return f;
+}
+
+struct Pair {
+  Figure write, read;
+};
+
+// Writes then reads `object_bytes` objects, enough of them to move ~256 MiB
+// per repetition, cycling through the segment.
+Pair MeasureTransport(Transport& t, const Endpoint& ep, uint64_t segment_bytes, int reps,
+                      uint64_t object_bytes, std::vector<uint8_t>& local, Loopback& loop) {
+  const uint64_t per_run = std::max<uint64_t>(256ull << 20, object_bytes * 2);
+  const uint64_t count = per_run / object_bytes;
+  const uint64_t slots = segment_bytes / object_bytes;
+  auto run = [&](OpKind kind) {
+    for (uint64_t i = 0; i < count; ++i) {
+      uint64_t off = (i % slots) * object_bytes;
+      mc::Status st = kind == OpKind::kWrite ? t.Write(ep, off, local.data(), object_bytes)
+                                             : t.Read(ep, off, local.data(), object_bytes);
+      if (!st.ok()) {
+        std::fprintf(stderr, "transfer failed: %s\n", st.ToString().c_str());
+        std::exit(1);
+      }
+    }
+  };
+  char what[96];
+  const std::string name(t.name());
+  const auto mib = static_cast<unsigned long long>(object_bytes >> 20);
+  Pair p;
+  std::snprintf(what, sizeof(what), "%s write, %llu MiB objects", name.c_str(), mib);
+  p.write = Measure(what, reps, count * object_bytes, loop, [&] { run(OpKind::kWrite); });
+  std::snprintf(what, sizeof(what), "%s read,  %llu MiB objects", name.c_str(), mib);
+  p.read = Measure(what, reps, count * object_bytes, loop, [&] { run(OpKind::kRead); });
+  return p;
+}
+
+Config ParseArgs(int argc, char** argv) {
+  Config c;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto eq = a.find('=');
+    if (eq == std::string::npos) {
+      std::fprintf(stderr, "usage: transfer_bench [reps=N] [streams=N] [chunk_mib=N] "
+                           "[copy_threads=N] [sndbuf_kib=N]\n");
+      std::exit(2);
+    }
+    std::string k = a.substr(0, eq);
+    long v = std::strtol(a.c_str() + eq + 1, nullptr, 10);
+    if (k == "reps") c.reps = static_cast<int>(v);
+    else if (k == "streams") c.streams = static_cast<int>(v);
+    else if (k == "chunk_mib") c.chunk_mib = static_cast<uint64_t>(v);
+    else if (k == "copy_threads") c.copy_threads = static_cast<int>(v);
+    else if (k == "sndbuf_kib") c.sndbuf_kib = static_cast<int>(v);
+  }
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mc::SetLogLevel(mc::LogLevel::WARN);
+  Config cfg = ParseArgs(argc, argv);
+  const uint64_t kSegmentBytes = 512ull << 20;
+  std::printf("transfer_bench: %u cpus, reps %d (median reported), GB = 1e9 bytes\n",
+              std::thread::hardware_concurrency(), cfg.reps);
+  std::printf("  ceiling: raw loopback TCP, 2 connections, 1 MiB send()s into a discarding\n"
+              "    reader, 512 MiB per sample, default socket buffers; one sample is taken\n"
+              "    right before every transport repetition and %% compares the two\n");
+  std::printf("  tcp: %d streams, chunks 1..%llu MiB, socket buffers %d KiB, data server in\n"
+              "    this process on 127.0.0.1\n  shm: copy_threads %d, 512 MiB memfd segment, "
+              "pre-faulted\n\n",
+              cfg.streams, static_cast<unsigned long long>(cfg.chunk_mib), cfg.sndbuf_kib,
+              cfg.copy_threads);
+
+  std::printf("machine:\n");
+  Loopback loop(2, 1 << 20, 256ull << 20);
+  for (int r = 0; r < cfg.reps; ++r) loop.Sample();
+  std::printf("  %-42s %6.2f GB/s\n", "loopback TCP ceiling", loop.median());
+  MemcpyBandwidth(cfg.reps, 64 << 20);
+
+  SegmentOptions so;
+  so.size_bytes = kSegmentBytes;
+  so.populate = true;
+  auto seg = Segment::Create(so);
+  if (!seg.ok()) return std::fprintf(stderr, "%s\n", seg.status().ToString().c_str()), 1;
+  TcpDataServerOptions sopts;
+  sopts.listen_host = "127.0.0.1";
+  sopts.tuning.buffer_bytes = cfg.sndbuf_kib << 10;
+  auto server = TcpDataServer::Start((*seg)->base(), kSegmentBytes, AllowAll(), sopts);
+  if (!server.ok()) return std::fprintf(stderr, "%s\n", server.status().ToString().c_str()), 1;
+  Endpoint ep;
+  ep.host = "127.0.0.1";
+  ep.port = (*server)->port();
+  ep.shm_path = (*seg)->shm_path();
+  std::vector<uint8_t> local(64ull << 20, 3);
+
+  TcpTransportOptions topts;
+  topts.streams = cfg.streams;
+  topts.max_chunk_bytes = cfg.chunk_mib << 20;
+  topts.min_chunk_bytes = std::min<uint64_t>(1 << 20, topts.max_chunk_bytes);
+  topts.tuning.buffer_bytes = cfg.sndbuf_kib << 10;
+  TcpTransport tcp(topts);
+  ShmTransportOptions shopts;
+  shopts.copy_threads = cfg.copy_threads;
+  ShmTransport shm(shopts);
+
+  std::printf("\ntransports (one client, one object at a time):\n");
+  Pair t4 = MeasureTransport(tcp, ep, kSegmentBytes, cfg.reps, 4 << 20, local, loop);
+  Pair t64 = MeasureTransport(tcp, ep, kSegmentBytes, cfg.reps, 64 << 20, local, loop);
+  Pair s4 = MeasureTransport(shm, ep, kSegmentBytes, cfg.reps, 4 << 20, local, loop);
+  Pair s64 = MeasureTransport(shm, ep, kSegmentBytes, cfg.reps, 64 << 20, local, loop);
+
+  std::printf("\nloopback ceiling over the whole run: %.2f GB/s (median of %zu samples)\n",
+              loop.median(), loop.samples());
+  std::printf("targets (issue #4 point 8):\n");
+  std::printf("  tcp >= 80%% of ceiling: write %.0f%% / %.0f%%, read %.0f%% / %.0f%% (4 / 64 MiB)\n",
+              100 * t4.write.vs_ceiling, 100 * t64.write.vs_ceiling, 100 * t4.read.vs_ceiling,
+              100 * t64.read.vs_ceiling);
+  std::printf("  shm >= 2x tcp: write %.1fx / %.1fx, read %.1fx / %.1fx (4 / 64 MiB)\n",
+              s4.write.gbps / t4.write.gbps, s64.write.gbps / t64.write.gbps,
+              s4.read.gbps / t4.read.gbps, s64.read.gbps / t64.read.gbps);
+  return 0;
+}
