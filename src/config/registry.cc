@@ -373,8 +373,9 @@ std::string DefaultText(const Setting& s) {
   const Config defaults;
   switch (s.type) {
     case Type::kString: return At<std::string>(s, defaults);
+    case Type::kSize32:
     case Type::kSize: {
-      uint64_t v = At<uint64_t>(s, defaults);
+      uint64_t v = s.type == Type::kSize ? At<uint64_t>(s, defaults) : At<uint32_t>(s, defaults);
       for (const char* unit : {"tb", "gb", "mb", "kb"}) {
         int shift = unit[0] == 't' ? 40 : unit[0] == 'g' ? 30 : unit[0] == 'm' ? 20 : 10;
         if (v != 0 && v % (1ull << shift) == 0) return std::to_string(v >> shift) + unit;

@@ -136,7 +136,7 @@ TEST_CASE("bad TOML names the file, the line and the reason") {
   CHECK(Has(TomlError("[cluster]\nprotocol = \"udp\"\n"), "'udp': unknown protocol (use one of tcp,rdma)"));
   CHECK(Has(TomlError("[log]\nlevel = \"loud\"\n"), "unknown level"));
   CHECK(Has(TomlError("[master]\nmax_batch = 0\n"), "must be at least 1"));
-  CHECK(Has(TomlError("rpc_port = 1\n"), "must be a section"));
+  CHECK(Has(TomlError("rpc_port = 1\n"), "mooncake.toml:1: 'rpc_port' is outside any section"));
   CHECK(Has(TomlError("[master]\nrpc_port = = 1\n"), "mooncake.toml:2:"));
   CHECK(Has(TomlError("[master]\nrpc_port = 1\n[master]\n"), "mooncake.toml:3:"));
 }

@@ -85,13 +85,15 @@ Status ApplyToml(std::string_view text, const std::string& source, Config& confi
   }
   for (auto&& [name, node] : root) {
     std::string section(name.str());
+    const toml::table* table = node.as_table();
+    if (table == nullptr) {
+      return At(source, name.source(),
+                "'" + section + "' is outside any section; keys belong in [cluster], [master], "
+                "[store], [client], [metadata_server] or [log]");
+    }
     bool known = false;
     for (unsigned bit = 1; bit <= kLog; bit <<= 1) known = known || section == SectionName(bit);
     if (!known) return At(source, name.source(), "unknown section [" + section + "]");
-    const toml::table* table = node.as_table();
-    if (table == nullptr) {
-      return At(source, node.source(), "'" + section + "' must be a section ([" + section + "])");
-    }
     MC_RETURN_IF_ERROR(ApplySection(*table, section, source, config));
   }
   return Status::Ok();
