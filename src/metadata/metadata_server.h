@@ -1,0 +1,56 @@
+// MetadataServer: the HTTP metadata key-value service the transfer engine
+// uses to publish segment descriptors and RPC endpoints.
+//
+// API (compatible with the reference; see mooncake-metadata-server(1)):
+//   GET    /metadata?key=K     200 + stored bytes | 404
+//   PUT    /metadata?key=K     body is the value: 200; 400 if K contains
+//                              "rpc_meta" and already holds other bytes
+//   DELETE /metadata?key=K     200 | 404
+//   GET    /metadata?prefix=P  200 + keys under P, one per line (ours)
+//   GET    /health             200 "ok"
+// Missing key → 400, other methods on /metadata → 405, unknown path → 404,
+// key or value past its limit → 413 naming the limit.
+//
+// Usable embedded (the master runs one with --enable-http-metadata-server) or
+// alone (`mooncake metadata-server`). Thread-safe: Start and Stop may be
+// called from any thread; requests are served by `threads` worker threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "config/config.h"
+
+namespace mc::metadata {
+
+class KvStore;
+
+class MetadataServer {
+ public:
+  // Validates the limits and opens the store: SQLite at config.db, or memory
+  // only if it is empty. Does not listen yet.
+  static Result<std::unique_ptr<MetadataServer>> Open(const MetadataServerConfig& config);
+  ~MetadataServer();  // stops if running
+
+  MetadataServer(const MetadataServer&) = delete;
+  MetadataServer& operator=(const MetadataServer&) = delete;
+
+  // Binds host:port (port 0 picks a free one) and serves in the background.
+  // Errors: the address cannot be bound (message says why), already started.
+  Status Start(const std::string& host, uint16_t port);
+  // Stops accepting, finishes requests in flight, joins the threads. Idempotent.
+  void Stop();
+
+  // The port actually bound; 0 before Start.
+  uint16_t port() const;
+  KvStore& store();
+
+ private:
+  struct Impl;
+  explicit MetadataServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mc::metadata
