@@ -286,3 +286,22 @@ TEST_CASE("handshake proofs match the published test vector and differ by direct
   CHECK(VersionMismatchMessage(2, 1) ==
         "protocol version mismatch: client speaks version 2, server speaks version 1");
 }
+
+TEST_CASE("the EXAMPLE bytes in mooncake-protocol(7) are what we send") {
+  auto frame = [](uint8_t flags, const std::string& payload) {
+    std::string f(kFrameHeaderBytes, '\0');
+    EncodeFrameHeader({kProtocolVersion, flags, Opcode::kExistKey,
+                       static_cast<uint32_t>(payload.size()), 7},
+                      reinterpret_cast<uint8_t*>(f.data()));
+    return Hex(reinterpret_cast<const uint8_t*>(f.data()), f.size()) +
+           Hex(reinterpret_cast<const uint8_t*>(payload.data()), payload.size());
+  };
+  std::string req;
+  EncodePayload(KeyRequest{{1, 2}, "k"}, &req);
+  CHECK(frame(0, req) ==
+        "4d435250010024001500000007000000000000000100000000000000020000000000000001000000"
+        "6b");
+  std::string rep;
+  EncodeReply(Result<bool>(true), &rep);
+  CHECK(frame(kFlagReply, rep) == "4d43525001012400090000000700000000000000000000000000000001");
+}
