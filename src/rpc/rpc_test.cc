@@ -495,3 +495,18 @@ TEST_CASE("connections past the limit are refused with a reason") {
   CHECK(Contains(ReplyStatus(f->second).message(), "too many connections (limit 2)"));
   CHECK(s.stats().refused == 1);
 }
+
+TEST_CASE("a batch at the wire limit (65536 keys, about 8 MiB) goes through in one frame") {
+  TestServer ts;
+  MasterClient c(ts.Client());
+  Batch<KeyRequest> keys;
+  for (size_t i = 0; i < kMaxBatchItems; ++i) keys.push_back({{}, std::string(100, 'k') + std::to_string(i)});
+  auto r = c.BatchExistKey(keys);
+  REQUIRE(r.ok());
+  CHECK(r->size() == kMaxBatchItems);
+  keys.push_back({{}, "one too many"});
+  auto over = c.BatchExistKey(keys);
+  CHECK(over.code() == ErrorCode::PROTOCOL_ERROR);
+  CHECK(Contains(over.status().message(), "more items than the limit"));
+  CHECK(c.Ping({}).ok());  // the connection survived the refused batch
+}

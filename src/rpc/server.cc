@@ -27,6 +27,7 @@ namespace {
 constexpr size_t kReadChunkBytes = 256u << 10;  // one recv() asks for this much
 constexpr int kReadsPerWakeup = 8;              // then let other connections run
 constexpr int kMaxEvents = 256;
+constexpr size_t kKeepBufferBytes = 4u << 20;   // input buffer kept between frames
 constexpr int kTickMs = 50;                     // timeout checks at least this often
 
 // Received bytes not yet consumed, in [begin, end) of `data`.
@@ -37,7 +38,10 @@ struct InBuffer {
   const char* head() const { return data.data() + begin; }
   void Consume(size_t n) {
     begin += n;
-    if (begin == end) begin = end = 0;
+    if (begin != end) return;
+    begin = end = 0;
+    // Give back the memory of a rare huge frame instead of keeping it per connection.
+    if (data.size() > kKeepBufferBytes) std::vector<char>().swap(data);
   }
   char* Space(size_t want) {
     if (data.size() - end < want && begin > 0) {
