@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <deque>
+#include <optional>
 
 #include "common/log.h"
 #include "transfer/wire.h"
@@ -68,6 +70,17 @@ void TcpTransport::CloseIdle() {
   idle_.clear();
 }
 
+void TcpTransport::DropIdle(const Endpoint& ep) {
+  std::vector<Conn> dead;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = idle_.find(PeerKey(ep));
+    if (it == idle_.end()) return;
+    dead.swap(it->second);
+  }
+  for (Conn& c : dead) close(c.fd);
+}
+
 Result<TcpTransport::Conn> TcpTransport::Connect(const Endpoint& ep) {
   const std::string peer = PeerKey(ep);
   MC_ASSIGN_OR_RETURN(int fd, ConnectTcp(ep.host, ep.port, options_.connect_timeout_ms));
@@ -123,21 +136,28 @@ void TcpTransport::Release(const Endpoint& ep, Conn conn) {
   close(conn.fd);
 }
 
-Status TcpTransport::RunChunk(Conn& conn, const TransferOp& op, const Chunk& chunk, bool* broken) {
-  const std::string peer = PeerKey(*op.endpoint);
+Status TcpTransport::SendChunk(Conn& conn, const TransferOp& op, const Chunk& chunk,
+                               uint64_t* request_id) {
   const bool is_write = op.kind == OpKind::kWrite;
   uint8_t* local = static_cast<uint8_t*>(op.buffer) + chunk.offset_in_op;
   wire::Request req{static_cast<uint16_t>(is_write ? wire::Op::kWrite : wire::Op::kRead),
                     conn.next_request_id++, op.remote_offset + chunk.offset_in_op, chunk.len};
+  *request_id = req.request_id;
   uint8_t hdr[wire::kRequestBytes];
   wire::EncodeRequest(req, hdr);
   // Header and payload leave in one sendmsg; the payload is the caller's
   // buffer itself, never copied.
   iovec iov[2] = {{hdr, sizeof(hdr)}, {local, is_write ? chunk.len : 0}};
+  return SendAllV(conn.fd, iov, is_write && chunk.len > 0 ? 2 : 1);
+}
+
+Status TcpTransport::FinishChunk(Conn& conn, const TransferOp& op, const Chunk& chunk,
+                                 uint64_t request_id, bool* broken) {
+  const std::string peer = PeerKey(*op.endpoint);
+  const bool is_write = op.kind == OpKind::kWrite;
   *broken = true;
-  MC_RETURN_IF_ERROR(SendAllV(conn.fd, iov, is_write && chunk.len > 0 ? 2 : 1));
   wire::Reply reply;
-  Status st = ReadReply(conn.fd, req.request_id, peer, &reply);
+  Status st = ReadReply(conn.fd, request_id, peer, &reply);
   if (!st.ok()) {
     // A well-formed error reply leaves the connection usable.
     *broken = st.code() == ErrorCode::TRANSFER_FAIL || st.code() == ErrorCode::RPC_TIMEOUT ||
@@ -150,9 +170,19 @@ Status TcpTransport::RunChunk(Conn& conn, const TransferOp& op, const Chunk& chu
                                                 std::to_string(reply.length) + " bytes, expected " +
                                                 std::to_string(expect));
   }
-  if (!is_write) MC_RETURN_IF_ERROR(RecvAll(conn.fd, local, chunk.len));
+  if (!is_write) {
+    MC_RETURN_IF_ERROR(
+        RecvAll(conn.fd, static_cast<uint8_t*>(op.buffer) + chunk.offset_in_op, chunk.len));
+  }
   *broken = false;
   return Status::Ok();
+}
+
+Status TcpTransport::RunChunk(Conn& conn, const TransferOp& op, const Chunk& chunk, bool* broken) {
+  uint64_t id = 0;
+  *broken = true;
+  MC_RETURN_IF_ERROR(SendChunk(conn, op, chunk, &id));
+  return FinishChunk(conn, op, chunk, id, broken);
 }
 
 Status TcpTransport::RunChunkWithRetry(const TransferOp& op, const Chunk& chunk) {
@@ -168,10 +198,75 @@ Status TcpTransport::RunChunkWithRetry(const TransferOp& op, const Chunk& chunk)
     }
     close(conn->fd);
     // Only a pooled connection may have died while idle; a fresh one failing
-    // is a real error.
+    // is a real error. One dead pooled connection usually means the peer
+    // restarted, so its other idle ones go too.
     if (!conn->reused) break;
+    DropIdle(*op.endpoint);
   }
   return st;
+}
+
+void TcpTransport::RunStream(std::span<TransferOp> ops, const std::vector<Chunk>& chunks,
+                             std::atomic<size_t>* next, const ChunkFailed& failed) {
+  struct Pending {
+    size_t chunk;
+    uint64_t request_id;
+  };
+  std::optional<Conn> conn;
+  const Endpoint* ep = nullptr;
+  std::deque<Pending> pending;
+  std::vector<size_t> retry;  // chunks caught on a connection that broke
+  auto drop_conn = [&] {
+    for (const Pending& p : pending) retry.push_back(p.chunk);
+    pending.clear();
+    if (conn->reused) DropIdle(*ep);
+    close(conn->fd);
+    conn.reset();
+  };
+  auto complete_oldest = [&] {
+    Pending p = pending.front();
+    pending.pop_front();
+    bool broken = false;
+    const Chunk& c = chunks[p.chunk];
+    Status st = FinishChunk(*conn, ops[c.op], c, p.request_id, &broken);
+    if (broken) {
+      retry.push_back(p.chunk);
+      drop_conn();
+    } else if (!st.ok()) {
+      failed(p.chunk, st);
+    }
+  };
+  auto flush = [&] {
+    while (conn && !pending.empty()) complete_oldest();
+    if (conn) Release(*ep, *conn);
+    conn.reset();
+  };
+  for (size_t i = next->fetch_add(1); i < chunks.size(); i = next->fetch_add(1)) {
+    const TransferOp& op = ops[chunks[i].op];
+    if (conn && (ep->host != op.endpoint->host || ep->port != op.endpoint->port)) flush();
+    if (!conn) {
+      auto c = Acquire(*op.endpoint);
+      if (!c.ok()) {
+        failed(i, c.status());
+        continue;
+      }
+      conn = *c;
+      ep = op.endpoint;
+    }
+    uint64_t id = 0;
+    if (!SendChunk(*conn, op, chunks[i], &id).ok()) {
+      retry.push_back(i);
+      drop_conn();
+      continue;
+    }
+    pending.push_back({i, id});
+    if (pending.size() >= kPipelineDepth) complete_oldest();
+  }
+  flush();
+  for (size_t i : retry) {
+    Status st = RunChunkWithRetry(ops[chunks[i].op], chunks[i]);
+    if (!st.ok()) failed(i, st);
+  }
 }
 
 Status TcpTransport::Batch(std::span<TransferOp> ops) {
@@ -190,14 +285,14 @@ Status TcpTransport::Batch(std::span<TransferOp> ops) {
     } while (off < len);
   }
   std::mutex err_mu;
-  workers_.ParallelFor(chunks.size(), options_.streams - 1, [&](size_t c) {
-    const Chunk& chunk = chunks[c];
-    Status st = RunChunkWithRetry(ops[chunk.op], chunk);
-    if (!st.ok()) {
-      std::lock_guard<std::mutex> lock(err_mu);
-      if (ops[chunk.op].status.ok()) ops[chunk.op].status = st;
-    }
-  });
+  ChunkFailed failed = [&](size_t c, const Status& st) {
+    std::lock_guard<std::mutex> lock(err_mu);
+    if (ops[chunks[c].op].status.ok()) ops[chunks[c].op].status = st;
+  };
+  std::atomic<size_t> next{0};
+  const size_t streams = std::min<size_t>(static_cast<size_t>(options_.streams), chunks.size());
+  workers_.ParallelFor(streams, static_cast<int>(streams) - 1,
+                       [&](size_t) { RunStream(ops, chunks, &next, failed); });
   for (const TransferOp& op : ops) {
     if (!op.status.ok()) return op.status;
   }

@@ -10,7 +10,9 @@
 // Thread-safe: concurrent callers share the pool and the helper threads.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,6 +37,8 @@ struct TcpTransportOptions {
 
 // Limits checked by the constructor (asserted: a bad value is a caller bug).
 inline constexpr int kMaxStreams = 64;
+// Requests in flight per connection.
+inline constexpr size_t kPipelineDepth = 2;
 
 class TcpTransport final : public Transport {
  public:
@@ -62,9 +66,21 @@ class TcpTransport final : public Transport {
   Result<Conn> Acquire(const Endpoint& ep);
   void Release(const Endpoint& ep, Conn conn);
   Result<Conn> Connect(const Endpoint& ep);
-  // Moves one chunk over `conn`; a failed transport leaves `*broken` true.
+  void DropIdle(const Endpoint& ep);
+  using ChunkFailed = std::function<void(size_t chunk, const Status&)>;
+
+  Status SendChunk(Conn& conn, const TransferOp& op, const Chunk& chunk, uint64_t* request_id);
+  // Reads the reply (and READ data); a failed connection leaves `*broken` true.
+  Status FinishChunk(Conn& conn, const TransferOp& op, const Chunk& chunk, uint64_t request_id,
+                     bool* broken);
   Status RunChunk(Conn& conn, const TransferOp& op, const Chunk& chunk, bool* broken);
   Status RunChunkWithRetry(const TransferOp& op, const Chunk& chunk);
+  // One stream: claims chunks from `next` and keeps up to kPipelineDepth of
+  // them in flight on its connection, so the wire never idles waiting for an
+  // acknowledgement. Safe because only small frames (requests, WRITE
+  // replies) queue unread in either direction.
+  void RunStream(std::span<TransferOp> ops, const std::vector<Chunk>& chunks,
+                 std::atomic<size_t>* next, const ChunkFailed& failed);
 
   const TcpTransportOptions options_;
   std::mutex mu_;  // guards idle_

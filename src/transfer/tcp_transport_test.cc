@@ -177,3 +177,33 @@ TEST_CASE("connections above the server limit are refused with a clear error") {
         ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS);
   CHECK(store.server->stats().connections_refused == 1);
 }
+
+TEST_CASE("pooled connections closed by a restarted server are replaced transparently") {
+  std::mt19937_64 rng(TestSeed() + 4);
+  Store store = Store::Make(8 << 20);
+  TcpTransport tcp;
+  auto data = RandomBytes(rng, 6 << 20);
+  REQUIRE(tcp.Write(store.endpoint, 0, data.data(), data.size()).ok());  // fills the pool
+  const uint16_t port = store.server->port();
+  store.server.reset();  // every pooled connection is now dead
+  TcpDataServerOptions opts;
+  opts.listen_host = "127.0.0.1";
+  opts.port = port;
+  auto restarted =
+      TcpDataServer::Start(store.segment->base(), store.segment->size_bytes(), AllowAll(), opts);
+  REQUIRE(restarted.ok());
+  std::vector<uint8_t> back(data.size());
+  mc::Status st = tcp.Read(store.endpoint, 0, back.data(), back.size());
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+  CHECK(back == data);
+}
+
+TEST_CASE("a dead peer fails the transfer with TRANSFER_FAIL instead of hanging") {
+  Store store = Store::Make(1 << 20);
+  Endpoint ep = store.endpoint;
+  store.server.reset();
+  TcpTransport tcp;
+  uint8_t b = 0;
+  CHECK(tcp.Write(ep, 0, &b, 1).code() == ErrorCode::TRANSFER_FAIL);
+}

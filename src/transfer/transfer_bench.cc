@@ -1,7 +1,7 @@
 // transfer_bench: what this machine's loopback and memory can do, and how
 // close our transports get. Not a test (timings are never asserted); run it
 // by hand:  build/src/transfer/transfer_bench [reps=7] [streams=4]
-//           [chunk_mib=4] [copy_threads=1] [sndbuf_kib=4096]
+//           [chunk_mib=4] [min_chunk_kib=1024] [copy_threads=1] [sndbuf_kib=4096]
 // Prints its setup, then one line per measurement: median GB/s (1e9 bytes/s)
 // over `reps` repetitions, with min and max.
 #include <netinet/in.h>
@@ -36,6 +36,7 @@ struct Config {
   uint64_t chunk_mib = 4;
   int copy_threads = 1;
   int sndbuf_kib = 4096;
+  uint64_t min_chunk_kib = 1024;
 };
 
 double NowSec() {
@@ -188,7 +189,7 @@ Config ParseArgs(int argc, char** argv) {
     auto eq = a.find('=');
     if (eq == std::string::npos) {
       std::fprintf(stderr, "usage: transfer_bench [reps=N] [streams=N] [chunk_mib=N] "
-                           "[copy_threads=N] [sndbuf_kib=N]\n");
+                           "[copy_threads=N] [sndbuf_kib=N] [min_chunk_kib=N]\n");
       std::exit(2);
     }
     std::string k = a.substr(0, eq);
@@ -198,6 +199,7 @@ Config ParseArgs(int argc, char** argv) {
     else if (k == "chunk_mib") c.chunk_mib = static_cast<uint64_t>(v);
     else if (k == "copy_threads") c.copy_threads = static_cast<int>(v);
     else if (k == "sndbuf_kib") c.sndbuf_kib = static_cast<int>(v);
+    else if (k == "min_chunk_kib") c.min_chunk_kib = static_cast<uint64_t>(v);
   }
   return c;
 }
@@ -213,10 +215,11 @@ int main(int argc, char** argv) {
   std::printf("  ceiling: raw loopback TCP, 2 connections, 1 MiB send()s into a discarding\n"
               "    reader, 512 MiB per sample, default socket buffers; one sample is taken\n"
               "    right before every transport repetition and %% compares the two\n");
-  std::printf("  tcp: %d streams, chunks 1..%llu MiB, socket buffers %d KiB, data server in\n"
+  std::printf("  tcp: %d streams, chunks %llu KiB..%llu MiB, socket buffers %d KiB, server in\n"
               "    this process on 127.0.0.1\n  shm: copy_threads %d, 512 MiB memfd segment, "
               "pre-faulted\n\n",
-              cfg.streams, static_cast<unsigned long long>(cfg.chunk_mib), cfg.sndbuf_kib,
+              cfg.streams, static_cast<unsigned long long>(cfg.min_chunk_kib),
+              static_cast<unsigned long long>(cfg.chunk_mib), cfg.sndbuf_kib,
               cfg.copy_threads);
 
   std::printf("machine:\n");
@@ -244,7 +247,7 @@ int main(int argc, char** argv) {
   TcpTransportOptions topts;
   topts.streams = cfg.streams;
   topts.max_chunk_bytes = cfg.chunk_mib << 20;
-  topts.min_chunk_bytes = std::min<uint64_t>(1 << 20, topts.max_chunk_bytes);
+  topts.min_chunk_bytes = std::min<uint64_t>(cfg.min_chunk_kib << 10, topts.max_chunk_bytes);
   topts.tuning.buffer_bytes = cfg.sndbuf_kib << 10;
   TcpTransport tcp(topts);
   ShmTransportOptions shopts;
