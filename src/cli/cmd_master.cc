@@ -6,6 +6,7 @@
 
 #include "cli/command.h"
 #include "config/command_config.h"
+#include "masterd/master_daemon.h"
 
 namespace mc::cli {
 
@@ -13,9 +14,8 @@ RunFn SetupMaster(CLI::App& sub) {
   constexpr unsigned kSections = config::kMaster | config::kCluster | config::kLog;
   auto cc = std::make_shared<config::CommandConfig>(sub, kSections, /*is_server=*/true);
   return [cc] {
-    return config::RunWithConfig("master", *cc, kSections, [](const Config&) {
-      std::fprintf(stderr, "mooncake master: not implemented yet\n");
-      return static_cast<int>(kExitNotBuilt);
+    return config::RunWithConfig("master", *cc, kSections, [](const Config& config) {
+      return masterd::RunMaster(config);
     });
   };
 }

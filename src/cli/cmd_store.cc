@@ -6,6 +6,7 @@
 
 #include "cli/command.h"
 #include "config/command_config.h"
+#include "store/store_daemon.h"
 
 namespace mc::cli {
 
@@ -14,9 +15,8 @@ RunFn SetupStore(CLI::App& sub) {
       config::kStore | config::kCluster | config::kClient | config::kLog;
   auto cc = std::make_shared<config::CommandConfig>(sub, kSections, /*is_server=*/true);
   return [cc] {
-    return config::RunWithConfig("store", *cc, kSections, [](const Config&) {
-      std::fprintf(stderr, "mooncake store: not implemented yet\n");
-      return static_cast<int>(kExitNotBuilt);
+    return config::RunWithConfig("store", *cc, kSections, [](const Config& config) {
+      return store::RunStore(config);
     });
   };
 }

@@ -67,7 +67,11 @@ void PrometheusText::Counter(std::string_view name, std::string_view help, doubl
 
 void PrometheusText::Gauge(std::string_view name, std::string_view help, double value,
                            const Labels& labels) {
-  Family(name, help, "gauge");
+  // The reference's dashboards use gauges named *_count (master_key_count);
+  // promtool reserves that suffix for histograms and summaries except on
+  // untyped metrics, so those keep their names and are exported untyped.
+  bool reserved = name.size() > 6 && name.substr(name.size() - 6) == "_count";
+  Family(name, help, reserved ? "untyped" : "gauge");
   Sample(name, value, labels);
 }
 
