@@ -28,6 +28,9 @@ constexpr time_t kWriteTimeoutSec = 10;
 constexpr time_t kKeepAliveTimeoutSec = 5;
 constexpr size_t kKeepAliveMaxRequests = 100;
 constexpr auto kStartTimeout = std::chrono::seconds(10);
+// httplib listens with a backlog of 5, which overflows (connection resets)
+// when a few dozen clients connect at once; Linux lets listen() raise it.
+constexpr int kListenBacklog = 1024;
 
 constexpr const char* kAllowMetadata = "GET, PUT, DELETE";
 
@@ -79,6 +82,7 @@ struct MetadataServer::Impl {
   std::unique_ptr<httplib::Server> server;
   std::thread thread;
   std::atomic<bool> listen_done{false};
+  int listen_fd = -1;
   uint16_t port = 0;
 
   void Install(httplib::Server& s);
@@ -93,9 +97,10 @@ void MetadataServer::Impl::Install(httplib::Server& s) {
   s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   // httplib's default sets SO_REUSEPORT, which lets a second server share
   // the port silently; SO_REUSEADDR alone still allows a quick restart.
-  s.set_socket_options([](socket_t sock) {
+  s.set_socket_options([this](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_fd = sock;  // the last socket tried is the one that gets bound
   });
   s.set_payload_max_length(config.max_value_bytes);
   s.set_read_timeout(kReadTimeoutSec, 0);
@@ -275,6 +280,7 @@ Status MetadataServer::Start(const std::string& host, uint16_t port) {
                    "cannot listen on " + where + ": " +
                        (err ? std::strerror(err) : "address in use or not available"));
     }
+    if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, kListenBacklog);
     impl_->listen_done = false;
     httplib::Server* raw = server.get();
     impl_->thread = std::thread([this, raw] {
