@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "common/log.h"
+#include "config/command_config.h"
 #include "config/config.h"
 #include "metadata/kv_store.h"
 #include "metadata/metadata_server.h"
@@ -49,13 +50,15 @@ int RunMetadataServer(const MetadataServerConfig& config) {
 }  // namespace
 
 RunFn SetupMetadataServer(CLI::App& sub) {
-  auto config = std::make_shared<MetadataServerConfig>();
-  sub.add_option("--host", config->host, "Address to listen on")->capture_default_str();
-  sub.add_option("--port", config->port, "HTTP port to listen on (0 picks a free one)")
-      ->capture_default_str();
-  sub.add_option("--db", config->db,
-                 "SQLite file keeping the keys across restarts (default: memory only)");
-  return [config] { return RunMetadataServer(*config); };
+  constexpr unsigned kSections = config::kMetadataServer | config::kLog;
+  auto cc = std::make_shared<config::CommandConfig>(sub, kSections, /*is_server=*/true);
+  return [cc] {
+    return config::RunWithConfig("metadata-server", *cc, kSections, [](const Config& config) {
+      LogLevel level;
+      if (ParseLogLevel(config.log.level, &level)) SetLogLevel(level);
+      return RunMetadataServer(config.metadata_server);
+    });
+  };
 }
 
 }  // namespace mc::cli

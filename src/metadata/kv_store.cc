@@ -33,8 +33,8 @@ Status KvStore::CheckKey(const std::string& key) const {
   if (key.empty()) return Error(ErrorCode::INVALID_KEY, "the key is empty");
   if (key.size() > limits_.max_key_bytes) {
     return Error(ErrorCode::BUFFER_OVERFLOW,
-                 "key is " + std::to_string(key.size()) + " bytes, the limit is max_key_bytes = " +
-                     std::to_string(limits_.max_key_bytes));
+                 "key is " + std::to_string(key.size()) + " bytes, the limit is max_key_size = " +
+                     std::to_string(limits_.max_key_bytes) + " bytes");
   }
   return Status::Ok();
 }
@@ -52,8 +52,8 @@ Status KvStore::Put(const std::string& key, std::string value) {
   if (value.size() > limits_.max_value_bytes) {
     return Error(ErrorCode::BUFFER_OVERFLOW,
                  "value is " + std::to_string(value.size()) +
-                     " bytes, the limit is max_value_bytes = " +
-                     std::to_string(limits_.max_value_bytes));
+                     " bytes, the limit is max_value_size = " +
+                     std::to_string(limits_.max_value_bytes) + " bytes");
   }
   std::lock_guard writer(write_mu_);
   // Only writers change map_, and we are the only writer: reading it here

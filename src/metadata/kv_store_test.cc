@@ -86,10 +86,10 @@ TEST_CASE("keys and values past their limits are refused naming the limit") {
   CHECK(s->Put("12345678", std::string(16, 'v')).ok());
   mc::Status key = s->Put("123456789", "v");
   CHECK(key.code() == ErrorCode::BUFFER_OVERFLOW);
-  CHECK(key.message().find("max_key_bytes = 8") != std::string::npos);
+  CHECK(key.message().find("max_key_size = 8 bytes") != std::string::npos);
   mc::Status value = s->Put("k", std::string(17, 'v'));
   CHECK(value.code() == ErrorCode::BUFFER_OVERFLOW);
-  CHECK(value.message().find("max_value_bytes = 16") != std::string::npos);
+  CHECK(value.message().find("max_value_size = 16 bytes") != std::string::npos);
   CHECK(s->Get("123456789").code() == ErrorCode::BUFFER_OVERFLOW);
   CHECK(s->Put("", "v").code() == ErrorCode::INVALID_KEY);
   CHECK(s->size() == 1);

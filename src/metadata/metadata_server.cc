@@ -36,12 +36,12 @@ constexpr const char* kAllowMetadata = "GET, PUT, DELETE";
 
 Status ValidateConfig(const MetadataServerConfig& c) {
   if (c.max_key_bytes < 1 || c.max_key_bytes > kMaxKeyBytesCeiling) {
-    return Error(ErrorCode::INVALID_PARAMS, "max_key_bytes must be in 1.." +
+    return Error(ErrorCode::INVALID_PARAMS, "max_key_size must be in 1.." +
                                                 std::to_string(kMaxKeyBytesCeiling) + ", got " +
                                                 std::to_string(c.max_key_bytes));
   }
   if (c.max_value_bytes > kMaxValueBytesCeiling) {
-    return Error(ErrorCode::INVALID_PARAMS, "max_value_bytes must be at most " +
+    return Error(ErrorCode::INVALID_PARAMS, "max_value_size must be at most " +
                                                 std::to_string(kMaxValueBytesCeiling) +
                                                 ", got " + std::to_string(c.max_value_bytes));
   }
@@ -148,8 +148,8 @@ void MetadataServer::Impl::Install(httplib::Server& s) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     switch (res.status) {
       case 413:
-        Reply(res, 413, "value larger than the limit max_value_bytes = " +
-                            std::to_string(max_value));
+        Reply(res, 413, "value larger than the limit max_value_size = " +
+                            std::to_string(max_value) + " bytes");
         break;
       case 414: Reply(res, 414, "request line longer than 8192 bytes"); break;
       default: Reply(res, res.status, httplib::detail::status_message(res.status)); break;
@@ -217,8 +217,8 @@ void MetadataServer::Impl::HandlePut(const httplib::Request& req, httplib::Respo
   }
   if (!read_ok || too_large) {
     if (too_large || res.status == 413) {
-      return Reply(res, 413, "value larger than the limit max_value_bytes = " +
-                                 std::to_string(max_value));
+      return Reply(res, 413, "value larger than the limit max_value_size = " +
+                                 std::to_string(max_value) + " bytes");
     }
     return Reply(res, 400, "could not read the request body");
   }

@@ -47,7 +47,7 @@ TEST_CASE("a value past the limit gets 413 naming the limit") {
   auto res = c.Put("/metadata?key=k", std::string(11, 'x'), "application/octet-stream");
   REQUIRE(res);
   CHECK(res->status == 413);
-  CHECK(res->body.find("max_value_bytes = 10") != std::string::npos);
+  CHECK(res->body.find("max_value_size = 10 bytes") != std::string::npos);
   // The connection is still usable afterwards.
   CHECK(c.Put("/metadata?key=k", std::string(10, 'x'), "application/octet-stream")->status == 200);
 }
@@ -60,7 +60,7 @@ TEST_CASE("bad limits are refused when the server is opened") {
   config.max_key_bytes = 100000;
   auto r = MetadataServer::Open(config);
   REQUIRE_FALSE(r.ok());
-  CHECK(r.status().message().find("max_key_bytes") != std::string::npos);
+  CHECK(r.status().message().find("max_key_size") != std::string::npos);
 }
 
 TEST_CASE("a port in use is reported and stop is idempotent") {

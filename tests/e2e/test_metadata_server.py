@@ -77,18 +77,18 @@ check(http("GET", url(port, prefix="mooncake/ram/")) == (200, b"mooncake/ram/s1\
       "GET ?prefix= lists the keys under it, one per line")
 check(http("GET", url(port, prefix="none/")) == (200, b""), "an empty listing -> 200 and empty body")
 st, body = http("PUT", url(port, "k" * 4097), b"v")
-check(st == 413 and b"max_key_bytes = 4096" in body, "a key past 4096 bytes -> 413 naming the limit")
+check(st == 413 and b"max_key_size = 4096 bytes" in body, "a key past 4096 bytes -> 413 naming the limit")
 check(http("PUT", url(port, "k" * 4096), b"v")[0] == 200, "a key of exactly 4096 bytes -> 200")
 big = 4 << 20
 st, body = http("PUT", url(port, "big"), b"v" * (big + 1), timeout=60)
-check(st == 413 and f"max_value_bytes = {big}".encode() in body, "a value past 4 MiB -> 413 naming the limit")
+check(st == 413 and f"max_value_size = {big} bytes".encode() in body, "a value past 4 MiB -> 413 naming the limit")
 check(http("PUT", url(port, "big"), b"v" * big, timeout=60)[0] == 200, "a value of exactly 4 MiB -> 200")
 
 r = run(["metadata-server", "--host", "127.0.0.1", "--port", str(port)], timeout=30)
 err = r.stderr.decode()
 check(r.returncode != 0 and str(port) in err and "in use" in err,
       f"a second server on a busy port exits non-zero naming it: {err.strip()}")
-r = run(["metadata-server", "--port", "0", "--db", os.path.join(tmp.name, "api.db")], timeout=30)
+r = run(["metadata-server", "--port", str(free_port()), "--db", os.path.join(tmp.name, "api.db")], timeout=30)
 check(r.returncode != 0 and "in use by another process" in r.stderr.decode(),
       "a second server on the same --db file is refused")
 check(stop(p, signal.SIGINT) == 0, "SIGINT stops the server with exit 0")
