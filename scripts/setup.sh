@@ -14,6 +14,7 @@ PACKAGES=(
   libcli11-dev libtomlplusplus-dev doctest-dev libsqlite3-dev libssl-dev
   libibverbs-dev librdmacm-dev libnl-3-dev libnl-route-3-dev
   python3 groff-base groff curl redis-server dpkg-dev prometheus
+  clang libclang-rt-14-dev
 )
 
 need_install=()
