@@ -77,6 +77,78 @@ int SweepStaleShmFiles(const std::string& dir) {
   return removed;
 }
 
+Status Segment::OpenMemfd(const SegmentOptions& options) {
+  // hugetlb first: needs pages reserved in /proc/sys/vm/nr_hugepages, and
+  // mmap (not ftruncate) is where a shortage shows, so try the whole path.
+  if (options.try_huge_pages) {
+    int fd = memfd_create("mooncake-segment", MFD_CLOEXEC | MFD_HUGETLB);
+    uint64_t bytes = RoundUp(options.size_bytes, kHugePageBytes);
+    if (fd >= 0 && ftruncate(fd, static_cast<off_t>(bytes)) == 0) {
+      if (uint8_t* p = MapShared(fd, bytes, options.populate)) {
+        fd_ = fd;
+        base_ = p;
+        mapped_bytes_ = bytes;
+        page_kind_ = PageKind::kHugeTlb;
+      }
+    }
+    if (base_ == nullptr && fd >= 0) close(fd);
+  }
+  if (base_ == nullptr) {
+    fd_ = memfd_create("mooncake-segment", MFD_CLOEXEC);
+    if (fd_ < 0) return Error(ErrorCode::INTERNAL_ERROR, Errno("memfd_create"));
+  }
+  // memfds are born 0777; owner-only is what makes sharing by path safe.
+  if (fchmod(fd_, 0600) != 0) {
+    return Error(ErrorCode::INTERNAL_ERROR, Errno("fchmod segment memfd"));
+  }
+  shm_path_ = "/proc/" + std::to_string(getpid()) + "/fd/" + std::to_string(fd_);
+  return Status::Ok();
+}
+
+Status Segment::OpenShmFile(const SegmentOptions& options) {
+  SweepStaleShmFiles(options.shm_dir);
+  std::random_device rd;
+  for (int attempt = 0; attempt < 8 && fd_ < 0; ++attempt) {
+    char name[64];
+    std::snprintf(name, sizeof(name), "mooncake-%d-%08x", static_cast<int>(getpid()), rd());
+    std::string path = options.shm_dir + "/" + name;
+    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+      fd_ = fd;
+      shm_path_ = path;
+      unlink_on_close_ = true;
+      // The umask may have stripped bits from 0600; we want exactly 0600.
+      if (fchmod(fd, 0600) != 0) return Error(ErrorCode::INTERNAL_ERROR, Errno("fchmod"));
+    } else if (errno != EEXIST) {
+      return Error(ErrorCode::INTERNAL_ERROR, Errno(("open " + path).c_str()));
+    }
+  }
+  if (fd_ < 0) return Error(ErrorCode::INTERNAL_ERROR, "no free segment file name");
+  return Status::Ok();
+}
+
+Status Segment::MapSmallPages(const SegmentOptions& options) {
+  uint64_t bytes = RoundUp(options.size_bytes, kSmallPageBytes);
+  if (ftruncate(fd_, static_cast<off_t>(bytes)) != 0) {
+    return Error(ErrorCode::NO_AVAILABLE_HANDLE, Errno("ftruncate segment"));
+  }
+  base_ = MapShared(fd_, bytes, false);
+  if (base_ == nullptr) return Error(ErrorCode::NO_AVAILABLE_HANDLE, Errno("mmap segment"));
+  mapped_bytes_ = bytes;
+  // madvise succeeds even when shmem THP is disabled, so the sysfs knob
+  // decides what we report.
+  if (options.try_huge_pages && madvise(base_, bytes, MADV_HUGEPAGE) == 0 && ShmemThpAllowed()) {
+    page_kind_ = PageKind::kTransparentHuge;
+  }
+  if (options.populate) {
+    // MADV_POPULATE_WRITE (Linux 5.14) faults pages in without writing them.
+    if (madvise(base_, bytes, 23 /* MADV_POPULATE_WRITE */) != 0) {
+      for (uint64_t off = 0; off < bytes; off += kSmallPageBytes) base_[off] = 0;
+    }
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Segment>> Segment::Create(const SegmentOptions& options) {
   if (options.size_bytes == 0 || options.size_bytes > kMaxSegmentBytes) {
     return Error(ErrorCode::INVALID_PARAMS,
@@ -86,75 +158,9 @@ Result<std::unique_ptr<Segment>> Segment::Create(const SegmentOptions& options) 
   std::unique_ptr<Segment> seg(new Segment());
   seg->size_bytes_ = options.size_bytes;
   seg->backing_ = options.backing;
-
-  if (options.backing == SegmentBacking::kMemfd) {
-    // hugetlb first: needs pages reserved in /proc/sys/vm/nr_hugepages, and
-    // mmap (not ftruncate) is where a shortage shows, so try the whole path.
-    if (options.try_huge_pages) {
-      int fd = memfd_create("mooncake-segment", MFD_CLOEXEC | MFD_HUGETLB);
-      uint64_t bytes = RoundUp(options.size_bytes, kHugePageBytes);
-      if (fd >= 0 && ftruncate(fd, static_cast<off_t>(bytes)) == 0) {
-        if (uint8_t* p = MapShared(fd, bytes, options.populate)) {
-          seg->fd_ = fd;
-          seg->base_ = p;
-          seg->mapped_bytes_ = bytes;
-          seg->page_kind_ = PageKind::kHugeTlb;
-        }
-      }
-      if (seg->base_ == nullptr && fd >= 0) close(fd);
-    }
-    if (seg->base_ == nullptr) {
-      seg->fd_ = memfd_create("mooncake-segment", MFD_CLOEXEC);
-      if (seg->fd_ < 0) return Error(ErrorCode::INTERNAL_ERROR, Errno("memfd_create"));
-    }
-    // memfds are born 0777; owner-only is what makes sharing by path safe.
-    if (fchmod(seg->fd_, 0600) != 0) {
-      return Error(ErrorCode::INTERNAL_ERROR, Errno("fchmod segment memfd"));
-    }
-    seg->shm_path_ = "/proc/" + std::to_string(getpid()) + "/fd/" + std::to_string(seg->fd_);
-  } else {
-    SweepStaleShmFiles(options.shm_dir);
-    std::random_device rd;
-    for (int attempt = 0; attempt < 8 && seg->fd_ < 0; ++attempt) {
-      char name[64];
-      std::snprintf(name, sizeof(name), "mooncake-%d-%08x", static_cast<int>(getpid()), rd());
-      std::string path = options.shm_dir + "/" + name;
-      int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-      if (fd >= 0) {
-        // fchmod guards against a restrictive-looking umask not being the
-        // only thing that decides the mode: we want exactly 0600.
-        fchmod(fd, 0600);
-        seg->fd_ = fd;
-        seg->shm_path_ = path;
-        seg->unlink_on_close_ = true;
-      } else if (errno != EEXIST) {
-        return Error(ErrorCode::INTERNAL_ERROR, Errno(("open " + path).c_str()));
-      }
-    }
-    if (seg->fd_ < 0) return Error(ErrorCode::INTERNAL_ERROR, "no free segment file name");
-  }
-
-  if (seg->base_ == nullptr) {
-    uint64_t bytes = RoundUp(options.size_bytes, kSmallPageBytes);
-    if (ftruncate(seg->fd_, static_cast<off_t>(bytes)) != 0) {
-      return Error(ErrorCode::NO_AVAILABLE_HANDLE, Errno("ftruncate segment"));
-    }
-    seg->base_ = MapShared(seg->fd_, bytes, false);
-    if (seg->base_ == nullptr) return Error(ErrorCode::NO_AVAILABLE_HANDLE, Errno("mmap segment"));
-    seg->mapped_bytes_ = bytes;
-    // madvise succeeds even when shmem THP is disabled, so the sysfs knob
-    // decides what we report.
-    if (options.try_huge_pages && madvise(seg->base_, bytes, MADV_HUGEPAGE) == 0 &&
-        ShmemThpAllowed()) {
-      seg->page_kind_ = PageKind::kTransparentHuge;
-    }
-    if (options.populate) {
-      // MADV_POPULATE_WRITE (Linux 5.14) faults pages in without writing them.
-      if (madvise(seg->base_, bytes, 23 /* MADV_POPULATE_WRITE */) != 0) {
-        for (uint64_t off = 0; off < bytes; off += kSmallPageBytes) seg->base_[off] = 0;
-      }
-    }
-  }
+  MC_RETURN_IF_ERROR(options.backing == SegmentBacking::kMemfd ? seg->OpenMemfd(options)
+                                                               : seg->OpenShmFile(options));
+  if (seg->base_ == nullptr) MC_RETURN_IF_ERROR(seg->MapSmallPages(options));
   MC_LOG(DEBUG) << "segment of " << seg->size_bytes_ << " bytes at " << seg->shm_path_
                 << " pages " << PageKindName(seg->page_kind_);
   return seg;

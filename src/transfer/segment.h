@@ -65,6 +65,9 @@ class Segment {
 
  private:
   Segment() = default;
+  Status OpenMemfd(const SegmentOptions& options);
+  Status OpenShmFile(const SegmentOptions& options);
+  Status MapSmallPages(const SegmentOptions& options);
 
   uint8_t* base_ = nullptr;
   uint64_t size_bytes_ = 0;

@@ -4,6 +4,8 @@
 // cut into chunks (between min_chunk_bytes and max_chunk_bytes, about
 // len / streams each) that `streams` connections carry in parallel, each
 // chunk moved by one large send/recv straight from/into the caller's buffer.
+// Each connection keeps two requests in flight, so it never idles waiting
+// for an acknowledgement.
 // A batch is flattened into the same chunk list. A chunk that fails on a
 // reused connection (e.g. the server closed it while idle) is retried once on
 // a fresh one, which is safe because WRITE and READ are idempotent.
