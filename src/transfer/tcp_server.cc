@@ -151,7 +151,16 @@ void TcpDataServer::AcceptLoop() {
     ReapFinished(false);
     if (pr <= 0 || !(fds[0].revents & POLLIN) || stopping_.load()) continue;
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS) {
+        // Out of descriptors: the pending connection stays queued, so poll
+        // would return at once; wait for Stop or the reap interval instead.
+        MC_LOG(WARN) << "accept: " << std::strerror(errno);
+        pollfd wake{wake_fd_, POLLIN, 0};
+        poll(&wake, 1, kReapIntervalMs);
+      }
+      continue;
+    }
     TuneSocket(fd, options_.tuning);
     std::lock_guard<std::mutex> lock(mu_);
     if (conns_.size() >= options_.max_connections) {
