@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/client_common.h"
+#include "common/json_escape.h"
 #include "cli/command.h"
 #include "config/command_config.h"
 
@@ -15,23 +16,6 @@ namespace {
 
 constexpr unsigned kSections = config::kCluster | config::kClient | config::kLog;
 constexpr uint32_t kPageKeys = 1000;
-
-std::string JsonEscape(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "common/json_escape.h"
 #include "common/log.h"
 #include "masterd/prometheus.h"
 #include "masterd/service.h"
@@ -12,22 +13,7 @@ namespace mc::masterd {
 
 namespace {
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
+std::string JsonString(const std::string& s) { return "\"" + JsonEscape(s) + "\""; }
 
 void OpMetrics(PrometheusText& p, const char* op, const master::OpCounter& c) {
   std::string base = std::string("master_") + op;

@@ -10,6 +10,7 @@
 #include "common/capability.h"
 #include "common/crypto.h"
 #include "common/host_identity.h"
+#include "common/json_escape.h"
 #include "common/log.h"
 #include "common/signals.h"
 #include "common/units.h"
@@ -33,15 +34,6 @@ bool SplitUrl(const std::string& url, std::string* base, std::string* path) {
   *base = url.substr(0, slash);
   *path = slash == std::string::npos ? "/metadata" : url.substr(slash);
   return true;
-}
-
-std::string JsonEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
 }
 
 // The segment descriptor in the reference's layout (mooncake/ram/<name>).
