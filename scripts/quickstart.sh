@@ -35,7 +35,7 @@ cleanup() {
 trap cleanup EXIT
 
 set -x
-"$bin" master --port "$rpc" --metrics-port "$admin" --enable-http-metadata-server \
+"$bin" master --port "$rpc" --metrics-port "$admin" --data-dir "$logdir/state" --enable-http-metadata-server \
   --http-metadata-server-port "$meta" >"$logdir/master.log" 2>&1 &
 { set +x; } 2>/dev/null
 pids+=($!)

@@ -189,8 +189,14 @@ Status MasterState::MountSegment(const proto::MountSegmentRequest& req, uint64_t
       clients_[req.client].last_ping_us = now_us;
       return Count(counters_.mount_segment, Status::Ok());  // a retried mount
     }
-    return fail(ErrorCode::SEGMENT_ALREADY_EXISTS,
-                "segment '" + d.name + "' is already mounted by client " + ClientName(seg.owner));
+    if (seg.desc.incarnation == d.incarnation)
+      return fail(ErrorCode::SEGMENT_ALREADY_EXISTS,
+                  "segment '" + d.name + "' is already mounted by client " + ClientName(seg.owner));
+    // A segment is named after its store's data endpoint, so a new
+    // incarnation under the same name is that store restarted with its
+    // memory lost: drop what the old incarnation held (never serve its stale
+    // bytes) and mount the new one.
+    DropSegments({found->second});
   }
   if (free_segment_ids_.empty() && segments_.size() >= kMaxSegments)
     return fail(ErrorCode::INVALID_PARAMS, "too many segments to mount '" + d.name + "'");

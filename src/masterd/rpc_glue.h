@@ -11,6 +11,9 @@ namespace mc::masterd {
 
 class MasterService;
 
-Result<std::unique_ptr<rpc::Server>> StartRpcServer(MasterService& service, const Config& config);
+// `before_reply` (may be empty): see rpc::ServerOptions; the journal's
+// durability barrier when the master has a --data-dir.
+Result<std::unique_ptr<rpc::Server>> StartRpcServer(MasterService& service, const Config& config,
+                                                    std::function<bool()> before_reply = {});
 
 }  // namespace mc::masterd

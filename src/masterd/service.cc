@@ -47,6 +47,14 @@ Status MasterService::MountSegment(const proto::MountSegmentRequest& req) {
   return st;
 }
 
+void MasterService::AdoptLoadedSegments() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const master::SegmentDump& s : state_->DumpSegments()) {
+    if (!s.desc.access_key.empty())
+      segment_keys_[s.desc.name] = {s.desc.access_key, s.desc.incarnation};
+  }
+}
+
 Status MasterService::UnmountSegment(const proto::UnmountSegmentRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
   Status st = state_->UnmountSegment(req, clock_.NowUs());

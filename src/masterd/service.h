@@ -58,6 +58,11 @@ class MasterService final : public rpc::Handler {
   // "Storage: X / Y (p%) | Keys: N (soft-pinned: M) | Clients: C | ..."
   std::string Summary() const;
 
+  // After the state was loaded (e.g. from the journal) through WithState:
+  // learns each loaded segment's access key, so capabilities signed for the
+  // stores that re-attach keep verifying.
+  void AdoptLoadedSegments();
+
   // For direct use (tests, durability): run `fn` with the state locked.
   template <typename Fn>
   auto WithState(Fn&& fn) {

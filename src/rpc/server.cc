@@ -116,6 +116,7 @@ class Server::Loop {
           OnEvent(static_cast<Conn*>(tag), events[i].events);
         }
       }
+      if (!held_.empty()) ReleaseHeld();
       if (MonotonicUs() - last_tick_us >= kTickMs * 1000) {
         last_tick_us = MonotonicUs();
         CheckTimeouts();
@@ -195,9 +196,32 @@ class Server::Loop {
           break;
       }
     }
+    if (s_->options_.before_reply && c->pending() > 0) {
+      held_.push_back(c->fd);  // replies wait for ReleaseHeld
+      return;
+    }
+    FinishEvent(c);
+  }
+
+  void FinishEvent(Conn* c) {
     if (!Flush(c)) return Close(c);
     if (c->closing && c->pending() == 0) return Close(c);
     UpdateEvents(c);
+  }
+
+  // Sends the replies held this round once before_reply allows it.
+  void ReleaseHeld() {
+    const bool ok = s_->options_.before_reply();
+    for (int fd : held_) {
+      auto it = conns_.find(fd);
+      if (it == conns_.end()) continue;  // closed meanwhile
+      if (ok) {
+        FinishEvent(it->second.get());
+      } else {
+        Close(it->second.get());
+      }
+    }
+    held_.clear();
   }
 
   // Handles every complete frame in the input buffer.
@@ -371,6 +395,7 @@ class Server::Loop {
   int epfd_ = -1;
   int wakefd_ = -1;
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
+  std::vector<int> held_;  // fds whose replies wait for before_reply this round
 };
 
 Server::Server(ServerOptions options, Handler* handler)

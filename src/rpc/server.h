@@ -6,6 +6,8 @@
 // arrival order; a client may pipeline many requests on one connection.
 // Each connection does the handshake (version, then challenge-response
 // authentication when a token is configured) before any operation.
+// With `before_reply` set, the replies of one event-loop round are held
+// until it returns (see ServerOptions).
 // Framing errors get a ConnectionError frame and a close; payload errors
 // and unknown opcodes get an error reply and the connection lives on.
 // Start/Stop from one thread; stats() from any.
@@ -13,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -35,6 +38,12 @@ struct ServerOptions {
   uint64_t idle_timeout_us = 0;              // 0: idle connections stay
   uint64_t max_pending_output_bytes = 128ull << 20;  // stop reading a peer that does not read
   const Clock* clock = nullptr;              // timeouts; null: SystemClock
+  // Called on an I/O thread after it handled a round of requests (from any
+  // number of its connections) and before it sends their replies; the master
+  // waits there for its journal, so a reply is sent only once the change it
+  // reports is durable, and one fsync covers the whole round. Returning false
+  // closes those connections without replies. Empty: replies go out at once.
+  std::function<bool()> before_reply;
 };
 
 struct ServerStats {

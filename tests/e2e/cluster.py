@@ -11,7 +11,7 @@ class Cluster:
     """A master (with its embedded metadata server) and N stores on loopback."""
 
     def __init__(self, stores=1, segment="256mb", extra_master=(), extra_store=(),
-                 token=None, logdir=None):
+                 token=None, logdir=None, data_dir="none"):
         self.logdir = logdir or tempfile.mkdtemp(prefix="mooncake-e2e-")
         self.rpc_port = free_port()
         self.metrics_port = free_port()
@@ -27,7 +27,7 @@ class Cluster:
                             "--http-metadata-server-port", str(self.meta_port),
                             "--http-metadata-server-host", "127.0.0.1",
                             "--rpc-address", "127.0.0.1",
-                            "--data-dir", "none"] + list(extra_master)
+                            "--data-dir", data_dir] + list(extra_master)
         self.start_master()
         for _ in range(stores):
             self.add_store()

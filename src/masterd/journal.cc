@@ -1,0 +1,365 @@
+#include "masterd/journal.h"
+
+#include <sqlite3.h>
+
+#include <cassert>
+
+#include "common/log.h"
+#include "metadata/sqlite_db.h"
+#include "proto/wire.h"
+
+namespace mc::masterd {
+
+namespace {
+
+// Version 1. Upgrades: a later version adds its migration from each older
+// version to SqliteDb's schema check; a file of a newer version is refused.
+const metadata::SqliteSchema kSchema{
+    .kind = "mooncake master state",
+    .version = kJournalSchemaVersion,
+    .application_id = kJournalApplicationId,
+    .create_sql =
+        "CREATE TABLE segments ("
+        " id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
+        " owner_hi INTEGER NOT NULL, owner_lo INTEGER NOT NULL,"
+        " incarnation INTEGER NOT NULL, size_bytes INTEGER NOT NULL,"
+        " hostname TEXT NOT NULL, endpoint TEXT NOT NULL, shm_path TEXT NOT NULL,"
+        " access_key BLOB NOT NULL);"
+        "CREATE TABLE objects ("
+        " key BLOB PRIMARY KEY, size_bytes INTEGER NOT NULL, soft_pin INTEGER NOT NULL,"
+        " replicas INTEGER NOT NULL, buffers BLOB NOT NULL) WITHOUT ROWID",
+};
+
+// One buffer in objects.buffers: u32 segment id, u64 offset (little endian).
+constexpr size_t kBufferRecordBytes = 12;
+
+int64_t AsI64(uint64_t v) { return static_cast<int64_t>(v); }
+uint64_t AsU64(sqlite3_stmt* s, int col) { return static_cast<uint64_t>(sqlite3_column_int64(s, col)); }
+std::string Text(sqlite3_stmt* s, int col) { return metadata::SqliteDb::Column(s, col); }
+
+void BindText(sqlite3_stmt* s, int i, const std::string& v) {
+  sqlite3_bind_blob(s, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+}
+
+}  // namespace
+
+struct Journal::Change {
+  enum class Kind : uint8_t { kMount, kUnmount, kPutObject, kRemoveObject } kind;
+  uint32_t segment_id = 0;
+  std::string key;      // object key (kPutObject, kRemoveObject)
+  std::string buffers;  // kPutObject: encoded buffer records
+  uint64_t size_bytes = 0;
+  uint32_t replicas = 0;
+  bool soft_pin = false;
+  master::SegmentDump segment;  // kMount
+};
+
+struct Journal::Statements {
+  sqlite3_stmt* mount = nullptr;
+  sqlite3_stmt* unmount = nullptr;
+  sqlite3_stmt* put = nullptr;
+  sqlite3_stmt* remove = nullptr;
+  ~Statements() {
+    for (sqlite3_stmt* s : {mount, unmount, put, remove}) sqlite3_finalize(s);
+  }
+};
+
+Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path,
+                                               uint64_t stripe_size_bytes) {
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<metadata::SqliteDb> db,
+                      metadata::SqliteDb::Open(path, kSchema));
+  std::unique_ptr<Journal> j(new Journal(std::move(db), stripe_size_bytes));
+  MC_RETURN_IF_ERROR(j->Prepare());
+  j->writer_ = std::thread([p = j.get()] { p->WriterLoop(); });
+  return j;
+}
+
+Journal::Journal(std::unique_ptr<metadata::SqliteDb> db, uint64_t stripe_size_bytes)
+    : db_(std::move(db)), path_(db_->path()), stripe_size_bytes_(stripe_size_bytes),
+      stmts_(std::make_unique<Statements>()) {
+  assert(stripe_size_bytes_ > 0);
+}
+
+Journal::~Journal() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  if (writer_.joinable()) writer_.join();
+}
+
+Status Journal::Prepare() {
+  MC_RETURN_IF_ERROR(db_->Prepare(
+      "INSERT OR REPLACE INTO segments(id, name, owner_hi, owner_lo, incarnation, size_bytes,"
+      " hostname, endpoint, shm_path, access_key) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)",
+      &stmts_->mount));
+  MC_RETURN_IF_ERROR(db_->Prepare("DELETE FROM segments WHERE id = ?1", &stmts_->unmount));
+  MC_RETURN_IF_ERROR(db_->Prepare(
+      "INSERT OR REPLACE INTO objects(key, size_bytes, soft_pin, replicas, buffers)"
+      " VALUES(?1,?2,?3,?4,?5)",
+      &stmts_->put));
+  return db_->Prepare("DELETE FROM objects WHERE key = ?1", &stmts_->remove);
+}
+
+// ---- listener (under the master's lock) ---------------------------------------
+
+void Journal::OnSegmentMounted(const master::SegmentDump& segment) {
+  auto [it, inserted] = segment_ids_.try_emplace(segment.desc.name, next_segment_id_);
+  if (inserted) ++next_segment_id_;
+  Change c{Change::Kind::kMount};
+  c.segment_id = it->second;
+  c.segment = segment;
+  Append(std::move(c));
+}
+
+void Journal::OnSegmentUnmounted(std::string_view segment_name) {
+  auto it = segment_ids_.find(segment_name);
+  assert(it != segment_ids_.end());
+  if (it == segment_ids_.end()) return;
+  Change c{Change::Kind::kUnmount};
+  c.segment_id = it->second;
+  segment_ids_.erase(it);
+  Append(std::move(c));
+}
+
+void Journal::OnObjectCommitted(const master::ObjectDump& object) {
+  Change c{Change::Kind::kPutObject};
+  c.key = object.key;
+  c.size_bytes = object.size_bytes;
+  c.soft_pin = object.soft_pin;
+  c.replicas = static_cast<uint32_t>(object.replicas.size());
+  proto::Writer w(&c.buffers);
+  for (const auto& replica : object.replicas) {
+    for (const master::BufferLocation& b : replica) {
+      auto seg = segment_ids_.find(b.segment_name);
+      assert(seg != segment_ids_.end());  // the state mounts before it places
+      w.U32(seg == segment_ids_.end() ? 0 : seg->second);
+      w.U64(b.offset);
+    }
+  }
+  Append(std::move(c));
+}
+
+void Journal::OnObjectRemoved(std::string_view key, master::RemoveReason reason) {
+  (void)reason;
+  Change c{Change::Kind::kRemoveObject};
+  c.key = std::string(key);
+  Append(std::move(c));
+}
+
+void Journal::Append(Change change) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.push_back(std::move(change));
+    ++appended_;
+  }
+  work_cv_.notify_one();
+}
+
+// ---- group commit ---------------------------------------------------------------
+
+Status Journal::WaitDurable() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const uint64_t target = appended_;
+  done_cv_.wait(lock, [&] { return durable_ >= target || !failure_.ok(); });
+  return failure_;
+}
+
+Status Journal::failure() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failure_;
+}
+
+uint64_t Journal::commits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return commits_;
+}
+
+void Journal::WriterLoop() {
+  std::vector<Change> batch;
+  for (;;) {
+    uint64_t upto;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [&] { return !pending_.empty() || stopping_; });
+      if (pending_.empty() || !failure_.ok()) return;
+      if (pending_.size() <= kMaxChangesPerCommit) {
+        batch.swap(pending_);
+      } else {
+        auto cut = pending_.begin() + kMaxChangesPerCommit;
+        batch.assign(std::make_move_iterator(pending_.begin()), std::make_move_iterator(cut));
+        pending_.erase(pending_.begin(), cut);
+      }
+      upto = appended_ - pending_.size();
+    }
+    Status st = Commit(batch);
+    batch.clear();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++commits_;
+      if (st.ok()) {
+        durable_ = upto;
+      } else {
+        failure_ = st;
+        MC_LOG(ERROR) << "journal commit failed: " << st.ToString();
+      }
+    }
+    done_cv_.notify_all();
+  }
+}
+
+Status Journal::Commit(const std::vector<Change>& batch) {
+  MC_RETURN_IF_ERROR(db_->Exec("BEGIN"));
+  const std::string what = "writing to " + path_;
+  Status st;
+  for (const Change& c : batch) {
+    switch (c.kind) {
+      case Change::Kind::kMount: {
+        const proto::SegmentDesc& d = c.segment.desc;
+        sqlite3_stmt* s = stmts_->mount;
+        sqlite3_bind_int64(s, 1, c.segment_id);
+        BindText(s, 2, d.name);
+        sqlite3_bind_int64(s, 3, AsI64(c.segment.owner.hi));
+        sqlite3_bind_int64(s, 4, AsI64(c.segment.owner.lo));
+        sqlite3_bind_int64(s, 5, AsI64(d.incarnation));
+        sqlite3_bind_int64(s, 6, AsI64(d.size_bytes));
+        BindText(s, 7, d.hostname);
+        BindText(s, 8, d.endpoint);
+        BindText(s, 9, d.shm_path);
+        BindText(s, 10, d.access_key);
+        st = db_->Step(s, what);
+        break;
+      }
+      case Change::Kind::kUnmount:
+        sqlite3_bind_int64(stmts_->unmount, 1, c.segment_id);
+        st = db_->Step(stmts_->unmount, what);
+        break;
+      case Change::Kind::kPutObject:
+        BindText(stmts_->put, 1, c.key);
+        sqlite3_bind_int64(stmts_->put, 2, AsI64(c.size_bytes));
+        sqlite3_bind_int(stmts_->put, 3, c.soft_pin ? 1 : 0);
+        sqlite3_bind_int(stmts_->put, 4, static_cast<int>(c.replicas));
+        BindText(stmts_->put, 5, c.buffers);
+        st = db_->Step(stmts_->put, what);
+        break;
+      case Change::Kind::kRemoveObject:
+        BindText(stmts_->remove, 1, c.key);
+        st = db_->Step(stmts_->remove, what);
+        break;
+    }
+    if (!st.ok()) break;
+  }
+  if (st.ok()) st = db_->Exec("COMMIT");  // fsyncs the WAL (synchronous=FULL)
+  if (!st.ok()) (void)db_->Exec("ROLLBACK");
+  return st;
+}
+
+// ---- load ----------------------------------------------------------------------
+
+Result<Journal::LoadStats> Journal::LoadInto(master::MasterState& state, uint64_t now_us) {
+  LoadStats stats;
+  std::map<uint32_t, std::string> names;
+  // The writer is idle until the state changes, which it cannot before the
+  // load returns, so the database is used from this thread only here.
+  MC_RETURN_IF_ERROR(db_->Exec("BEGIN"));
+  Status st = LoadSegments(state, now_us, &stats, &names);
+  if (st.ok()) st = LoadObjects(state, now_us, &stats, names);
+  (void)db_->Exec("COMMIT");
+  if (!st.ok()) return st;
+  return stats;
+}
+
+Status Journal::LoadSegments(master::MasterState& state, uint64_t now_us, LoadStats* stats,
+                             std::map<uint32_t, std::string>* names) {
+  sqlite3_stmt* s = nullptr;
+  MC_RETURN_IF_ERROR(db_->Prepare(
+      "SELECT id, name, owner_hi, owner_lo, incarnation, size_bytes, hostname, endpoint,"
+      " shm_path, access_key FROM segments ORDER BY id",
+      &s));
+  int rc;
+  Status st;
+  while (st.ok() && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+    const auto id = static_cast<uint32_t>(sqlite3_column_int64(s, 0));
+    master::SegmentDump d;
+    d.desc.name = Text(s, 1);
+    d.owner = proto::ClientId{AsU64(s, 2), AsU64(s, 3)};
+    d.desc.incarnation = AsU64(s, 4);
+    d.desc.size_bytes = AsU64(s, 5);
+    d.desc.hostname = Text(s, 6);
+    d.desc.endpoint = Text(s, 7);
+    d.desc.shm_path = Text(s, 8);
+    d.desc.access_key = Text(s, 9);
+    st = state.LoadSegment(d, now_us);
+    if (!st.ok()) {
+      st = Error(ErrorCode::INTERNAL_ERROR,
+                 path_ + ": segment row " + std::to_string(id) + ": " + st.message());
+      break;
+    }
+    names->emplace(id, d.desc.name);
+    segment_ids_[d.desc.name] = id;
+    next_segment_id_ = std::max(next_segment_id_, id + 1);
+    ++stats->segments;
+  }
+  if (st.ok() && rc != SQLITE_DONE) st = db_->Failure(path_ + ": reading segments");
+  sqlite3_finalize(s);
+  return st;
+}
+
+Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadStats* stats,
+                            const std::map<uint32_t, std::string>& names) {
+  sqlite3_stmt* s = nullptr;
+  MC_RETURN_IF_ERROR(
+      db_->Prepare("SELECT key, size_bytes, soft_pin, replicas, buffers FROM objects", &s));
+  int rc;
+  Status st;
+  master::ObjectDump o;
+  while (st.ok() && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+    o.key = Text(s, 0);
+    o.size_bytes = AsU64(s, 1);
+    o.soft_pin = sqlite3_column_int(s, 2) != 0;
+    o.complete = true;
+    const int64_t replicas = sqlite3_column_int64(s, 3);
+    const std::string buffers = Text(s, 4);
+    const size_t count = buffers.size() / kBufferRecordBytes;
+    auto bad = [&](const std::string& why) {
+      return Error(ErrorCode::INTERNAL_ERROR, path_ + ": object row '" + o.key + "': " + why);
+    };
+    if (replicas <= 0 || replicas > master::kMaxReplicas ||
+        buffers.size() % kBufferRecordBytes != 0 || count % replicas != 0 || count == 0) {
+      st = bad("malformed buffer list (" + std::to_string(buffers.size()) + " bytes, " +
+               std::to_string(replicas) + " replicas)");
+      break;
+    }
+    const uint64_t stripes = count / static_cast<uint64_t>(replicas);
+    proto::Reader r(buffers);
+    o.replicas.assign(static_cast<size_t>(replicas), {});
+    for (auto& replica : o.replicas) {
+      for (uint64_t i = 0; i < stripes && st.ok(); ++i) {
+        const uint32_t seg = r.U32("segment id");
+        const uint64_t offset = r.U64("offset");
+        auto name = names.find(seg);
+        if (name == names.end()) {
+          st = bad("segment id " + std::to_string(seg) + " is not in the segments table");
+          break;
+        }
+        const uint64_t size = i + 1 < stripes ? stripe_size_bytes_
+                              : o.size_bytes > i * stripe_size_bytes_
+                                  ? o.size_bytes - i * stripe_size_bytes_
+                                  : 0;
+        replica.push_back({name->second, offset, size});
+      }
+    }
+    if (st.ok()) st = state.LoadObject(o, now_us);
+    if (!st.ok()) {
+      if (st.code() != ErrorCode::INTERNAL_ERROR) st = bad(st.message());
+      break;
+    }
+    ++stats->objects;
+  }
+  if (st.ok() && rc != SQLITE_DONE) st = db_->Failure(path_ + ": reading objects");
+  sqlite3_finalize(s);
+  return st;
+}
+
+}  // namespace mc::masterd

@@ -1,0 +1,114 @@
+// Journal: the master's durable state in SQLite (`--data-dir DIR`, file
+// DIR/master.db; tables in mooncake-master(1), FILES).
+//
+// A master::StateListener: the state machine reports each durable change
+// (segment mounted or unmounted, object committed or removed) under the
+// master's lock; Append only queues it. One writer thread commits whatever
+// has queued as one transaction (group commit: while one commit fsyncs,
+// the changes of every other client gather for the next), so many clients
+// share each fsync. WaitDurable blocks until everything queued before the
+// call is committed; the RPC server calls it before sending a round of
+// replies, so a PutEnd or Remove is acknowledged only once it is durable.
+//
+// In-flight puts, leases and client liveness are not journaled: after a
+// restart in-flight puts are gone (revoked; their space was never
+// committed), and the owners of loaded segments get a fresh client_ttl to
+// ping again.
+//
+// Thread-safe: the StateListener calls come under the master's lock,
+// WaitDurable from any thread, the writer runs on its own thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/result.h"
+#include "master/master_state.h"
+#include "master/state_listener.h"
+
+namespace mc::metadata {
+class SqliteDb;
+}
+
+namespace mc::masterd {
+
+// PRAGMA application_id of a master state file: "MCMS".
+constexpr uint32_t kJournalApplicationId = 0x4d434d53;
+constexpr int kJournalSchemaVersion = 1;
+// Changes written in one transaction at most; more wait for the next one.
+constexpr size_t kMaxChangesPerCommit = 1u << 16;
+
+class Journal final : public master::StateListener {
+ public:
+  // Opens or creates `path` and starts the writer thread. `stripe_size_bytes`
+  // must be the master's: buffer sizes are derived from it, not stored.
+  static Result<std::unique_ptr<Journal>> Open(const std::string& path,
+                                               uint64_t stripe_size_bytes);
+  ~Journal() override;  // commits what is queued, stops the writer
+
+  struct LoadStats {
+    uint64_t segments = 0;
+    uint64_t objects = 0;
+  };
+  // Rebuilds a fresh `state` from the file. A row that does not decode, or
+  // that the state refuses (overlap, unknown segment, ...), fails the load
+  // with a message naming the file and the row: the master then refuses to
+  // start rather than serve wrong data.
+  Result<LoadStats> LoadInto(master::MasterState& state, uint64_t now_us);
+
+  // Blocks until every change queued before the call is committed; the
+  // commit's error if one failed (the journal then stays failed).
+  Status WaitDurable();
+  Status failure() const;
+  uint64_t commits() const;
+  const std::string& path() const { return path_; }
+
+  // master::StateListener (called under the master's lock).
+  void OnSegmentMounted(const master::SegmentDump& segment) override;
+  void OnSegmentUnmounted(std::string_view segment_name) override;
+  void OnObjectCommitted(const master::ObjectDump& object) override;
+  void OnObjectRemoved(std::string_view key, master::RemoveReason reason) override;
+
+  struct Change;
+
+ private:
+  Journal(std::unique_ptr<metadata::SqliteDb> db, uint64_t stripe_size_bytes);
+  Status Prepare();
+  void Append(Change change);
+  void WriterLoop();
+  Status Commit(const std::vector<Change>& batch);
+  Status LoadSegments(master::MasterState& state, uint64_t now_us, LoadStats* stats,
+                      std::map<uint32_t, std::string>* names);
+  Status LoadObjects(master::MasterState& state, uint64_t now_us, LoadStats* stats,
+                     const std::map<uint32_t, std::string>& names);
+
+  std::unique_ptr<metadata::SqliteDb> db_;  // writer thread only (after LoadInto)
+  const std::string path_;
+  const uint64_t stripe_size_bytes_;
+  struct Statements;
+  std::unique_ptr<Statements> stmts_;
+
+  // Under the master's lock: the row id of each mounted segment, which
+  // object rows use instead of the name.
+  std::map<std::string, uint32_t, std::less<>> segment_ids_;
+  uint32_t next_segment_id_ = 1;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;  // writer: changes queued or stopping
+  std::condition_variable done_cv_;  // waiters: a commit finished
+  std::vector<Change> pending_;
+  uint64_t appended_ = 0;  // changes queued so far
+  uint64_t durable_ = 0;   // changes committed so far
+  uint64_t commits_ = 0;
+  Status failure_;
+  bool stopping_ = false;
+  std::thread writer_;
+};
+
+}  // namespace mc::masterd

@@ -1,0 +1,199 @@
+#include "masterd/journal.h"
+
+#include <doctest/doctest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include "master/eviction_policy.h"
+#include "master/master_test_util.h"
+
+using namespace mc;
+using namespace mc::master;
+using mc::master::testing::Client;
+using mc::master::testing::Segment;
+
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kNow = 1000000;
+
+// A fresh file name under /tmp, removed (with its WAL) at scope exit.
+struct TempDb {
+  std::string path;
+  TempDb() {
+    char tmpl[] = "/tmp/mc-journal-test-XXXXXX";
+    int fd = ::mkstemp(tmpl);
+    REQUIRE(fd >= 0);
+    ::close(fd);
+    path = tmpl;
+    std::remove(path.c_str());
+  }
+  ~TempDb() {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
+  }
+};
+
+MasterConfig SmallStripes() {
+  MasterConfig c;
+  c.stripe_size_bytes = kMiB;  // so large objects have several buffers
+  return c;
+}
+
+std::unique_ptr<MasterState> NewState(const MasterConfig& c, StateListener* l) {
+  return std::make_unique<MasterState>(c, MakeEvictionPolicy("lru", 0), l);
+}
+
+// Everything durable about a state, comparable.
+std::string Fingerprint(const MasterState& s) {
+  std::string out;
+  for (const auto& seg : s.DumpSegments())
+    out += "seg " + seg.desc.name + " " + std::to_string(seg.desc.incarnation) + " " +
+           seg.desc.access_key + " " + seg.owner.ToString() + "\n";
+  for (const auto& o : s.DumpObjects(true)) {
+    out += "obj " + o.key + " " + std::to_string(o.size_bytes) + (o.soft_pin ? " pin" : "");
+    for (const auto& r : o.replicas)
+      for (const auto& b : r)
+        out += " " + b.segment_name + "@" + std::to_string(b.offset) + "+" +
+               std::to_string(b.size_bytes);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("journal reloads segments and complete objects exactly; in-flight puts are gone") {
+  TempDb db;
+  const MasterConfig config = SmallStripes();
+  std::string before;
+  uint64_t allocated_complete = 0;
+  {
+    auto journal = masterd::Journal::Open(db.path, config.stripe_size_bytes);
+    REQUIRE(journal.ok());
+    auto state = NewState(config, journal->get());
+    for (int i = 0; i < 3; ++i) {
+      proto::SegmentDesc d = Segment("s" + std::to_string(i), 64 * kMiB);
+      d.access_key = "key-" + std::to_string(i);
+      d.incarnation = 100 + i;
+      REQUIRE(state->MountSegment({Client(i + 1), d}, kNow).ok());
+    }
+    std::mt19937_64 rng(7);
+    for (int i = 0; i < 60; ++i) {
+      const std::string key = "k" + std::to_string(i);
+      const uint64_t size = 1 + rng() % (3 * kMiB);
+      REQUIRE(state->PutStart({Client(1), key, size, {1u + i % 2, i % 5 == 0}}, kNow).ok());
+      if (i % 7 != 3) REQUIRE(state->PutEnd({Client(1), key}, kNow).ok());  // else in flight
+    }
+    for (int i = 0; i < 60; i += 4) (void)state->Remove({"k" + std::to_string(i), true}, kNow);
+    REQUIRE(state->UnmountSegment({Client(3), "s2"}, kNow).ok());  // drops replicas on s2
+    REQUIRE((*journal)->WaitDurable().ok());
+    CHECK((*journal)->commits() >= 1);
+    before = Fingerprint(*state);
+    for (const auto& o : state->DumpObjects(true))
+      for (const auto& r : o.replicas)
+        for (const auto& b : r) allocated_complete += SegmentAllocator::AlignUp(b.size_bytes);
+  }
+  auto journal = masterd::Journal::Open(db.path, config.stripe_size_bytes);
+  REQUIRE(journal.ok());
+  auto state = NewState(config, journal->get());
+  auto stats = (*journal)->LoadInto(*state, kNow);
+  REQUIRE(stats.ok());
+  CHECK(stats->segments == 2);
+  CHECK(Fingerprint(*state) == before);
+  // Only complete objects hold space: the in-flight puts were revoked.
+  CHECK(state->counters().allocated_bytes == allocated_complete);
+  // The reloaded state keeps journaling: a later change survives another restart.
+  REQUIRE(state->PutStart({Client(1), "after", kMiB, {1, false}}, kNow).ok());
+  REQUIRE(state->PutEnd({Client(1), "after"}, kNow).ok());
+  REQUIRE((*journal)->WaitDurable().ok());
+  const std::string after = Fingerprint(*state);
+  journal->reset();
+  auto again = masterd::Journal::Open(db.path, config.stripe_size_bytes);
+  REQUIRE(again.ok());
+  auto state2 = NewState(config, again->get());
+  REQUIRE((*again)->LoadInto(*state2, kNow).ok());
+  CHECK(Fingerprint(*state2) == after);
+}
+
+TEST_CASE("a store back with a new incarnation loses the old incarnation's objects") {
+  TempDb db;
+  const MasterConfig config = SmallStripes();
+  auto journal = masterd::Journal::Open(db.path, config.stripe_size_bytes);
+  REQUIRE(journal.ok());
+  auto state = NewState(config, journal->get());
+  REQUIRE(state->MountSegment({Client(1), Segment("s", 16 * kMiB)}, kNow).ok());
+  REQUIRE(state->PutStart({Client(1), "old", kMiB, {1, false}}, kNow).ok());
+  REQUIRE(state->PutEnd({Client(1), "old"}, kNow).ok());
+  proto::SegmentDesc reborn = Segment("s", 16 * kMiB);
+  reborn.incarnation = 2;
+  REQUIRE(state->MountSegment({Client(9), reborn}, kNow).ok());
+  CHECK(state->GetReplicaList({Client(1), "old"}, kNow).code() == ErrorCode::OBJECT_NOT_FOUND);
+  CHECK(state->counters().allocated_bytes == 0);
+  REQUIRE((*journal)->WaitDurable().ok());
+  journal->reset();
+  auto again = masterd::Journal::Open(db.path, config.stripe_size_bytes);
+  REQUIRE(again.ok());
+  auto loaded = NewState(config, again->get());
+  REQUIRE((*again)->LoadInto(*loaded, kNow).ok());
+  CHECK(loaded->DumpObjects(true).empty());
+  REQUIRE(loaded->DumpSegments().size() == 1);
+  CHECK(loaded->DumpSegments()[0].desc.incarnation == 2);
+}
+
+TEST_CASE("a foreign, damaged or newer database is refused with its name and the problem") {
+  SUBCASE("another program's SQLite file") {
+    TempDb db;
+    sqlite3* raw = nullptr;
+    REQUIRE(sqlite3_open(db.path.c_str(), &raw) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(raw, "CREATE TABLE kv(key BLOB PRIMARY KEY, value BLOB)", nullptr,
+                         nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(raw);
+    auto j = masterd::Journal::Open(db.path, kMiB);
+    REQUIRE(!j.ok());
+    CHECK(j.status().message().find(db.path) != std::string::npos);
+    CHECK(j.status().message().find("not a mooncake master state database") != std::string::npos);
+  }
+  SUBCASE("random bytes") {
+    TempDb db;
+    std::ofstream(db.path) << std::string(8192, 'x');
+    auto j = masterd::Journal::Open(db.path, kMiB);
+    REQUIRE(!j.ok());
+    CHECK(j.status().message().find(db.path) != std::string::npos);
+    CHECK(j.status().message().find("not a database") != std::string::npos);
+  }
+  SUBCASE("a newer schema version") {
+    TempDb db;
+    { REQUIRE(masterd::Journal::Open(db.path, kMiB).ok()); }
+    sqlite3* raw = nullptr;
+    REQUIRE(sqlite3_open(db.path.c_str(), &raw) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(raw, "PRAGMA user_version = 99", nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(raw);
+    auto j = masterd::Journal::Open(db.path, kMiB);
+    REQUIRE(!j.ok());
+    CHECK(j.status().message().find("schema version 99") != std::string::npos);
+  }
+  SUBCASE("rows that overlap are refused at load, naming the row") {
+    TempDb db;
+    {
+      auto j = masterd::Journal::Open(db.path, kMiB);
+      REQUIRE(j.ok());
+      (*j)->OnSegmentMounted({Segment("s", 16 * kMiB), Client(1)});
+      (*j)->OnObjectCommitted({"a", kMiB, true, false, {{{"s", 0, kMiB}}}});
+      (*j)->OnObjectCommitted({"b", kMiB, true, false, {{{"s", 64, kMiB}}}});
+      REQUIRE((*j)->WaitDurable().ok());
+    }
+    auto j = masterd::Journal::Open(db.path, kMiB);
+    REQUIRE(j.ok());
+    MasterConfig config;
+    config.stripe_size_bytes = kMiB;
+    auto state = NewState(config, j->get());
+    auto loaded = (*j)->LoadInto(*state, kNow);
+    REQUIRE(!loaded.ok());
+    CHECK(loaded.status().message().find(db.path) != std::string::npos);
+    CHECK(loaded.status().message().find("object row 'b'") != std::string::npos);
+  }
+}
