@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -66,7 +67,10 @@ struct ReplayStats {
   double hit_ratio() const { return blocks ? double(hit_blocks) / double(blocks) : 0.0; }
 };
 
-ReplayStats ReplayTrace(const Trace& trace, PrefixCache& cache);
+// `before_each` (optional) runs before each request, e.g. to pace a live
+// replay at the trace's timestamps.
+ReplayStats ReplayTrace(const Trace& trace, PrefixCache& cache,
+                        const std::function<void(const TraceRequest&)>& before_each = {});
 
 // In which order a request's blocks are reported to an EvictionPolicy.
 enum class TouchOrder {

@@ -107,9 +107,11 @@ class PolicyCache final : public PrefixCache {
 
 }  // namespace
 
-ReplayStats ReplayTrace(const Trace& trace, PrefixCache& cache) {
+ReplayStats ReplayTrace(const Trace& trace, PrefixCache& cache,
+                        const std::function<void(const TraceRequest&)>& before_each) {
   ReplayStats stats;
   for (const TraceRequest& req : trace.requests) {
+    if (before_each) before_each(req);
     std::span<const uint64_t> blocks(req.hash_ids);
     size_t hit = cache.LookupPrefix(blocks);
     assert(hit <= blocks.size());
