@@ -8,12 +8,6 @@ namespace mc::bench {
 
 namespace {
 
-uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
 class TargetPrefixCache final : public PrefixCache {
  public:
   TargetPrefixCache(Target& target, const LiveTraceOptions& options, const std::string& name)
@@ -63,12 +57,12 @@ class TargetPrefixCache final : public PrefixCache {
     names_.resize(std::max(names_.size(), blocks.size()));
     for (size_t i = 0; i < blocks.size(); ++i) keys_.Name(blocks[i], &names_[i]);
     std::span<const std::string> names(names_.data(), blocks.size());
-    uint64_t t0 = NowNs();
+    uint64_t t0 = SteadyNowNs();
     BatchOutcome out = op == Op::kPut   ? target_.Put(names, value_)
                        : op == Op::kGet ? target_.Get(names, block_size_)
                                         : target_.Exists(names);
     OpResult& r = results_[op == Op::kExists ? 0 : op == Op::kGet ? 1 : 2];
-    r.latency.Record(NowNs() - t0);
+    r.latency.Record(SteadyNowNs() - t0);
     r.ops += out.ok + out.missing;
     r.hits += out.ok;
     r.errors += out.failed;
@@ -93,17 +87,17 @@ Result<LiveTraceResult> ReplayLive(const Trace& trace, const TargetFactory& fact
                                    const std::string& target_name, const LiveTraceOptions& options) {
   MC_ASSIGN_OR_RETURN(std::unique_ptr<Target> target, factory());
   TargetPrefixCache cache(*target, options, target_name);
-  uint64_t start = NowNs();
+  uint64_t start = SteadyNowNs();
   uint64_t first_ms = trace.requests.empty() ? 0 : trace.requests.front().timestamp_ms;
   auto pace = [&](const TraceRequest& req) {
     if (options.speedup <= 0) return;
     double due_ns = double(req.timestamp_ms - std::min(req.timestamp_ms, first_ms)) * 1e6 / options.speedup;
     uint64_t due = start + static_cast<uint64_t>(due_ns);
-    uint64_t now = NowNs();
+    uint64_t now = SteadyNowNs();
     if (due > now) std::this_thread::sleep_for(std::chrono::nanoseconds(due - now));
   };
   ReplayStats stats = ReplayTrace(trace, cache, pace);
-  double seconds = double(NowNs() - start) / 1e9;
+  double seconds = double(SteadyNowNs() - start) / 1e9;
 
   LiveTraceResult out;
   TraceSummary& s = out.summary;

@@ -13,12 +13,6 @@ namespace mc::bench {
 
 namespace {
 
-uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
 // Zipf(s = 0.99) ranks over the read window: rank 0 is the hottest key.
 class ZipfTable {
  public:
@@ -60,7 +54,7 @@ struct Worker {
 uint64_t Claim(Shared& s) {
   if (s.stop.load(std::memory_order_relaxed)) return 0;
   uint64_t batch = s.options->batch;
-  if (s.options->ops == 0) return NowNs() < s.deadline_ns ? batch : 0;
+  if (s.options->ops == 0) return SteadyNowNs() < s.deadline_ns ? batch : 0;
   uint64_t first = s.issued.fetch_add(batch);
   if (first >= s.options->ops) return 0;
   return std::min(batch, s.options->ops - first);
@@ -88,11 +82,11 @@ void RunWorker(Shared& s, Worker& w) {
       PickReads(s, w, n);
     }
     std::span<const std::string> names(w.names.data(), n);
-    uint64_t t0 = NowNs();
+    uint64_t t0 = SteadyNowNs();
     BatchOutcome out = op == Op::kPut   ? w.target->Put(names, w.value)
                        : op == Op::kGet ? w.target->Get(names, s.options->value_size)
                                         : w.target->Exists(names);
-    w.result.latency.Record(NowNs() - t0);
+    w.result.latency.Record(SteadyNowNs() - t0);
     w.result.ops += out.ok + out.missing;
     w.result.hits += out.ok;
     w.result.errors += out.failed;
@@ -113,6 +107,12 @@ void PrintProgress(const char* target, Op op, uint64_t done, double seconds, uin
 }
 
 }  // namespace
+
+uint64_t SteadyNowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
 
 const char* OpName(Op op) {
   switch (op) {
@@ -175,7 +175,7 @@ Result<OpResult> RunWorkload(const TargetFactory& factory, const std::string& ta
     w.value.resize(options.value_size);
     for (size_t i = 0; i < w.value.size(); ++i) w.value[i] = static_cast<uint8_t>(i * 131 + 7);
   }
-  uint64_t start = NowNs();
+  uint64_t start = SteadyNowNs();
   s.deadline_ns = start + options.duration_us * 1000;
   std::vector<std::thread> threads;
   for (Worker& w : workers) threads.emplace_back([&s, &w] { RunWorker(s, w); });
@@ -184,17 +184,17 @@ Result<OpResult> RunWorkload(const TargetFactory& factory, const std::string& ta
   if (live) {
     // Wake often enough for a short run to end promptly; print twice a second.
     uint64_t last_print = start;
-    while (s.completed.load() < (options.ops ? options.ops : UINT64_MAX) && NowNs() < s.deadline_ns) {
+    while (s.completed.load() < (options.ops ? options.ops : UINT64_MAX) && SteadyNowNs() < s.deadline_ns) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      if (NowNs() - last_print >= 500000000) {
-        last_print = NowNs();
+      if (SteadyNowNs() - last_print >= 500000000) {
+        last_print = SteadyNowNs();
         PrintProgress(target_name.c_str(), op, s.completed.load(), double(last_print - start) / 1e9,
                       options.value_size);
       }
     }
   }
   for (std::thread& t : threads) t.join();
-  uint64_t elapsed = NowNs() - start;
+  uint64_t elapsed = SteadyNowNs() - start;
   if (live) std::printf("\r%100s\r", "");
 
   OpResult total;

@@ -16,6 +16,9 @@ namespace mc::bench {
 
 enum class Op { kPut, kGet, kMixed, kExists };
 const char* OpName(Op op);
+
+// Monotonic nanoseconds: bench timings measure real time, never injected.
+uint64_t SteadyNowNs();
 Result<std::vector<Op>> ParseOps(std::string_view list);  // "put,get"
 
 // Limits checked when the command line is read.
