@@ -16,7 +16,10 @@ RunFn SetupStore(CLI::App& sub) {
   auto cc = std::make_shared<config::CommandConfig>(sub, kSections, /*is_server=*/true);
   return [cc] {
     return config::RunWithConfig("store", *cc, kSections, [](const Config& config) {
-      return store::RunStore(config);
+      Status st = store::RunStore(config);
+      if (st.ok()) return static_cast<int>(kExitOk);
+      std::fprintf(stderr, "mooncake store: %s\n", st.ToString().c_str());
+      return static_cast<int>(st.code() == ErrorCode::AUTH_FAILED ? kExitAuth : kExitFailure);
     });
   };
 }

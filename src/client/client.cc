@@ -11,6 +11,8 @@
 #include "common/crypto.h"
 #include "common/host_identity.h"
 #include "common/log.h"
+#include "common/capability.h"
+#include "transfer/access.h"
 #include "transfer/shm_transport.h"
 #include "transfer/tcp_transport.h"
 
@@ -48,7 +50,7 @@ struct Planned {
 class ClientImpl final : public Client {
  public:
   ClientImpl(const Config& config, std::unique_ptr<rpc::MasterClient> link)
-      : config_(config), link_(std::move(link)), tcp_(TcpOptions(config)), shm_(transfer::ShmTransportOptions{}) {
+      : config_(config), link_(std::move(link)), tcp_(TcpOptions(config)), shm_(ShmOptions()) {
     std::string id = RandomBytes(16);
     std::memcpy(&id_.hi, id.data(), 8);
     std::memcpy(&id_.lo, id.data() + 8, 8);
@@ -63,6 +65,10 @@ class ClientImpl final : public Client {
   Result<std::vector<uint8_t>> Get(const std::string& key) override {
     auto r = BatchGet({key});
     return std::move(r[0]);
+  }
+
+  Result<proto::GetReplicaListReply> Locate(const std::string& key) override {
+    return link_->Invoke<Opcode::kGetReplicaList>(proto::KeyRequest{id_, key});
   }
 
   Result<bool> Exists(const std::string& key) override {
@@ -100,6 +106,14 @@ class ClientImpl final : public Client {
     return o;
   }
 
+  // Same-host copies must stay inside their grants (see shm_transport.h for
+  // what that does and does not protect).
+  static transfer::ShmTransportOptions ShmOptions() {
+    transfer::ShmTransportOptions o;
+    o.check = transfer::GrantBoundsCheck(WallClockUnixMs);
+    return o;
+  }
+
   bool UseShm(const proto::BufferDesc& b) const {
     return config_.cluster.shm && !b.shm_path.empty() && b.hostname == HostIdentity();
   }
@@ -134,6 +148,7 @@ Status ClientImpl::Plan(const proto::ReplicaDesc& replica, transfer::OpKind kind
     p.op.remote_offset = b.offset;
     p.op.buffer = object + off;
     p.op.len = b.size_bytes;
+    p.op.grant = {b.offset, b.size_bytes, b.capability_expiry_unix_ms, b.capability};
     out->push_back(std::move(p));
     off += b.size_bytes;
   }

@@ -36,6 +36,9 @@ class Client {
                      const proto::PutOptions& options) = 0;
   // Fetches the whole object. OBJECT_NOT_FOUND if absent.
   virtual Result<std::vector<uint8_t>> Get(const std::string& key) = 0;
+  // Where the object's replicas are, with the master's read grants, without
+  // moving bytes (debugging; takes a lease like Get).
+  virtual Result<proto::GetReplicaListReply> Locate(const std::string& key) = 0;
   virtual Result<bool> Exists(const std::string& key) = 0;
   virtual Status Remove(const std::string& key, bool force) = 0;
   virtual Result<proto::ListKeysReply> List(const proto::ListKeysRequest& request) = 0;

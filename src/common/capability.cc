@@ -24,25 +24,33 @@ std::string SignCapability(std::string_view access_key, const CapabilityGrant& g
   return HmacSha256(access_key, msg);
 }
 
-Status CheckCapability(std::string_view access_key, const CapabilityGrant& grant,
-                       std::string_view signature, CapabilityOp op, uint64_t offset,
-                       uint64_t len, uint64_t now_unix_ms) {
+Status CheckGrantBounds(const CapabilityGrant& grant, CapabilityOp op, uint64_t offset,
+                        uint64_t len, uint64_t now_unix_ms) {
   ErrorCode code = op == CapabilityOp::kWrite ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ;
-  const char* what = op == CapabilityOp::kWrite ? "write" : "read";
-  if (grant.op != op) return Error(code, std::string(what) + " with a grant for another operation");
-  if (!ConstantTimeEqual(SignCapability(access_key, grant), signature)) {
-    return Error(code, std::string(what) + " without a valid grant from the master");
-  }
-  if (now_unix_ms > grant.expiry_unix_ms) {
-    return Error(code, std::string(what) + " with an expired grant (" +
+  const std::string what = op == CapabilityOp::kWrite ? "write" : "read";
+  if (grant.op != op) return Error(code, what + " with a grant for another operation");
+  // Expired at expiry_unix_ms itself, so the grant's life is [signed, expiry).
+  if (now_unix_ms >= grant.expiry_unix_ms) {
+    return Error(code, what + " with an expired grant (" +
                            std::to_string(now_unix_ms - grant.expiry_unix_ms) + " ms ago)");
   }
   uint64_t end = offset + len;
   if (end < offset || offset < grant.offset || end > grant.offset + grant.size_bytes) {
-    return Error(code, std::string(what) + " of [" + std::to_string(offset) + ", " +
-                           std::to_string(end) + ") outside the granted buffer");
+    return Error(code, what + " of [" + std::to_string(offset) + ", " + std::to_string(end) +
+                           ") outside the granted buffer");
   }
   return Status::Ok();
+}
+
+Status CheckCapability(std::string_view access_key, const CapabilityGrant& grant,
+                       std::string_view signature, CapabilityOp op, uint64_t offset,
+                       uint64_t len, uint64_t now_unix_ms) {
+  if (grant.op == op && !ConstantTimeEqual(SignCapability(access_key, grant), signature)) {
+    return Error(op == CapabilityOp::kWrite ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ,
+                 std::string(op == CapabilityOp::kWrite ? "write" : "read") +
+                     " without a valid grant from the master");
+  }
+  return CheckGrantBounds(grant, op, offset, len, now_unix_ms);
 }
 
 uint64_t WallClockUnixMs() {

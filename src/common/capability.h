@@ -9,6 +9,26 @@
 // range, matches the operation and has not expired. So writes land only in
 // buffers of in-progress puts, reads only touch complete replicas under a
 // lease, and freed space cannot be read once the grant expired.
+//
+// Why expiry is enough to keep grants off freed space: a grant cannot be
+// revoked (the store keeps no per-grant state), so it must die before the
+// space it names can be given to another object. The master makes
+//   - a read grant expire with the lease the same get took: a leased object
+//     is neither removed nor evicted, so its space is not freed while a read
+//     grant on it lives;
+//   - a write grant expire with the put's deadline (put_timeout): an
+//     unfinished put's buffers are not freed before it.
+// The wall time is read before the lease starts and rounded down, and a
+// grant is expired at expiry_unix_ms itself, so it never outlives either.
+// What expiry does not cover, plainly:
+//   - `rm --force` removes a leased object, and a put that ends or is
+//     revoked early frees its space before put_timeout; a client that kept
+//     its grant could then touch space reused by a newer object until the
+//     grant expires (at most the lease TTL / put_timeout). Only clients that
+//     passed authentication hold grants at all.
+//   - the store checks expiry with its own wall clock: a store whose clock
+//     runs behind the master's honours grants that much longer. Keep clocks
+//     in sync (NTP) or the TTLs well above the skew.
 // Pure functions, thread-safe.
 #pragma once
 
@@ -39,6 +59,11 @@ std::string SignCapability(std::string_view access_key, const CapabilityGrant& g
 Status CheckCapability(std::string_view access_key, const CapabilityGrant& grant,
                        std::string_view signature, CapabilityOp op, uint64_t offset,
                        uint64_t len, uint64_t now_unix_ms);
+
+// The same checks without the signature (op, expiry, range), for a party
+// that holds no key: the same-host client checking itself.
+Status CheckGrantBounds(const CapabilityGrant& grant, CapabilityOp op, uint64_t offset,
+                        uint64_t len, uint64_t now_unix_ms);
 
 uint64_t WallClockUnixMs();
 

@@ -17,6 +17,11 @@ MasterService::MasterService(const MasterConfig& config, const Clock& clock,
           config, master::MakeEvictionPolicy("adaptive", 0), listener)) {}
 
 void MasterService::Sign(proto::ReplicaDesc* replica, bool write, uint64_t now_wall_ms) {
+  // A write grant ends no later than the put's deadline (an unfinished put's
+  // space is not freed before it) and a read grant no later than the lease
+  // the get just took (a leased object is not removed or evicted): the wall
+  // time was read before the state machine's clock and is rounded down, so
+  // the grant never outlives either. See common/capability.h.
   uint64_t ttl_us = write ? config_.put_timeout_us : config_.default_kv_lease_ttl_us;
   for (proto::BufferDesc& b : replica->buffers) {
     auto it = segment_keys_.find(b.segment_name);
@@ -29,9 +34,9 @@ void MasterService::Sign(proto::ReplicaDesc* replica, bool write, uint64_t now_w
   }
 }
 
-void MasterService::SignAll(std::vector<proto::ReplicaDesc>* replicas, bool write) {
-  uint64_t now = WallClockUnixMs();
-  for (auto& r : *replicas) Sign(&r, write, now);
+void MasterService::SignAll(std::vector<proto::ReplicaDesc>* replicas, bool write,
+                            uint64_t wall_before_ms) {
+  for (auto& r : *replicas) Sign(&r, write, wall_before_ms);
 }
 
 Status MasterService::MountSegment(const proto::MountSegmentRequest& req) {
@@ -72,8 +77,9 @@ Result<proto::PingReply> MasterService::Ping(const proto::PingRequest& req) {
 
 Result<proto::PutStartReply> MasterService::PutStart(const proto::PutStartRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t wall_ms = WallClockUnixMs();  // before the lease starts
   auto r = state_->PutStart(req, clock_.NowUs());
-  if (r.ok()) SignAll(&r->replicas, true);
+  if (r.ok()) SignAll(&r->replicas, true, wall_ms);
   return r;
 }
 
@@ -89,8 +95,9 @@ Status MasterService::PutRevoke(const proto::KeyRequest& req) {
 
 Result<proto::GetReplicaListReply> MasterService::GetReplicaList(const proto::KeyRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t wall_ms = WallClockUnixMs();  // before the lease starts
   auto r = state_->GetReplicaList(req, clock_.NowUs());
-  if (r.ok()) SignAll(&r->replicas, false);
+  if (r.ok()) SignAll(&r->replicas, false, wall_ms);
   return r;
 }
 
@@ -119,10 +126,11 @@ Result<proto::ClusterStatusReply> MasterService::ClusterStatus() { return Snapsh
 Result<proto::Batch<proto::BatchItem<proto::PutStartReply>>> MasterService::BatchPutStart(
     const proto::Batch<proto::PutStartRequest>& req) {
   std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t wall_ms = WallClockUnixMs();  // before the lease starts
   auto r = state_->BatchPutStart(req, clock_.NowUs());
   if (r.ok()) {
     for (auto& item : *r) {
-      if (item.status.ok()) SignAll(&item.value.replicas, true);
+      if (item.status.ok()) SignAll(&item.value.replicas, true, wall_ms);
     }
   }
   return r;
@@ -142,10 +150,11 @@ Result<proto::Batch<Status>> MasterService::BatchPutRevoke(
 Result<proto::Batch<proto::BatchItem<proto::GetReplicaListReply>>>
 MasterService::BatchGetReplicaList(const proto::Batch<proto::KeyRequest>& req) {
   std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t wall_ms = WallClockUnixMs();  // before the lease starts
   auto r = state_->BatchGetReplicaList(req, clock_.NowUs());
   if (r.ok()) {
     for (auto& item : *r) {
-      if (item.status.ok()) SignAll(&item.value.replicas, false);
+      if (item.status.ok()) SignAll(&item.value.replicas, false, wall_ms);
     }
   }
   return r;

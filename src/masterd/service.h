@@ -72,7 +72,8 @@ class MasterService final : public rpc::Handler {
 
  private:
   void Sign(proto::ReplicaDesc* replica, bool write, uint64_t now_wall_ms);
-  void SignAll(std::vector<proto::ReplicaDesc>* replicas, bool write);
+  // `wall_before_ms`: wall time read before the state machine's `now`.
+  void SignAll(std::vector<proto::ReplicaDesc>* replicas, bool write, uint64_t wall_before_ms);
 
   MasterConfig config_;
   const Clock& clock_;

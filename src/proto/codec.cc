@@ -55,6 +55,7 @@ void Encode(Writer& w, const SegmentDesc& v) {
   w.Str(v.shm_path);
   w.U64(v.size_bytes);
   w.U64(v.incarnation);
+  w.Str(v.access_key);
 }
 void Decode(Reader& r, SegmentDesc* v) {
   r.Str(&v->name, kMaxStringBytes, "segment.name");
@@ -63,6 +64,7 @@ void Decode(Reader& r, SegmentDesc* v) {
   r.Str(&v->shm_path, kMaxStringBytes, "segment.shm_path");
   v->size_bytes = r.U64("segment.size_bytes");
   v->incarnation = r.U64("segment.incarnation");
+  r.Str(&v->access_key, kMaxStringBytes, "segment.access_key");
 }
 
 void Encode(Writer& w, const BufferDesc& v) {
@@ -72,6 +74,8 @@ void Encode(Writer& w, const BufferDesc& v) {
   w.Str(v.hostname);
   w.U64(v.offset);
   w.U64(v.size_bytes);
+  w.Str(v.capability);
+  w.U64(v.capability_expiry_unix_ms);
 }
 void Decode(Reader& r, BufferDesc* v) {
   r.Str(&v->segment_name, kMaxStringBytes, "buffer.segment_name");
@@ -80,6 +84,8 @@ void Decode(Reader& r, BufferDesc* v) {
   r.Str(&v->hostname, kMaxStringBytes, "buffer.hostname");
   v->offset = r.U64("buffer.offset");
   v->size_bytes = r.U64("buffer.size_bytes");
+  r.Str(&v->capability, kMaxStringBytes, "buffer.capability");
+  v->capability_expiry_unix_ms = r.U64("buffer.capability_expiry_unix_ms");
 }
 
 void Encode(Writer& w, const ReplicaDesc& v) {

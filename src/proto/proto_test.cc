@@ -130,8 +130,8 @@ TEST_CASE("bad frame headers are refused with the reason") {
 TEST_CASE("every message type round-trips, and its truncations are refused") {
   ClientId client{0x1122334455667788, 0x99aabbccddeeff00};
   CHECK(client.ToString() == "112233445566778899aabbccddeeff00");
-  SegmentDesc seg{"host:1", "host", "10.0.0.1:7000", "/dev/shm/x", 1 << 30, 42};
-  BufferDesc buf{"host:1", "10.0.0.1:7000", "/dev/shm/x", "host", 4096, 1 << 20};
+  SegmentDesc seg{"host:1", "host", "10.0.0.1:7000", "/dev/shm/x", 1 << 30, 42, "key"};
+  BufferDesc buf{"host:1", "10.0.0.1:7000", "/dev/shm/x", "host", 4096, 1 << 20, "mac", 99};
   ReplicaDesc rep{ReplicaStatus::kComplete, {buf, buf}};
   CheckRoundTrip(MountSegmentRequest{client, seg});
   CheckRoundTrip(UnmountSegmentRequest{client, "host:1"});

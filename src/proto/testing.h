@@ -19,10 +19,12 @@ inline bool operator==(const Empty&, const Empty&) { return true; }
   inline bool operator!=(const T& a, const T& b) { return !(a == b); }
 MC_EQ(SegmentDesc, a.name == b.name && a.hostname == b.hostname && a.endpoint == b.endpoint &&
                        a.shm_path == b.shm_path && a.size_bytes == b.size_bytes &&
-                       a.incarnation == b.incarnation)
+                       a.incarnation == b.incarnation && a.access_key == b.access_key)
 MC_EQ(BufferDesc, a.segment_name == b.segment_name && a.endpoint == b.endpoint &&
                       a.shm_path == b.shm_path && a.hostname == b.hostname &&
-                      a.offset == b.offset && a.size_bytes == b.size_bytes)
+                      a.offset == b.offset && a.size_bytes == b.size_bytes &&
+                      a.capability == b.capability &&
+                      a.capability_expiry_unix_ms == b.capability_expiry_unix_ms)
 MC_EQ(ReplicaDesc, a.status == b.status && a.buffers == b.buffers)
 MC_EQ(PutOptions, a.replicas == b.replicas && a.soft_pin == b.soft_pin)
 MC_EQ(MountSegmentRequest, a.client == b.client && a.segment == b.segment)
@@ -85,8 +87,8 @@ class RandomMessages {
     return Status(static_cast<ErrorCode>(-1 - static_cast<int32_t>(Pick(1100))), Str());
   }
   ClientId Client() { return {U64(), U64()}; }
-  SegmentDesc Segment() { return {Str(), Str(), Str(), Str(), U64(), U64()}; }
-  BufferDesc Buffer() { return {Str(), Str(), Str(), Str(), U64(), U64()}; }
+  SegmentDesc Segment() { return {Str(), Str(), Str(), Str(), U64(), U64(), Str()}; }
+  BufferDesc Buffer() { return {Str(), Str(), Str(), Str(), U64(), U64(), Str(), U64()}; }
   ReplicaDesc Replica() {
     ReplicaDesc r;
     r.status = Bool() ? ReplicaStatus::kComplete : ReplicaStatus::kProcessing;

@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/signals.h"
 #include "common/units.h"
+#include "transfer/access.h"
 #include "transfer/segment.h"
 #include "transfer/tcp_server.h"
 
@@ -72,12 +73,17 @@ class MetadataPublisher {
   bool ok_ = false;
 };
 
-// Mounts the segment, retrying with backoff until it works or a stop.
-bool MountWithRetry(rpc::MasterClient& link, const proto::MountSegmentRequest& req) {
+// Mounts the segment, retrying with backoff until it works or a stop
+// (false). A refused token is returned at once: retrying cannot fix it.
+Result<bool> MountWithRetry(rpc::MasterClient& link, const proto::MountSegmentRequest& req) {
   uint64_t backoff = 100;
   for (;;) {
     auto r = link.Invoke<Opcode::kMountSegment>(req);
     if (r.ok()) return true;
+    if (r.code() == ErrorCode::AUTH_FAILED) {
+      return Error(ErrorCode::AUTH_FAILED, "the master refused this store's auth token (" +
+                                               r.status().message() + ")");
+    }
     MC_LOG(WARN) << "mounting segment " << req.segment.name << " failed: " << r.status().ToString()
                  << "; retrying in " << backoff << " ms";
     if (WaitForStop(backoff)) return false;
@@ -87,16 +93,14 @@ bool MountWithRetry(rpc::MasterClient& link, const proto::MountSegmentRequest& r
 
 }  // namespace
 
-int RunStore(const Config& config) {
+Status RunStore(const Config& config) {
   InstallStopSignals();
   transfer::SegmentOptions so;
   so.size_bytes = config.store.global_segment_size_bytes;
   so.try_huge_pages = config.store.hugepages;
   auto segment = transfer::Segment::Create(so);
   if (!segment.ok()) {
-    std::fprintf(stderr, "mooncake store: cannot reserve the segment: %s\n",
-                 segment.status().ToString().c_str());
-    return 1;
+    return Error(segment.code(), "cannot reserve the segment: " + segment.status().ToString());
   }
   proto::SegmentDesc desc;
   desc.size_bytes = (*segment)->size_bytes();
@@ -109,12 +113,14 @@ int RunStore(const Config& config) {
   to.port = config.store.port;
   to.max_connections = config.store.max_connections;
   to.auth_token = config.cluster.auth_token;
-  auto server = transfer::TcpDataServer::Start((*segment)->base(), (*segment)->size_bytes(),
-                                               transfer::AllowAll(), to);
+  // Every transfer must carry a grant the master signed with this
+  // incarnation's key: writes only into in-progress puts, reads only of
+  // complete, leased replicas (common/capability.h).
+  auto server = transfer::TcpDataServer::Start(
+      (*segment)->base(), (*segment)->size_bytes(),
+      transfer::CapabilityCheck(desc.access_key, desc.incarnation, WallClockUnixMs), to);
   if (!server.ok()) {
-    std::fprintf(stderr, "mooncake store: cannot start the data server: %s\n",
-                 server.status().ToString().c_str());
-    return 1;
+    return Error(server.code(), "cannot start the data server: " + server.status().ToString());
   }
   uint16_t port = (*server)->port();
   desc.endpoint = config.cluster.local_hostname + ":" + std::to_string(port);
@@ -126,7 +132,8 @@ int RunStore(const Config& config) {
   std::memcpy(&id.hi, rid.data(), 8);
   std::memcpy(&id.lo, rid.data() + 8, 8);
   proto::MountSegmentRequest mount{id, desc};
-  if (!MountWithRetry(*link, mount)) return 0;
+  MC_ASSIGN_OR_RETURN(bool mounted, MountWithRetry(*link, mount));
+  if (!mounted) return Status::Ok();
 
   MetadataPublisher meta(config.cluster.metadata_server);
   std::string meta_key = "mooncake/ram/" + desc.name;
@@ -136,6 +143,7 @@ int RunStore(const Config& config) {
                << transfer::PageKindName((*segment)->page_kind()) << " pages) mounted on master "
                << config.cluster.master << ", data port " << port;
 
+  Status outcome;
   while (!WaitForStop(kPingIntervalMs)) {
     auto pong = link->Invoke<Opcode::kPing>(proto::PingRequest{id});
     if (!pong.ok()) {
@@ -145,7 +153,9 @@ int RunStore(const Config& config) {
     }
     if (pong->remount) {
       MC_LOG(INFO) << "master asked to remount; mounting segment " << desc.name << " again";
-      if (!MountWithRetry(*link, mount)) break;
+      auto again = MountWithRetry(*link, mount);
+      if (!again.ok()) outcome = again.status();
+      if (!again.ok() || !*again) break;
     }
   }
   MC_LOG(INFO) << "stopping: unmounting segment " << desc.name;
@@ -153,7 +163,12 @@ int RunStore(const Config& config) {
   if (!un.ok()) MC_LOG(WARN) << "unmount failed: " << un.status().ToString();
   meta.Delete(meta_key);
   (*server)->Stop();
-  return 0;
+  auto stats = (*server)->stats();
+  MC_LOG(INFO) << "data server served " << stats.requests_served << " requests, refused "
+               << stats.requests_refused << " (no valid grant or out of bounds), "
+               << stats.protocol_errors << " malformed, " << stats.auth_failures
+               << " failed authentications";
+  return outcome;
 }
 
 }  // namespace mc::store

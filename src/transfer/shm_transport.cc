@@ -94,8 +94,8 @@ Status ShmTransport::Batch(std::span<TransferOp> ops) {
                             op.endpoint->shm_path + " of " + std::to_string(size) + " bytes");
       continue;
     }
-    if (options_.range_check) {
-      op.status = options_.range_check(*op.endpoint, op.kind, op.remote_offset, op.len);
+    if (options_.check) {
+      op.status = options_.check(op.kind, op.remote_offset, op.len, op.grant);
       if (!op.status.ok()) continue;
     }
     uint8_t* remote = (*m)->base + op.remote_offset;

@@ -8,10 +8,13 @@
 // memfd or /dev/shm file). Within that trust boundary the rule "write only
 // inside your in-progress put buffer, read only complete replicas" is kept by
 // the client library: it passes only ranges taken from a master-issued
-// descriptor, and may install `range_check` to assert that before each copy
-// (the same callback shape as the TCP server's AccessCheck). A buggy or
-// hostile process of the same user can corrupt the segment; use TCP with an
-// AccessCheck between mutually distrusting processes.
+// descriptor, and the client installs `check` = GrantBoundsCheck (access.h)
+// so each copy must lie inside its op's grant, of the right kind, unexpired.
+// That catches this library's own mistakes (a stale descriptor whose lease
+// ran out, a range past the buffer), not a hostile process: the signature
+// cannot be verified without the store's key, and a process of the same user
+// can map the file and write anywhere. Use TCP (--no-shm), where the store
+// verifies the master's signature, between mutually distrusting processes.
 //
 // Thread-safe. Mappings are kept until Forget() or destruction; a store that
 // restarts gets a new path, and the caller should Forget() the old one.
@@ -35,8 +38,8 @@ struct ShmTransportOptions {
   int copy_threads = 1;
   uint64_t split_threshold_bytes = 8ull << 20;  // copies below this use one thread
   size_t max_mapped_segments = 256;
-  // Optional: asserts [offset, offset + len) came from the master.
-  std::function<Status(const Endpoint&, OpKind, uint64_t offset, uint64_t len)> range_check;
+  // Optional (empty: none): decides whether each op's range may be copied.
+  AccessCheck check;
 };
 
 class ShmTransport final : public Transport {

@@ -56,7 +56,7 @@ TEST_CASE("shm refuses out-of-bounds ranges and what the range check denies") {
   Endpoint ep;
   ep.shm_path = seg->shm_path();
   ShmTransportOptions opts;
-  opts.range_check = [](const Endpoint&, OpKind op, uint64_t off, uint64_t) -> mc::Status {
+  opts.check = [](OpKind op, uint64_t off, uint64_t, const Grant&) -> mc::Status {
     if (op == OpKind::kWrite && off >= 4096) return mc::Error(ErrorCode::INVALID_WRITE, "no");
     return mc::Status::Ok();
   };

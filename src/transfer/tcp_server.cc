@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/capability.h"
 #include "common/log.h"
 
 namespace mc::transfer {
@@ -67,10 +68,6 @@ Status Drain(int fd, uint64_t len) {
 }
 
 }  // namespace
-
-AccessCheck AllowAll() {
-  return [](OpKind, uint64_t, uint64_t) { return Status::Ok(); };
-}
 
 Result<std::unique_ptr<TcpDataServer>> TcpDataServer::Start(uint8_t* base, uint64_t size_bytes,
                                                             AccessCheck check,
@@ -181,13 +178,41 @@ void TcpDataServer::AcceptLoop() {
   }
 }
 
-Status TcpDataServer::CheckRange(OpKind op, uint64_t offset, uint64_t len) const {
+Status TcpDataServer::CheckRange(OpKind op, uint64_t offset, uint64_t len,
+                                 const Grant& grant) const {
   if (offset > size_bytes_ || len > size_bytes_ - offset) {
     return Error(op == OpKind::kWrite ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ,
                  "range at offset " + std::to_string(offset) + " length " + std::to_string(len) +
                      " is outside the segment of " + std::to_string(size_bytes_) + " bytes");
   }
-  return check_(op, offset, len);
+  return check_(op, offset, len, grant);
+}
+
+void TcpDataServer::LogRefusal(int fd, OpKind op, const Status& st) {
+  // A peer hammering the port with bad requests must not flood the log: at
+  // most kMaxRefusalLogsPerWindow lines per window, then one line saying how
+  // many were left out. The counter in stats() counts them all.
+  const uint64_t now_ms = WallClockUnixMs();
+  uint64_t suppressed = 0;
+  {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    if (now_ms >= refusal_window_start_ms_ + kRefusalLogWindowMs) {
+      suppressed = refusals_suppressed_;
+      refusal_window_start_ms_ = now_ms;
+      refusals_logged_ = 0;
+      refusals_suppressed_ = 0;
+    }
+    if (refusals_logged_ >= kMaxRefusalLogsPerWindow) {
+      ++refusals_suppressed_;
+      return;
+    }
+    ++refusals_logged_;
+  }
+  if (suppressed > 0) {
+    MC_LOG(WARN) << suppressed << " more refused requests were not logged";
+  }
+  MC_LOG(WARN) << "refused " << OpKindName(op) << " from " << PeerName(fd) << ": "
+               << st.ToString();
 }
 
 bool TcpDataServer::Authenticate(int fd, const std::array<uint8_t, wire::kNonceBytes>& nonce) {
@@ -269,11 +294,12 @@ bool TcpDataServer::Handle(int fd, const wire::Request& req) {
     return false;
   }
   const OpKind op = is_write ? OpKind::kWrite : OpKind::kRead;
-  Status st = CheckRange(op, req.offset, req.length);
+  Grant grant{req.grant_offset, req.grant_size, req.grant_expiry_unix_ms,
+              std::string(req.grant_mac.begin(), req.grant_mac.end())};
+  Status st = CheckRange(op, req.offset, req.length, grant);
   if (!st.ok()) {
     counters_->refused_requests.fetch_add(1);
-    MC_LOG(WARN) << "refused " << OpKindName(op) << " from " << PeerName(fd) << ": "
-                 << st.ToString();
+    LogRefusal(fd, op, st);
     if (is_write && !Drain(fd, req.length).ok()) return false;
     return SendReply(fd, req.request_id, st, nullptr, 0).ok();
   }

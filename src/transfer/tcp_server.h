@@ -6,10 +6,11 @@
 // One thread accepts; each connection (persistent, at most max_connections)
 // is served by its own blocking thread, which on loopback with 2 cores beats
 // an event loop that would add a hop. Every request range is checked against
-// the segment bounds and then handed to the store's AccessCheck before a byte
-// moves. A refused request is answered with the callback's status and the
-// connection keeps serving; a malformed one is answered and closed; both are
-// logged. Optional authentication: with a token set, each connection must
+// the segment bounds and then handed, with the grant it carries, to the
+// store's AccessCheck (access.h) before a byte moves. A refused request is
+// answered with the callback's status and the connection keeps serving; a
+// malformed one is answered and closed; both are counted and logged (refusals
+// rate-limited). Optional authentication: with a token set, each connection must
 // first answer the HELLO nonce with HMAC-SHA256(token, ...); the token itself
 // never crosses the wire. No TLS: bytes travel in clear (use a trusted network).
 //
@@ -33,12 +34,6 @@
 
 namespace mc::transfer {
 
-// Decides whether [offset, offset + len) of the segment may be written or
-// read. Called on a connection thread, concurrently; must be thread-safe.
-using AccessCheck = std::function<Status(OpKind op, uint64_t offset, uint64_t len)>;
-
-AccessCheck AllowAll();
-
 struct TcpDataServerOptions {
   std::string listen_host = "0.0.0.0";  // IPv4 literal
   uint16_t port = 0;                    // 0 = the kernel picks
@@ -59,6 +54,10 @@ struct TcpDataServerStats {
   uint64_t bytes_written = 0;
   uint64_t bytes_read = 0;
 };
+
+// Bound on log lines about refused requests (the rest are only counted).
+inline constexpr uint64_t kMaxRefusalLogsPerWindow = 10;
+inline constexpr uint64_t kRefusalLogWindowMs = 10000;
 
 class TcpDataServer {
  public:
@@ -90,7 +89,9 @@ class TcpDataServer {
   bool Authenticate(int fd, const std::array<uint8_t, wire::kNonceBytes>& nonce);
   // Serves one request after its header; false to close the connection.
   bool Handle(int fd, const wire::Request& req);
-  Status CheckRange(OpKind op, uint64_t offset, uint64_t len) const;
+  Status CheckRange(OpKind op, uint64_t offset, uint64_t len, const Grant& grant) const;
+  // Logs a refused request, at most kMaxRefusalLogsPerWindow per window.
+  void LogRefusal(int fd, OpKind op, const Status& st);
 
   uint8_t* base_ = nullptr;
   uint64_t size_bytes_ = 0;
@@ -104,6 +105,10 @@ class TcpDataServer {
   std::mutex mu_;                 // guards conns_
   std::list<Conn> conns_;
   std::unique_ptr<Counters> counters_;
+  std::mutex log_mu_;  // guards the refusal log window
+  uint64_t refusal_window_start_ms_ = 0;
+  uint64_t refusals_logged_ = 0;
+  uint64_t refusals_suppressed_ = 0;
 };
 
 }  // namespace mc::transfer

@@ -85,8 +85,9 @@ TEST_CASE("garbage bytes get a protocol error and a closed connection") {
   Store store = Store::Make(1 << 20);
   {
     Raw raw(store);
-    const char junk[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n.....";
-    REQUIRE(SendAll(raw.fd, junk, 32).ok());
+    std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    junk.resize(wire::kRequestBytes, '.');
+    REQUIRE(SendAll(raw.fd, junk.data(), junk.size()).ok());
     CHECK(raw.ReadReply() == static_cast<int32_t>(ErrorCode::PROTOCOL_ERROR));
     CHECK(raw.ClosedByPeer());
   }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstring>
 #include <deque>
 #include <optional>
 
@@ -93,8 +94,10 @@ Result<TcpTransport::Conn> TcpTransport::Connect(const Endpoint& ep) {
       st = Error(ErrorCode::AUTH_FAILED, peer + " requires a transfer token and none is set");
     } else {
       auto mac = wire::AuthMac(options_.auth_token, hello.nonce);
-      wire::Request req{static_cast<uint16_t>(wire::Op::kAuth), conn.next_request_id++, 0,
-                        wire::kMacBytes};
+      wire::Request req;
+      req.op = static_cast<uint16_t>(wire::Op::kAuth);
+      req.request_id = conn.next_request_id++;
+      req.length = wire::kMacBytes;
       uint8_t hdr[wire::kRequestBytes];
       wire::EncodeRequest(req, hdr);
       iovec iov[2] = {{hdr, sizeof(hdr)}, {mac.data(), mac.size()}};
@@ -140,8 +143,19 @@ Status TcpTransport::SendChunk(Conn& conn, const TransferOp& op, const Chunk& ch
                                uint64_t* request_id) {
   const bool is_write = op.kind == OpKind::kWrite;
   uint8_t* local = static_cast<uint8_t*>(op.buffer) + chunk.offset_in_op;
-  wire::Request req{static_cast<uint16_t>(is_write ? wire::Op::kWrite : wire::Op::kRead),
-                    conn.next_request_id++, op.remote_offset + chunk.offset_in_op, chunk.len};
+  wire::Request req;
+  req.op = static_cast<uint16_t>(is_write ? wire::Op::kWrite : wire::Op::kRead);
+  req.request_id = conn.next_request_id++;
+  req.offset = op.remote_offset + chunk.offset_in_op;
+  req.length = chunk.len;
+  // Every chunk carries the whole buffer's grant; the store checks the chunk
+  // lies inside it. A signature of the wrong size is sent as zeros (refused).
+  req.grant_offset = op.grant.offset;
+  req.grant_size = op.grant.size_bytes;
+  req.grant_expiry_unix_ms = op.grant.expiry_unix_ms;
+  if (op.grant.signature.size() == wire::kMacBytes) {
+    std::memcpy(req.grant_mac.data(), op.grant.signature.data(), wire::kMacBytes);
+  }
   *request_id = req.request_id;
   uint8_t hdr[wire::kRequestBytes];
   wire::EncodeRequest(req, hdr);

@@ -106,7 +106,7 @@ TEST_CASE("concurrent clients and callers each get their own bytes back") {
 TEST_CASE("a deny callback refuses the range and the server keeps serving") {
   std::mt19937_64 rng(TestSeed() + 3);
   // Writes only in [0, 1 MiB), reads only in [1 MiB, 2 MiB).
-  AccessCheck check = [](OpKind op, uint64_t off, uint64_t len) -> mc::Status {
+  AccessCheck check = [](OpKind op, uint64_t off, uint64_t len, const Grant&) -> mc::Status {
     uint64_t lo = op == OpKind::kWrite ? 0 : (1 << 20);
     if (off >= lo && off + len <= lo + (1 << 20)) return mc::Status::Ok();
     return mc::Error(op == OpKind::kWrite ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ,

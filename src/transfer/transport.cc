@@ -10,13 +10,19 @@ std::string_view OpKindName(OpKind kind) {
   return "UNKNOWN";
 }
 
-Status Transport::Write(const Endpoint& ep, uint64_t remote_offset, const void* src, size_t len) {
-  TransferOp op{OpKind::kWrite, &ep, remote_offset, const_cast<void*>(src), len, {}};
+AccessCheck AllowAll() {
+  return [](OpKind, uint64_t, uint64_t, const Grant&) { return Status::Ok(); };
+}
+
+Status Transport::Write(const Endpoint& ep, uint64_t remote_offset, const void* src, size_t len,
+                        const Grant& grant) {
+  TransferOp op{OpKind::kWrite, &ep, remote_offset, const_cast<void*>(src), len, grant, {}};
   return Batch(std::span<TransferOp>(&op, 1));
 }
 
-Status Transport::Read(const Endpoint& ep, uint64_t remote_offset, void* dst, size_t len) {
-  TransferOp op{OpKind::kRead, &ep, remote_offset, dst, len, {}};
+Status Transport::Read(const Endpoint& ep, uint64_t remote_offset, void* dst, size_t len,
+                       const Grant& grant) {
+  TransferOp op{OpKind::kRead, &ep, remote_offset, dst, len, grant, {}};
   return Batch(std::span<TransferOp>(&op, 1));
 }
 

@@ -7,12 +7,14 @@
 //
 // Access rules: a caller may only write inside a buffer the master allocated
 // for its in-progress put, and only read complete replicas it holds a lease
-// on. TCP enforces this on the store side (TcpDataServer's AccessCheck); shm
-// cannot, see shm_transport.h.
+// on. Each op carries the master's grant for its buffer (common/capability.h);
+// TCP enforces it on the store side (TcpDataServer's AccessCheck, see
+// access.h); shm can only check it in the client, see shm_transport.h.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -31,6 +33,25 @@ enum class OpKind : uint16_t { kWrite = 1, kRead = 2 };
 
 std::string_view OpKindName(OpKind kind);
 
+// The master's signed permission to move bytes of one buffer: the whole
+// buffer [offset, offset + size_bytes) until expiry_unix_ms, for the op's
+// kind. Each transfer (or striped piece) must lie inside it. An empty
+// signature is no grant: a store that checks refuses the op.
+struct Grant {
+  uint64_t offset = 0;
+  uint64_t size_bytes = 0;
+  uint64_t expiry_unix_ms = 0;
+  std::string signature;  // 32 bytes, from proto::BufferDesc::capability
+};
+
+// Decides whether [offset, offset + len) of a segment may be written or read
+// under `grant`. May be called concurrently; must be thread-safe.
+using AccessCheck =
+    std::function<Status(OpKind op, uint64_t offset, uint64_t len, const Grant& grant)>;
+
+// Allows everything (tests and benchmarks of raw transport speed).
+AccessCheck AllowAll();
+
 // One transfer: `len` bytes between `buffer` (local) and `remote_offset` in
 // the endpoint's segment. `status` is filled by Transport::Batch.
 struct TransferOp {
@@ -39,6 +60,7 @@ struct TransferOp {
   uint64_t remote_offset = 0;
   void* buffer = nullptr;  // source for kWrite, destination for kRead
   size_t len = 0;
+  Grant grant;  // the master's grant covering this range
   Status status;
 };
 
@@ -55,8 +77,10 @@ class Transport {
   // bytes; WRITE and READ are idempotent, so retrying the op is safe.
   virtual Status Batch(std::span<TransferOp> ops) = 0;
 
-  Status Write(const Endpoint& ep, uint64_t remote_offset, const void* src, size_t len);
-  Status Read(const Endpoint& ep, uint64_t remote_offset, void* dst, size_t len);
+  Status Write(const Endpoint& ep, uint64_t remote_offset, const void* src, size_t len,
+               const Grant& grant = {});
+  Status Read(const Endpoint& ep, uint64_t remote_offset, void* dst, size_t len,
+              const Grant& grant = {});
 };
 
 // Checks the shape of a batch (count, null buffers, endpoint set, offset

@@ -63,6 +63,8 @@ Status DecodeHello(const uint8_t in[kHelloBytes], Hello* out) {
   return Status::Ok();
 }
 
+static_assert(56 + kMacBytes == kRequestBytes, "request header layout");
+
 void EncodeRequest(const Request& r, uint8_t out[kRequestBytes]) {
   Put32(out, kRequestMagic);
   Put16(out + 4, r.op);
@@ -70,6 +72,10 @@ void EncodeRequest(const Request& r, uint8_t out[kRequestBytes]) {
   Put64(out + 8, r.request_id);
   Put64(out + 16, r.offset);
   Put64(out + 24, r.length);
+  Put64(out + 32, r.grant_offset);
+  Put64(out + 40, r.grant_size);
+  Put64(out + 48, r.grant_expiry_unix_ms);
+  std::memcpy(out + 56, r.grant_mac.data(), kMacBytes);
 }
 
 Status DecodeRequest(const uint8_t in[kRequestBytes], Request* out) {
@@ -79,6 +85,10 @@ Status DecodeRequest(const uint8_t in[kRequestBytes], Request* out) {
   out->request_id = Get64(in + 8);
   out->offset = Get64(in + 16);
   out->length = Get64(in + 24);
+  out->grant_offset = Get64(in + 32);
+  out->grant_size = Get64(in + 40);
+  out->grant_expiry_unix_ms = Get64(in + 48);
+  std::memcpy(out->grant_mac.data(), in + 56, kMacBytes);
   return Status::Ok();
 }
 

@@ -1,9 +1,14 @@
 // transfer_bench: what this machine's loopback and memory can do, and how
-// close our transports get. Not a test (timings are never asserted); run it
-// by hand:  build/src/transfer/transfer_bench [reps=7] [streams=4]
-//           [chunk_mib=4] [min_chunk_kib=1024] [copy_threads=1] [sndbuf_kib=4096]
-// Prints its setup, then one line per measurement: median GB/s (1e9 bytes/s)
-// over `reps` repetitions, with min and max.
+// close our transports and the client's put/get get. Not a test (timings are
+// never asserted); run it by hand, or with a real master and store through
+// scripts/bench_dataplane.sh:
+//   build/src/client/transfer_bench [reps=7] [streams=4] [chunk_mib=4]
+//       [min_chunk_kib=1024] [copy_threads=1] [sndbuf_kib=4096] [master=H:P]
+// With master=H:P it also times Client::Put and Client::Get (master RPCs,
+// grants, transfer, as `mooncake put/get` do minus file I/O) against that
+// cluster, over TCP (shm off) and the same-host path. MOONCAKE_AUTH_TOKEN is
+// honoured. Prints its setup, then one line per measurement: median GB/s
+// (1e9 bytes/s) over `reps` repetitions, with min and max.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -15,10 +20,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "client/client.h"
 #include "common/log.h"
 #include "transfer/segment.h"
 #include "transfer/shm_transport.h"
@@ -37,6 +44,7 @@ struct Config {
   int copy_threads = 1;
   int sndbuf_kib = 4096;
   uint64_t min_chunk_kib = 1024;
+  std::string master;  // empty: no client-path figures
 };
 
 double NowSec() {
@@ -140,9 +148,11 @@ struct Figure {
 
 // Runs `once` (which moves `bytes_per_run` bytes) `reps` times after one
 // warm-up, each preceded by a loopback sample; prints the medians.
+// `after`, if set, runs untimed after each run (e.g. removing what it put).
 Figure Measure(const char* what, int reps, uint64_t bytes_per_run, Loopback& loop,
-               const std::function<void()>& once) {
+               const std::function<void()>& once, const std::function<void()>& after = {}) {
   once();
+  if (after) after();
   std::vector<double> gbps, ratio;
   for (int r = 0; r < reps; ++r) {
     double ceiling = loop.Sample();
@@ -150,6 +160,7 @@ Figure Measure(const char* what, int reps, uint64_t bytes_per_run, Loopback& loo
     once();
     gbps.push_back(static_cast<double>(bytes_per_run) / (NowSec() - t0) / 1e9);
     ratio.push_back(gbps.back() / ceiling);
+    if (after) after();
   }
   Figure f{Median(gbps), Median(ratio)};
   auto [lo, hi] = std::minmax_element(gbps.begin(), gbps.end());
@@ -192,6 +203,76 @@ Pair MeasureTransport(Transport& t, const Endpoint& ep, uint64_t segment_bytes, 
   return p;
 }
 
+void Must(const mc::Status& st, const char* what) {
+  if (!st.ok()) {
+    std::fprintf(stderr, "%s failed: %s\n", what, st.ToString().c_str());
+    std::exit(1);
+  }
+}
+
+// Put then get of `object_bytes` objects through the client, ~256 MiB per
+// repetition; the keys are removed (untimed) after each put repetition and
+// after the gets.
+Pair MeasureClient(mc::client::Client& client, const char* path, int reps,
+                   uint64_t object_bytes, std::vector<uint8_t>& local, Loopback& loop) {
+  const uint64_t count = std::max<uint64_t>(256ull << 20, object_bytes * 2) / object_bytes;
+  const std::span<const uint8_t> value(local.data(), object_bytes);
+  auto key = [&](uint64_t i) { return std::string("transfer-bench-") + path + "-" + std::to_string(i); };
+  auto put_all = [&] {
+    for (uint64_t i = 0; i < count; ++i) Must(client.Put(key(i), value, {}), "put");
+  };
+  auto remove_all = [&] {
+    for (uint64_t i = 0; i < count; ++i) Must(client.Remove(key(i), /*force=*/true), "remove");
+  };
+  auto get_all = [&] {
+    for (uint64_t i = 0; i < count; ++i) {
+      auto got = client.Get(key(i));
+      Must(got.status(), "get");
+      if (got->size() != object_bytes) Must(mc::Error(mc::ErrorCode::INTERNAL_ERROR, "size"), "get");
+    }
+  };
+  char what[96];
+  const auto mib = static_cast<unsigned long long>(object_bytes >> 20);
+  Pair p;
+  std::snprintf(what, sizeof(what), "client put over %s, %llu MiB objects", path, mib);
+  p.write = Measure(what, reps, count * object_bytes, loop, put_all, remove_all);
+  put_all();
+  std::snprintf(what, sizeof(what), "client get over %s, %llu MiB objects", path, mib);
+  p.read = Measure(what, reps, count * object_bytes, loop, get_all);
+  remove_all();
+  return p;
+}
+
+// The client-path figures and their ratios against the ceiling and TCP.
+void ClientPath(const Config& cfg, std::vector<uint8_t>& local, Loopback& loop) {
+  mc::Config cc;
+  cc.cluster.master = cfg.master;
+  if (const char* t = std::getenv("MOONCAKE_AUTH_TOKEN")) cc.cluster.auth_token = t;
+  cc.client.tcp_streams = static_cast<uint32_t>(cfg.streams);
+  Pair fig[2][2];  // [same_host][4 MiB, 64 MiB]
+  for (int same_host = 0; same_host < 2; ++same_host) {
+    cc.cluster.shm = same_host == 1;
+    auto client = mc::client::Client::Connect(cc);
+    Must(client.status(), "connecting to the master");
+    const char* path = same_host ? "same-host" : "tcp";
+    fig[same_host][0] = MeasureClient(**client, path, cfg.reps, 4 << 20, local, loop);
+    fig[same_host][1] = MeasureClient(**client, path, cfg.reps, 64 << 20, local, loop);
+    if ((*client)->last_transfer_path() != path) {
+      std::printf("  (note: the last transfer went over %s, not %s)\n",
+                  (*client)->last_transfer_path().c_str(), path);
+    }
+  }
+  const Pair* t = fig[0];
+  const Pair* s = fig[1];
+  std::printf("client path vs targets (4 / 64 MiB):\n");
+  std::printf("  tcp >= 80%% of ceiling: put %.0f%% / %.0f%%, get %.0f%% / %.0f%%\n",
+              100 * t[0].write.vs_ceiling, 100 * t[1].write.vs_ceiling,
+              100 * t[0].read.vs_ceiling, 100 * t[1].read.vs_ceiling);
+  std::printf("  same-host >= 2x tcp: put %.1fx / %.1fx, get %.1fx / %.1fx\n",
+              s[0].write.gbps / t[0].write.gbps, s[1].write.gbps / t[1].write.gbps,
+              s[0].read.gbps / t[0].read.gbps, s[1].read.gbps / t[1].read.gbps);
+}
+
 Config ParseArgs(int argc, char** argv) {
   Config c;
   for (int i = 1; i < argc; ++i) {
@@ -199,7 +280,7 @@ Config ParseArgs(int argc, char** argv) {
     auto eq = a.find('=');
     if (eq == std::string::npos) {
       std::fprintf(stderr, "usage: transfer_bench [reps=N] [streams=N] [chunk_mib=N] "
-                           "[copy_threads=N] [sndbuf_kib=N] [min_chunk_kib=N]\n");
+                           "[copy_threads=N] [sndbuf_kib=N] [min_chunk_kib=N] [master=H:P]\n");
       std::exit(2);
     }
     std::string k = a.substr(0, eq);
@@ -210,6 +291,7 @@ Config ParseArgs(int argc, char** argv) {
     else if (k == "copy_threads") c.copy_threads = static_cast<int>(v);
     else if (k == "sndbuf_kib") c.sndbuf_kib = static_cast<int>(v);
     else if (k == "min_chunk_kib") c.min_chunk_kib = static_cast<uint64_t>(v);
+    else if (k == "master") c.master = a.substr(eq + 1);
   }
   return c;
 }
@@ -289,5 +371,11 @@ int main(int argc, char** argv) {
   std::printf("  shm >= 2x tcp: write %.1fx / %.1fx, read %.1fx / %.1fx (4 / 64 MiB)\n",
               s4.write.gbps / t4.write.gbps, s64.write.gbps / t64.write.gbps,
               s4.read.gbps / t4.read.gbps, s64.read.gbps / t64.read.gbps);
+  if (!cfg.master.empty()) {
+    std::printf("\nclient put/get against the cluster at %s (one client, one object at a "
+                "time, %d streams; segment and master as that cluster runs them):\n",
+                cfg.master.c_str(), cfg.streams);
+    ClientPath(cfg, local, loop);
+  }
   return 0;
 }

@@ -1,0 +1,37 @@
+// Access checks built on the master's transfer capabilities
+// (common/capability.h). Pure functions returning thread-safe callbacks.
+//
+// CapabilityCheck is the store's: it holds the segment's access key and
+// incarnation and verifies the master's signature, so a peer that can reach
+// the data port but holds no grant from the master can neither write outside
+// an in-progress put nor read anything but a complete, leased replica.
+//
+// GrantBoundsCheck is the same-host client's. The client maps the store's
+// memory itself, so no check in the client protects the store from a
+// hostile process of the same user (it can write anywhere it has mapped);
+// the 0600 segment file is what keeps other users out. What it does catch
+// is this library moving bytes outside the buffer, or with no grant or an
+// expired one (e.g. a retry after the lease ran out and the space
+// may have been reused): it cannot verify the signature, it has no key.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "transfer/transport.h"
+
+namespace mc::transfer {
+
+using NowUnixMsFn = std::function<uint64_t()>;
+
+// Verifies the grant's HMAC under `access_key` for this `incarnation`, its
+// op, expiry (by `now`) and that it covers the range. INVALID_WRITE or
+// INVALID_READ with the reason otherwise.
+AccessCheck CapabilityCheck(std::string access_key, uint64_t incarnation, NowUnixMsFn now);
+
+// Same rules without the signature: a grant must be present, unexpired and
+// cover the range. (Which op it was for is bound only by the signature.)
+AccessCheck GrantBoundsCheck(NowUnixMsFn now);
+
+}  // namespace mc::transfer
