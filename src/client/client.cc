@@ -67,6 +67,8 @@ class ClientImpl final : public Client {
     return std::move(r[0]);
   }
 
+  Result<uint64_t> GetInto(const std::string& key, std::span<uint8_t> buffer) override;
+
   Result<proto::GetReplicaListReply> Locate(const std::string& key) override {
     return link_->Invoke<Opcode::kGetReplicaList>(proto::KeyRequest{id_, key});
   }
@@ -121,6 +123,9 @@ class ClientImpl final : public Client {
   // Plans one replica's buffers over `object` (object order).
   Status Plan(const proto::ReplicaDesc& replica, transfer::OpKind kind, uint8_t* object,
               uint64_t size, std::vector<Planned>* out) const;
+  // Reads one object described by `reply` into dst[0, reply.size_bytes),
+  // trying replicas (same-host first) until one succeeds.
+  Status ReadObject(proto::GetReplicaListReply& reply, uint8_t* dst);
   // Runs planned ops: same-host ones over shm (falling back to TCP when the
   // segment cannot be mapped), the rest over TCP.
   Status Run(std::vector<Planned>& planned);
@@ -255,6 +260,39 @@ std::vector<Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
   return out;
 }
 
+Status ClientImpl::ReadObject(proto::GetReplicaListReply& reply, uint8_t* dst) {
+  // Same-host replicas first; then the others in the master's order.
+  std::stable_sort(reply.replicas.begin(), reply.replicas.end(),
+                   [this](const proto::ReplicaDesc& a, const proto::ReplicaDesc& b) {
+                     bool la = !a.buffers.empty() && UseShm(a.buffers[0]);
+                     bool lb = !b.buffers.empty() && UseShm(b.buffers[0]);
+                     return la && !lb;
+                   });
+  Status last = Error(ErrorCode::INVALID_REPLICA, "no complete replica");
+  for (const auto& replica : reply.replicas) {
+    std::vector<Planned> planned;
+    last = Plan(replica, transfer::OpKind::kRead, dst, reply.size_bytes, &planned);
+    if (last.ok()) last = Run(planned);
+    if (last.ok()) break;
+  }
+  return last;
+}
+
+Result<uint64_t> ClientImpl::GetInto(const std::string& key, std::span<uint8_t> buffer) {
+  auto reply = link_->Invoke<Opcode::kGetReplicaList>(proto::KeyRequest{id_, key});
+  if (!reply.ok()) {
+    if (reply.code() == ErrorCode::OBJECT_NOT_FOUND) return Error(reply.code(), "not found");
+    return reply.status();
+  }
+  if (reply->size_bytes > buffer.size()) {
+    return Error(ErrorCode::BUFFER_OVERFLOW, "object of " + std::to_string(reply->size_bytes) +
+                                                 " bytes does not fit a buffer of " +
+                                                 std::to_string(buffer.size()));
+  }
+  MC_RETURN_IF_ERROR(ReadObject(*reply, buffer.data()));
+  return reply->size_bytes;
+}
+
 std::vector<Result<std::vector<uint8_t>>> ClientImpl::BatchGet(const std::vector<std::string>& keys) {
   std::vector<Result<std::vector<uint8_t>>> out;
   std::vector<proto::KeyRequest> reqs;
@@ -280,22 +318,8 @@ std::vector<Result<std::vector<uint8_t>>> ClientImpl::BatchGet(const std::vector
       out.emplace_back(st);
       continue;
     }
-    auto& reply = lists[i].value;
-    // Same-host replicas first; then the others in the master's order.
-    std::stable_sort(reply.replicas.begin(), reply.replicas.end(),
-                     [this](const proto::ReplicaDesc& a, const proto::ReplicaDesc& b) {
-                       bool la = !a.buffers.empty() && UseShm(a.buffers[0]);
-                       bool lb = !b.buffers.empty() && UseShm(b.buffers[0]);
-                       return la && !lb;
-                     });
-    std::vector<uint8_t> data(reply.size_bytes);
-    Status last = Error(ErrorCode::INVALID_REPLICA, "no complete replica");
-    for (const auto& replica : reply.replicas) {
-      std::vector<Planned> planned;
-      last = Plan(replica, transfer::OpKind::kRead, data.data(), data.size(), &planned);
-      if (last.ok()) last = Run(planned);
-      if (last.ok()) break;
-    }
+    std::vector<uint8_t> data(lists[i].value.size_bytes);
+    Status last = ReadObject(lists[i].value, data.data());
     if (last.ok()) {
       out.emplace_back(std::move(data));
     } else {

@@ -36,6 +36,10 @@ class Client {
                      const proto::PutOptions& options) = 0;
   // Fetches the whole object. OBJECT_NOT_FOUND if absent.
   virtual Result<std::vector<uint8_t>> Get(const std::string& key) = 0;
+  // Fetches the object straight into `buffer` (no allocation, no copy: the
+  // transfer lands there) and returns its size. BUFFER_OVERFLOW if it does
+  // not fit, OBJECT_NOT_FOUND if absent.
+  virtual Result<uint64_t> GetInto(const std::string& key, std::span<uint8_t> buffer) = 0;
   // Where the object's replicas are, with the master's read grants, without
   // moving bytes (debugging; takes a lease like Get).
   virtual Result<proto::GetReplicaListReply> Locate(const std::string& key) = 0;
