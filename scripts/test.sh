@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything (packages, build) and runs every test: the release build
 # (static binary) and, unless MOONCAKE_SKIP_SANITIZE=1, the suites named in
-# MOONCAKE_SANITIZE_SUITES (default: unit) again under AddressSanitizer +
+# MOONCAKE_SANITIZE_SUITES (default: all) again under AddressSanitizer +
 # UndefinedBehaviorSanitizer ("all" runs every suite there). Ends with the
 # line "N passed, N failed" (meson tests over both builds).
 set -uo pipefail
@@ -21,8 +21,8 @@ status=0
 for b in "${builds[@]}"; do
   echo "== meson test in $b"
   suite_args=()
-  if [ "$b" = build-asan ] && [ "${MOONCAKE_SANITIZE_SUITES:-unit}" != all ]; then
-    for s in ${MOONCAKE_SANITIZE_SUITES:-unit}; do suite_args+=(--suite "$s"); done
+  if [ "$b" = build-asan ] && [ "${MOONCAKE_SANITIZE_SUITES:-all}" != all ]; then
+    for s in ${MOONCAKE_SANITIZE_SUITES:-all}; do suite_args+=(--suite "$s"); done
   fi
   # ASan's leak checker needs ptrace-free /proc access; keep its reports on.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

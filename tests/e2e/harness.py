@@ -7,10 +7,12 @@ the script exits 1 if any failed.
 """
 import atexit
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -23,6 +25,28 @@ _procs = []
 _failures = 0
 _checks = 0
 
+# Sanitizer reports of every process a test starts land here (not on a
+# stderr nobody reads, as with servers logging to /dev/null), and finish()
+# fails the test if any appeared: a leak or UB report in a store killed by
+# SIGTERM counts as much as one in a client.
+_san_dir = tempfile.mkdtemp(prefix="mc-sanitizer-")
+
+
+def _child_env(env):
+    """The environment of a started mooncake: ours without MOONCAKE_*
+    (tests set exactly what they mean), plus `env`, plus sanitizer log paths."""
+    full_env = dict(os.environ)
+    for k in list(full_env):
+        if k.startswith("MOONCAKE_") and k not in ("MOONCAKE_BIN", "MOONCAKE_SRC"):
+            del full_env[k]
+    if env:
+        full_env.update(env)
+    for var, name in (("ASAN_OPTIONS", "asan"), ("UBSAN_OPTIONS", "ubsan")):
+        opts = [o for o in full_env.get(var, "").split(":") if o]
+        opts.append(f"log_path={os.path.join(_san_dir, name)}")
+        full_env[var] = ":".join(opts)
+    return full_env
+
 
 def free_port():
     """A TCP port on 127.0.0.1 that was free a moment ago."""
@@ -33,24 +57,13 @@ def free_port():
 
 def run(args, input=None, env=None, timeout=60):
     """Runs `mooncake ARGS` to completion; returns CompletedProcess (bytes)."""
-    full_env = dict(os.environ)
-    for k in list(full_env):
-        if k.startswith("MOONCAKE_") and k not in ("MOONCAKE_BIN", "MOONCAKE_SRC"):
-            del full_env[k]
-    if env:
-        full_env.update(env)
-    return subprocess.run([BIN] + list(args), input=input, env=full_env,
+    return subprocess.run([BIN] + list(args), input=input, env=_child_env(env),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
 
 
 def start(args, env=None, log_name=None):
     """Starts `mooncake ARGS` in the background; it is killed at exit."""
-    full_env = dict(os.environ)
-    for k in list(full_env):
-        if k.startswith("MOONCAKE_") and k not in ("MOONCAKE_BIN", "MOONCAKE_SRC"):
-            del full_env[k]
-    if env:
-        full_env.update(env)
+    full_env = _child_env(env)
     log = open(log_name or os.devnull, "wb")
     p = subprocess.Popen([BIN] + list(args), env=full_env, stdout=log, stderr=subprocess.STDOUT)
     _procs.append(p)
@@ -133,5 +146,11 @@ def check(cond, what):
 def finish():
     """Prints the totals and exits 1 if any check failed."""
     _stop_all()
+    reports = sorted(os.listdir(_san_dir))
+    for name in reports:
+        with open(os.path.join(_san_dir, name), errors="replace") as f:
+            print(f"--- sanitizer report {name}:\n{f.read()[:4000]}")
+    check(not reports, f"no sanitizer reports from started processes ({len(reports)})")
+    shutil.rmtree(_san_dir, ignore_errors=True)
     print(f"{_checks - _failures} checks passed, {_failures} failed")
     sys.exit(1 if _failures else 0)
