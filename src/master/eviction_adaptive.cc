@@ -36,7 +36,7 @@ AdaptivePolicy::ListId AdaptivePolicy::ConsumeGhost(uint64_t key_hash,
                                                     uint64_t size_bytes) {
   uint32_t g = ghost_index_.Find(key_hash);
   if (g == kNoSlot) return kT1;
-  ListId was = ghost_[g].list;
+  ListId was = static_cast<ListId>(ghost_[g].list);
   // ARC's step: move p by the object's size, scaled by how much smaller the
   // list that was hit is than the other (hits in a small list say more).
   uint64_t b1 = std::max<uint64_t>(b1_.bytes, 1), b2 = std::max<uint64_t>(b2_.bytes, 1);
@@ -61,7 +61,7 @@ void AdaptivePolicy::OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_byte
   LiveNode& n = live_[slot];
   n.id = id;
   n.key_hash = key_hash;
-  n.size_bytes = size_bytes;
+  n.size_bytes = std::min(size_bytes, kMaxNodeBytes);
   n.list = list;
   live_.PushMru(Live(list), slot);
   LinkNewest(slot);
@@ -144,7 +144,7 @@ void AdaptivePolicy::AddGhost(uint64_t key_hash, uint64_t size_bytes, ListId lis
   }
   uint32_t g = ghost_.Allocate();
   ghost_[g].key_hash = key_hash;
-  ghost_[g].size_bytes = size_bytes;
+  ghost_[g].size_bytes = std::min(size_bytes, kMaxNodeBytes);
   ghost_[g].list = list;
   ghost_.PushMru(Ghost(list), g);
   ghost_index_.Insert(key_hash, g);

@@ -17,8 +17,8 @@
 // is ahead victims come from the least recent end of one recency order over
 // T1 and T2 (ghosts and p keep being maintained, so switching back is free).
 //
-// O(1) per insert/access/remove; a victim costs O(objects skipped). About 48
-// bytes per live object plus ~16 of index, ~32+16 per ghost. Not thread-safe.
+// O(1) per insert/access/remove; a victim costs O(objects skipped). About 40
+// bytes per live object plus ~16-24 of index, ~24+16 per ghost. Not thread-safe.
 #pragma once
 
 #include <memory>
@@ -60,26 +60,31 @@ class AdaptivePolicy final : public EvictionPolicy {
 
  private:
   enum ListId : uint8_t { kT1, kT2, kB1, kB2 };
+  // The list id shares a word with the size (objects are far below 2^56
+  // bytes) so a live node is 40 bytes and a ghost 24: this is most of the
+  // policy's share of the master's per-object memory budget.
+  static constexpr uint64_t kMaxNodeBytes = (1ull << 56) - 1;
   struct LiveNode {
     ObjectId id = 0;
     uint64_t key_hash = 0;
-    uint64_t size_bytes = 0;
+    uint64_t size_bytes : 56 = 0;
+    uint64_t list : 8 = kT1;  // a ListId
     uint32_t prev = eviction::kNoSlot;
     uint32_t next = eviction::kNoSlot;
     uint32_t older = eviction::kNoSlot;  // recency order over T1 and T2
     uint32_t newer = eviction::kNoSlot;
-    ListId list = kT1;
   };
   struct GhostNode {
     uint64_t key_hash = 0;
-    uint64_t size_bytes = 0;
+    uint64_t size_bytes : 56 = 0;
+    uint64_t list : 8 = kB1;  // a ListId
     uint32_t prev = eviction::kNoSlot;
     uint32_t next = eviction::kNoSlot;
-    ListId list = kB1;
   };
+  static_assert(sizeof(LiveNode) == 40 && sizeof(GhostNode) == 24);
 
-  eviction::NodeList& Live(ListId l) { return l == kT1 ? t1_ : t2_; }
-  eviction::NodeList& Ghost(ListId l) { return l == kB1 ? b1_ : b2_; }
+  eviction::NodeList& Live(uint64_t l) { return l == kT1 ? t1_ : t2_; }
+  eviction::NodeList& Ghost(uint64_t l) { return l == kB1 ? b1_ : b2_; }
   // Returns the live list a re-put key goes to, adapting p on a ghost hit.
   ListId ConsumeGhost(uint64_t key_hash, uint64_t size_bytes);
   uint32_t FindEvictable(const eviction::NodeList& list,

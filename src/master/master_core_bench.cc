@@ -1,6 +1,6 @@
 // master_core_bench: memory and speed of the master state machine alone.
 //
-//   master_core_bench [objects=1000000] [policy=exact-lru|none] [batch=128]
+//   master_core_bench [objects=1000000] [policy=adaptive|lru|exact-lru|none] [batch=128]
 //
 // Mounts 8 segments, inserts `objects` small objects (4 KiB, 1 replica) with
 // PutStart+PutEnd one at a time, reports the RSS growth per object, then
@@ -57,7 +57,12 @@ std::string Key(uint64_t i) {
 std::unique_ptr<MasterState> Fresh(const MasterConfig& cfg, const std::string& policy) {
   std::unique_ptr<EvictionPolicy> p;
   if (policy == "none") p = std::make_unique<NoPolicy>();
-  else p = std::make_unique<ExactLruPolicy>();
+  else if (policy == "exact-lru") p = std::make_unique<ExactLruPolicy>();
+  else p = MakeEvictionPolicy(policy, 0);  // the production policies
+  if (!p) {
+    std::fprintf(stderr, "master_core_bench: unknown policy %s\n", policy.c_str());
+    std::exit(2);
+  }
   auto st = std::make_unique<MasterState>(cfg, std::move(p));
   for (int s = 0; s < 8; ++s) {
     proto::SegmentDesc d{"seg" + std::to_string(s), "host", "10.0.0.1:" + std::to_string(s), "",
