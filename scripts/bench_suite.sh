@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The standard benchmark suite of mooncake (issue 6): starts a fresh local
+# cluster (master + one store, loopback, free ports) and a local redis-server
+# for every run, runs the standard workloads with `mooncake bench --json`, and
+# writes a markdown table (medians of RUNS runs) with the machine described.
+# Every process it starts is stopped by its pid, also on error or Ctrl-C.
+#
+#   scripts/bench_suite.sh [OUT.md]          (default: bench-results.md)
+#
+# Environment: MOONCAKE_BIN (default build/src/cli/mooncake), RUNS (3),
+# DURATION per operation (3s), TRACE (../shared/traces/synthetic_trace.jsonl),
+# BLOCK_SIZE of the trace replay (64kb), SEGMENT of the store (2gb).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:-bench-results.md}
+bin=${MOONCAKE_BIN:-$here/build/src/cli/mooncake}
+runs=${RUNS:-3}
+duration=${DURATION:-3s}
+trace=${TRACE:-$here/../shared/traces/synthetic_trace.jsonl}
+block_size=${BLOCK_SIZE:-64kb}
+segment=${SEGMENT:-2gb}
+work=$(mktemp -d /tmp/mooncake-bench-suite.XXXXXX)
+pids=()
+
+[ -x "$bin" ] || { echo "bench_suite: no binary at $bin (build first)" >&2; exit 2; }
+command -v redis-server >/dev/null || { echo "bench_suite: redis-server not installed (scripts/setup.sh)" >&2; exit 2; }
+
+stop_all() {
+  local p
+  for p in "${pids[@]}"; do
+    kill "$p" 2>/dev/null || true
+  done
+  for p in "${pids[@]}"; do
+    # Bounded wait, then SIGKILL: a stuck process must not hang the suite.
+    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  pids=()
+}
+trap 'stop_all' EXIT INT TERM
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+wait_for() {  # wait_for WHAT COMMAND...: up to 20 s
+  local what=$1; shift
+  for _ in $(seq 200); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "bench_suite: $what did not come up (logs in $work)" >&2
+  exit 1
+}
+
+# start_cluster SEGMENT: master with its metadata server, one store, redis.
+start_cluster() {
+  local rpc metrics meta
+  rpc=$(free_port); metrics=$(free_port); meta=$(free_port); redis_port=$(free_port)
+  export MOONCAKE_MASTER=127.0.0.1:$rpc
+  export MOONCAKE_TE_META_DATA_SERVER=http://127.0.0.1:$meta/metadata
+  "$bin" master --port "$rpc" --metrics-port "$metrics" --rpc-address 127.0.0.1 \
+    --enable-http-metadata-server --http-metadata-server-host 127.0.0.1 \
+    --http-metadata-server-port "$meta" --data-dir none >>"$work/master.log" 2>&1 &
+  pids+=($!)
+  wait_for master curl -sf "http://127.0.0.1:$metrics/health"
+  "$bin" store --segment "$1" >>"$work/store.log" 2>&1 &
+  pids+=($!)
+  wait_for store bash -c "curl -sf http://127.0.0.1:$metrics/get_all_segments | grep -q ."
+  redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no \
+    >>"$work/redis.log" 2>&1 &
+  pids+=($!)
+  wait_for redis-server redis-cli -p "$redis_port" ping
+}
+
+# run_case NAME COMPARE BENCH-ARGS...: RUNS fresh clusters (and redis), one
+# JSON each; COMPARE=redis adds --compare against that run's redis. A first
+# unmeasured put pass touches the store's memory, so the figures are those of
+# a warm pool in steady state (full, evicting), not of first page faults.
+run_case() {
+  local name=$1 compare=$2; shift 2
+  local extra=()
+  for i in $(seq "$runs"); do
+    start_cluster "$segment"
+    "$bin" bench --op put --value-size 4mb --duration 2s >/dev/null
+    [ "$compare" = redis ] && extra=(--compare "redis://127.0.0.1:$redis_port")
+    echo "== $name (run $i/$runs): mooncake bench $* ${extra[*]}" >&2
+    "$bin" bench "$@" "${extra[@]}" --json "$work/$name.$i.json" >>"$work/bench.log"
+    stop_all
+  done
+}
+
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+
+run_case put_get_4m_same_host redis --op put,get --value-size 4mb --duration "$duration"
+run_case put_get_4m_tcp redis --op put,get --value-size 4mb --duration "$duration" --no-shm
+run_case put_get_4k_b32 redis --op put,get --value-size 4kb --batch 32 --duration "$duration"
+for t in 1 8; do
+  for b in 1 32; do
+    run_case "metadata_t${t}_b${b}" none --metadata-only --op put,get --value-size 4kb \
+      --threads "$t" --batch "$b" --duration "$duration"
+  done
+done
+
+# Trace replay: pools of 2048..16384 blocks, one fresh cluster each.
+block_bytes=$(python3 -c "
+s='$block_size'.lower(); m={'kb':1<<10,'mb':1<<20,'k':1<<10,'m':1<<20}
+u=next((k for k in sorted(m,key=len,reverse=True) if s.endswith(k)),None)
+print(int(s[:-len(u)])*m[u] if u else int(s))")
+for blocks in 2048 4096 8192 16384; do
+  start_cluster "$((blocks * block_bytes))"
+  echo "== trace at $blocks blocks" >&2
+  "$bin" bench --trace "$trace" --block-size "$block_size" --json "$work/trace_$blocks.json" \
+    >>"$work/bench.log"
+  stop_all
+done
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+
+python3 "$here/scripts/bench_table.py" "$work" "$runs" "$duration" "$started" "$load_start" \
+  "$load_end" "$trace" "$block_size" >"$out"
+echo "bench_suite: wrote $out (raw JSON and logs in $work)" >&2

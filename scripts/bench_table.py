@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Markdown table of a bench_suite.sh run: the machine, then medians of the
+runs' `mooncake bench --json` files per workload. Called by bench_suite.sh:
+
+  bench_table.py WORKDIR RUNS DURATION STARTED LOAD_START LOAD_END TRACE BLOCK_SIZE
+"""
+import glob
+import json
+import os
+import platform
+import statistics
+import sys
+
+work, runs, duration, started, load_start, load_end, trace, block_size = sys.argv[1:9]
+
+
+def machine():
+    model = "unknown"
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    mem_kb = next(int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemTotal"))
+    return (f"{model}, {os.cpu_count()} cores, {mem_kb / 1024 / 1024:.1f} GiB RAM, "
+            f"Linux {platform.release()}; load average (1/5/15 min) {load_start} at the start, "
+            f"{load_end} at the end; {started}")
+
+
+def load(name):
+    return [json.load(open(f)) for f in sorted(glob.glob(os.path.join(work, f"{name}.*.json")))]
+
+
+def med(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def row_of(doc, target, op):
+    return next((r for r in doc["results"] if r["target"] == target and r["op"] == op), None)
+
+
+def fig(docs, target, op, f):
+    return med([f(r) for r in (row_of(d, target, op) for d in docs) if r])
+
+
+def fmt(v, spec):
+    return "n/a" if v is None else format(v, spec)
+
+
+hit_pct = lambda r: 100.0 * r["hits"] / r["ops"] if r["ops"] else 0.0
+keys_per_s = lambda r: r["hits"] / r["seconds"] if r["seconds"] else 0.0
+
+print("## Performance\n")
+print(f"Measured by `scripts/bench_suite.sh` on: {machine()}.\n")
+print(f"Each figure is the median of {runs} runs of {duration} per operation, every run on a fresh "
+      "local cluster (master + one store on 127.0.0.1) and a fresh local redis-server, after an "
+      "unmeasured 2 s put pass that warms the pool; the pool is full and evicting while measured. "
+      "Ops count keys (a batch of 32 is 32 ops); latency is per call. `ratio` is mooncake over Redis "
+      "in keys stored or found per second.\n")
+print("| workload | op | mooncake keys/s | mooncake GB/s | p50 us | p99 us | hit % | redis keys/s "
+      "| redis GB/s | redis p50 us | redis p99 us | ratio |")
+print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for name, label in [("put_get_4m_same_host", "4 MiB, same-host"), ("put_get_4m_tcp", "4 MiB, TCP (--no-shm)"),
+                    ("put_get_4k_b32", "4 KiB, batch 32")]:
+    docs = load(name)
+    if not docs:
+        continue
+    path = docs[0]["setup"].get("transfer_path", "?")
+    for op in ("put", "get"):
+        cells = [f"{label} ({path})", op]
+        for target in ("mooncake", "redis"):
+            cells += [fmt(fig(docs, target, op, keys_per_s), ",.0f"),
+                      fmt(fig(docs, target, op, lambda r: r["bytes_per_s"] / 1e9), ".2f"),
+                      fmt(fig(docs, target, op, lambda r: r["latency_us"]["p50"]), ".0f"),
+                      fmt(fig(docs, target, op, lambda r: r["latency_us"]["p99"]), ".0f")]
+            if target == "mooncake":
+                cells.append(fmt(fig(docs, target, op, hit_pct), ".1f"))
+        cells.append(fmt(fig(docs, "redis", op, lambda r: r.get("mooncake_ratio")), ".2f") + "x")
+        print("| " + " | ".join(cells) + " |")
+
+print("\nMaster alone (`--metadata-only`, 4 KiB allocations): put is PutStart + PutEnd per key, "
+      "get is GetReplicaList; `--threads N` is N connections.\n")
+print("| connections | batch | put keys/s | put p50 us | put p99 us | get keys/s | get p50 us | get p99 us |")
+print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for t in (1, 8):
+    for b in (1, 32):
+        docs = load(f"metadata_t{t}_b{b}")
+        if not docs:
+            continue
+        cells = [str(t), str(b)]
+        for op in ("put", "get"):
+            cells += [fmt(fig(docs, "mooncake", op, lambda r: r["ops_per_s"]), ",.0f"),
+                      fmt(fig(docs, "mooncake", op, lambda r: r["latency_us"]["p50"]), ".0f"),
+                      fmt(fig(docs, "mooncake", op, lambda r: r["latency_us"]["p99"]), ".0f")]
+        print("| " + " | ".join(cells) + " |")
+
+print(f"\nTrace replay of `{os.path.basename(trace)}` with {block_size} blocks, one run per pool "
+      "size, as fast as possible: prefix hit ratio of the live cluster (its eviction policy, "
+      "watermark and leases) beside exact LRU of the same capacity on the same trace.\n")
+print("| pool blocks | hit ratio | exact LRU | difference | requests/s | GB moved | failed puts |")
+print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for blocks in (2048, 4096, 8192, 16384):
+    f = os.path.join(work, f"trace_{blocks}.json")
+    if not os.path.exists(f):
+        continue
+    t = json.load(open(f))["trace"]
+    print(f"| {t['capacity_blocks']} | {t['hit_ratio']:.4f} | {t['lru_hit_ratio']:.4f} | "
+          f"{t['hit_ratio'] - t['lru_hit_ratio']:+.4f} | {t['requests_per_s']:,.0f} | "
+          f"{t['bytes_moved'] / 1e9:.2f} | {t['failed_blocks']} |")
