@@ -9,7 +9,10 @@
 #
 # Environment: MOONCAKE_BIN (default build/src/cli/mooncake), RUNS (3),
 # DURATION per operation (3s), TRACE (../shared/traces/synthetic_trace.jsonl),
-# BLOCK_SIZE of the trace replay (64kb), SEGMENT of the store (2gb).
+# BLOCK_SIZE of the trace replay (64kb), SEGMENT of the store (2gb),
+# TRACE_LEASE: the master's read lease during trace replays (100ms; a lease
+# blocks eviction, and the default 10 s would leave a small pool nothing to
+# evict at replay speed, judging leases instead of the eviction policy).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +23,7 @@ duration=${DURATION:-3s}
 trace=${TRACE:-$here/../shared/traces/synthetic_trace.jsonl}
 block_size=${BLOCK_SIZE:-64kb}
 segment=${SEGMENT:-2gb}
+trace_lease=${TRACE_LEASE:-100ms}
 work=$(mktemp -d /tmp/mooncake-bench-suite.XXXXXX)
 pids=()
 
@@ -52,7 +56,15 @@ wait_for() {  # wait_for WHAT COMMAND...: up to 20 s
   exit 1
 }
 
-# start_cluster SEGMENT: master with its metadata server, one store, redis.
+bytes_of() {  # "64kb" -> 65536, as mooncake reads sizes (powers of 1024)
+  python3 -c "
+import re, sys
+m = re.fullmatch(r'([0-9]+)\s*([kmgt]?i?b?)', sys.argv[1].strip().lower())
+print(int(m.group(1)) * 1024 ** ' kmgt'.index((m.group(2) or ' ')[0]))" "$1"
+}
+
+# start_cluster SEGMENT [MASTER-FLAGS...]: master with its metadata server,
+# one store, redis.
 start_cluster() {
   local rpc metrics meta
   rpc=$(free_port); metrics=$(free_port); meta=$(free_port); redis_port=$(free_port)
@@ -60,7 +72,7 @@ start_cluster() {
   export MOONCAKE_TE_META_DATA_SERVER=http://127.0.0.1:$meta/metadata
   "$bin" master --port "$rpc" --metrics-port "$metrics" --rpc-address 127.0.0.1 \
     --enable-http-metadata-server --http-metadata-server-host 127.0.0.1 \
-    --http-metadata-server-port "$meta" --data-dir none >>"$work/master.log" 2>&1 &
+    --http-metadata-server-port "$meta" --data-dir none "${@:2}" >>"$work/master.log" 2>&1 &
   pids+=($!)
   wait_for master curl -sf "http://127.0.0.1:$metrics/health"
   "$bin" store --segment "$1" >>"$work/store.log" 2>&1 &
@@ -74,14 +86,14 @@ start_cluster() {
 
 # run_case NAME COMPARE BENCH-ARGS...: RUNS fresh clusters (and redis), one
 # JSON each; COMPARE=redis adds --compare against that run's redis. A first
-# unmeasured put pass touches the store's memory, so the figures are those of
+# unmeasured put pass writes the pool twice over, so the figures are those of
 # a warm pool in steady state (full, evicting), not of first page faults.
 run_case() {
   local name=$1 compare=$2; shift 2
   local extra=()
   for i in $(seq "$runs"); do
     start_cluster "$segment"
-    "$bin" bench --op put --value-size 4mb --duration 2s >/dev/null
+    "$bin" bench --op put --value-size 4mb --ops "$warm_ops" >/dev/null
     [ "$compare" = redis ] && extra=(--compare "redis://127.0.0.1:$redis_port")
     echo "== $name (run $i/$runs): mooncake bench $* ${extra[*]}" >&2
     "$bin" bench "$@" "${extra[@]}" --json "$work/$name.$i.json" >>"$work/bench.log"
@@ -89,6 +101,7 @@ run_case() {
   done
 }
 
+warm_ops=$(( 2 * $(bytes_of "$segment") / (4 << 20) ))
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
@@ -103,12 +116,9 @@ for t in 1 8; do
 done
 
 # Trace replay: pools of 2048..16384 blocks, one fresh cluster each.
-block_bytes=$(python3 -c "
-s='$block_size'.lower(); m={'kb':1<<10,'mb':1<<20,'k':1<<10,'m':1<<20}
-u=next((k for k in sorted(m,key=len,reverse=True) if s.endswith(k)),None)
-print(int(s[:-len(u)])*m[u] if u else int(s))")
+block_bytes=$(bytes_of "$block_size")
 for blocks in 2048 4096 8192 16384; do
-  start_cluster "$((blocks * block_bytes))"
+  start_cluster "$((blocks * block_bytes))" --default-kv-lease-ttl "$trace_lease"
   echo "== trace at $blocks blocks" >&2
   "$bin" bench --trace "$trace" --block-size "$block_size" --json "$work/trace_$blocks.json" \
     >>"$work/bench.log"
@@ -117,5 +127,5 @@ done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
 python3 "$here/scripts/bench_table.py" "$work" "$runs" "$duration" "$started" "$load_start" \
-  "$load_end" "$trace" "$block_size" >"$out"
+  "$load_end" "$trace" "$block_size" "$trace_lease" >"$out"
 echo "bench_suite: wrote $out (raw JSON and logs in $work)" >&2

@@ -2,7 +2,7 @@
 """Markdown table of a bench_suite.sh run: the machine, then medians of the
 runs' `mooncake bench --json` files per workload. Called by bench_suite.sh:
 
-  bench_table.py WORKDIR RUNS DURATION STARTED LOAD_START LOAD_END TRACE BLOCK_SIZE
+  bench_table.py WORKDIR RUNS DURATION STARTED LOAD_START LOAD_END TRACE BLOCK_SIZE LEASE
 """
 import glob
 import json
@@ -11,7 +11,7 @@ import platform
 import statistics
 import sys
 
-work, runs, duration, started, load_start, load_end, trace, block_size = sys.argv[1:9]
+work, runs, duration, started, load_start, load_end, trace, block_size, lease = sys.argv[1:10]
 
 
 def machine():
@@ -54,7 +54,7 @@ print("## Performance\n")
 print(f"Measured by `scripts/bench_suite.sh` on: {machine()}.\n")
 print(f"Each figure is the median of {runs} runs of {duration} per operation, every run on a fresh "
       "local cluster (master + one store on 127.0.0.1) and a fresh local redis-server, after an "
-      "unmeasured 2 s put pass that warms the pool; the pool is full and evicting while measured. "
+      "unmeasured put pass that writes the pool twice over; the pool is full and evicting while measured. "
       "Ops count keys (a batch of 32 is 32 ops); latency is per call. `ratio` is mooncake over Redis "
       "in keys stored or found per second.\n")
 print("| workload | op | mooncake keys/s | mooncake GB/s | p50 us | p99 us | hit % | redis keys/s "
@@ -95,8 +95,9 @@ for t in (1, 8):
         print("| " + " | ".join(cells) + " |")
 
 print(f"\nTrace replay of `{os.path.basename(trace)}` with {block_size} blocks, one run per pool "
-      "size, as fast as possible: prefix hit ratio of the live cluster (its eviction policy, "
-      "watermark and leases) beside exact LRU of the same capacity on the same trace.\n")
+      f"size, as fast as possible, the master's read lease set to {lease}: prefix hit ratio of "
+      "the live cluster (its eviction policy and watermark) beside exact LRU of the same capacity "
+      "(pool bytes / block size) on the same trace.\n")
 print("| pool blocks | hit ratio | exact LRU | difference | requests/s | GB moved | failed puts |")
 print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for blocks in (2048, 4096, 8192, 16384):

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <mutex>
 
 #include "rpc/client.h"
@@ -94,6 +95,8 @@ class ClientImpl final : public Client {
                                const std::vector<std::span<const uint8_t>>& values,
                                const proto::PutOptions& options) override;
   std::vector<Result<std::vector<uint8_t>>> BatchGet(const std::vector<std::string>& keys) override;
+  std::vector<Result<uint64_t>> BatchGetInto(const std::vector<std::string>& keys,
+                                             const std::vector<std::span<uint8_t>>& buffers) override;
   std::vector<Result<bool>> BatchExists(const std::vector<std::string>& keys) override;
 
   std::string last_transfer_path() const override {
@@ -126,9 +129,20 @@ class ClientImpl final : public Client {
   // Reads one object described by `reply` into dst[0, reply.size_bytes),
   // trying replicas (same-host first) until one succeeds.
   Status ReadObject(proto::GetReplicaListReply& reply, uint8_t* dst);
+  // Orders replicas same-host first (stable: the master's order otherwise).
+  void LocalFirst(proto::GetReplicaListReply& reply) const;
   // Runs planned ops: same-host ones over shm (falling back to TCP when the
   // segment cannot be mapped), the rest over TCP.
   Status Run(std::vector<Planned>& planned);
+  // The replica lists of `keys` in one master round trip (per-key status).
+  std::vector<proto::BatchItem<proto::GetReplicaListReply>> ReplicaLists(
+      const std::vector<std::string>& keys);
+  // Where key i's bytes go, once its size is known; a shorter span than the
+  // size is BUFFER_OVERFLOW for that key.
+  using DestFn = std::function<std::span<uint8_t>(size_t i, uint64_t size)>;
+  // Gets of BatchGet and BatchGetInto: per-key status, object sizes.
+  std::vector<Status> Fetch(const std::vector<std::string>& keys, const DestFn& dest,
+                            std::vector<uint64_t>* sizes);
 
   Config config_;
   std::unique_ptr<rpc::MasterClient> link_;
@@ -260,7 +274,7 @@ std::vector<Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
   return out;
 }
 
-Status ClientImpl::ReadObject(proto::GetReplicaListReply& reply, uint8_t* dst) {
+void ClientImpl::LocalFirst(proto::GetReplicaListReply& reply) const {
   // Same-host replicas first; then the others in the master's order.
   std::stable_sort(reply.replicas.begin(), reply.replicas.end(),
                    [this](const proto::ReplicaDesc& a, const proto::ReplicaDesc& b) {
@@ -268,6 +282,10 @@ Status ClientImpl::ReadObject(proto::GetReplicaListReply& reply, uint8_t* dst) {
                      bool lb = !b.buffers.empty() && UseShm(b.buffers[0]);
                      return la && !lb;
                    });
+}
+
+Status ClientImpl::ReadObject(proto::GetReplicaListReply& reply, uint8_t* dst) {
+  LocalFirst(reply);
   Status last = Error(ErrorCode::INVALID_REPLICA, "no complete replica");
   for (const auto& replica : reply.replicas) {
     std::vector<Planned> planned;
@@ -293,38 +311,90 @@ Result<uint64_t> ClientImpl::GetInto(const std::string& key, std::span<uint8_t> 
   return reply->size_bytes;
 }
 
-std::vector<Result<std::vector<uint8_t>>> ClientImpl::BatchGet(const std::vector<std::string>& keys) {
-  std::vector<Result<std::vector<uint8_t>>> out;
+std::vector<proto::BatchItem<proto::GetReplicaListReply>> ClientImpl::ReplicaLists(
+    const std::vector<std::string>& keys) {
   std::vector<proto::KeyRequest> reqs;
+  reqs.reserve(keys.size());
   for (const auto& k : keys) reqs.push_back({id_, k});
-  std::vector<proto::BatchItem<proto::GetReplicaListReply>> lists;
+  std::vector<proto::BatchItem<proto::GetReplicaListReply>> lists(keys.size());
   if (keys.size() == 1) {
     auto r = link_->Invoke<Opcode::kGetReplicaList>(reqs[0]);
-    lists.resize(1);
     if (r.ok()) lists[0].value = std::move(*r);
     else lists[0].status = r.status();
-  } else {
-    auto r = link_->Invoke<Opcode::kBatchGetReplicaList>(reqs);
-    if (!r.ok()) {
-      for (size_t i = 0; i < keys.size(); ++i) out.emplace_back(r.status());
-      return out;
-    }
-    lists = std::move(*r);
+    return lists;
   }
+  auto r = link_->Invoke<Opcode::kBatchGetReplicaList>(reqs);
+  if (!r.ok()) {
+    for (auto& l : lists) l.status = r.status();
+    return lists;
+  }
+  return std::move(*r);
+}
+
+std::vector<Status> ClientImpl::Fetch(const std::vector<std::string>& keys, const DestFn& dest,
+                                      std::vector<uint64_t>* sizes) {
+  std::vector<Status> out(keys.size());
+  sizes->assign(keys.size(), 0);
+  auto lists = ReplicaLists(keys);  // one master round trip for the whole batch
+  std::vector<std::span<uint8_t>> bufs(keys.size());
+  std::vector<Planned> planned;
+  bool planned_all = true;
   for (size_t i = 0; i < keys.size(); ++i) {
     if (!lists[i].status.ok()) {
-      Status st = lists[i].status;
-      if (st.code() == ErrorCode::OBJECT_NOT_FOUND) st = Error(st.code(), "not found");
-      out.emplace_back(st);
+      out[i] = lists[i].status;
+      if (out[i].code() == ErrorCode::OBJECT_NOT_FOUND) out[i] = Error(out[i].code(), "not found");
       continue;
     }
-    std::vector<uint8_t> data(lists[i].value.size_bytes);
-    Status last = ReadObject(lists[i].value, data.data());
-    if (last.ok()) {
-      out.emplace_back(std::move(data));
-    } else {
-      out.emplace_back(last);
+    auto& reply = lists[i].value;
+    LocalFirst(reply);
+    (*sizes)[i] = reply.size_bytes;
+    bufs[i] = dest(i, reply.size_bytes);
+    if (bufs[i].size() < reply.size_bytes) {
+      out[i] = Error(ErrorCode::BUFFER_OVERFLOW, "buffer of " + std::to_string(bufs[i].size()) +
+                                                     " bytes for an object of " +
+                                                     std::to_string(reply.size_bytes));
+      continue;
     }
+    bufs[i] = bufs[i].first(reply.size_bytes);
+    if (reply.replicas.empty() ||
+        !Plan(reply.replicas[0], transfer::OpKind::kRead, bufs[i].data(), bufs[i].size(), &planned).ok()) {
+      planned_all = false;
+    }
+  }
+  // Fast path: the first replica of every key moves in one concurrent batch.
+  // Otherwise (or if it fails), key by key through every replica in turn.
+  if (planned_all && Run(planned).ok()) return out;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (out[i].ok() && lists[i].status.ok()) out[i] = ReadObject(lists[i].value, bufs[i].data());
+  }
+  return out;
+}
+
+std::vector<Result<std::vector<uint8_t>>> ClientImpl::BatchGet(const std::vector<std::string>& keys) {
+  std::vector<std::vector<uint8_t>> data(keys.size());
+  std::vector<uint64_t> sizes;
+  auto st = Fetch(keys, [&](size_t i, uint64_t size) {
+    data[i].resize(size);
+    return std::span<uint8_t>(data[i]);
+  }, &sizes);
+  std::vector<Result<std::vector<uint8_t>>> out;
+  out.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (st[i].ok()) out.emplace_back(std::move(data[i]));
+    else out.emplace_back(st[i]);
+  }
+  return out;
+}
+
+std::vector<Result<uint64_t>> ClientImpl::BatchGetInto(const std::vector<std::string>& keys,
+                                                       const std::vector<std::span<uint8_t>>& buffers) {
+  std::vector<uint64_t> sizes;
+  auto st = Fetch(keys, [&](size_t i, uint64_t) { return buffers[i]; }, &sizes);
+  std::vector<Result<uint64_t>> out;
+  out.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (st[i].ok()) out.emplace_back(sizes[i]);
+    else out.emplace_back(st[i]);
   }
   return out;
 }

@@ -55,6 +55,12 @@ class Client {
   virtual std::vector<Result<std::vector<uint8_t>>> BatchGet(
       const std::vector<std::string>& keys) = 0;
   virtual std::vector<Result<bool>> BatchExists(const std::vector<std::string>& keys) = 0;
+  // Fetches each object into the caller's buffer: no allocation and no
+  // zero-fill, as an engine reading into its own KV buffers does. Per key:
+  // the object's size, OBJECT_NOT_FOUND, or BUFFER_OVERFLOW when the buffer
+  // is smaller than the object.
+  virtual std::vector<Result<uint64_t>> BatchGetInto(
+      const std::vector<std::string>& keys, const std::vector<std::span<uint8_t>>& buffers) = 0;
 
   // "same-host" if the last transfer used mapped memory, else "tcp".
   virtual std::string last_transfer_path() const = 0;
