@@ -5,6 +5,7 @@
 # (free ports, memory-only master), runs build/src/client/transfer_bench
 # against them, and stops both by pid. Arguments go to transfer_bench
 # (reps=N streams=N ...); the build must exist (ninja -C build).
+# MC_BENCH_SEGMENT sets the store's segment size (default 1gb).
 # Run it on a quiet machine: every figure is a median of `reps` runs, and the
 # percentages compare each run with a loopback sample taken just before it.
 set -euo pipefail

@@ -209,7 +209,8 @@ void TcpDataServer::LogRefusal(int fd, OpKind op, const Status& st) {
     ++refusals_logged_;
   }
   if (suppressed > 0) {
-    MC_LOG(WARN) << suppressed << " more refused requests were not logged";
+    MC_LOG(WARN) << suppressed << " more refused requests were not logged ("
+                 << counters_->refused_requests.load() << " refused since start)";
   }
   MC_LOG(WARN) << "refused " << OpKindName(op) << " from " << PeerName(fd) << ": "
                << st.ToString();
