@@ -69,9 +69,10 @@ MasterState::ObjectIt MasterState::FindById(ObjectId id) {
   return slots_[slot].it;
 }
 
-MasterState::ObjectIt MasterState::InsertObject(std::string_view key) {
-  auto [it, inserted] = objects_.try_emplace(std::string(key));
-  assert(inserted);
+MasterState::ObjectIt MasterState::InsertObject(std::string_view key, ObjectIt hint) {
+  [[maybe_unused]] const size_t before = objects_.size();
+  auto it = objects_.try_emplace(hint, std::string(key));
+  assert(objects_.size() == before + 1);
   uint32_t slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -139,12 +140,17 @@ std::vector<proto::ReplicaDesc> MasterState::DescribeReplicas(const ObjectRecord
   return out;
 }
 
+// Not through DescribeReplicas: the journal dumps every committed object,
+// and the descriptors' endpoint and path strings are not needed here.
 ObjectDump MasterState::Dump(const ObjectIt& it) const {
   const ObjectRecord& rec = it->second;
   ObjectDump d{it->first, rec.size_bytes, rec.complete(), rec.has(ObjectRecord::kSoftPin), {}};
-  for (auto& r : DescribeReplicas(rec)) {
-    auto& out = d.replicas.emplace_back();
-    for (auto& b : r.buffers) out.push_back({b.segment_name, b.offset, b.size_bytes});
+  const uint32_t stripes = Stripes(rec.size_bytes);
+  const uint64_t* b = rec.buffers();
+  d.replicas.resize(rec.replicas);
+  for (uint32_t i = 0; i < rec.buffer_count; ++i) {
+    d.replicas[i / stripes].push_back(
+        {segments_[BufferSegment(b[i])]->desc.name, BufferOffset(b[i]), BufferSize(rec, i)});
   }
   return d;
 }
@@ -265,7 +271,7 @@ Result<proto::PutStartReply> MasterState::PutStart(const proto::PutStartRequest&
     return fail(Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key " + Quoted(req.key) + " exists"));
   auto placed = PlaceOrEvict(req.key, req.size_bytes, replicas, now_us);
   if (!placed.ok()) return fail(placed.status());
-  ObjectIt it = InsertObject(req.key);
+  ObjectIt it = InsertObject(req.key, objects_.lower_bound(req.key));
   ObjectRecord& rec = it->second;
   rec.size_bytes = req.size_bytes;
   rec.replicas = static_cast<uint8_t>(replicas);

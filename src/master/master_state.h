@@ -111,6 +111,14 @@ class MasterState {
   std::vector<ObjectDump> DumpObjects(bool complete_only) const;
   Status LoadSegment(const SegmentDump& segment, uint64_t now_us);
   Status LoadObject(const ObjectDump& object, uint64_t now_us);
+  // Bulk reload (a journal at start): between the two calls LoadObject only
+  // records where each buffer is; FinishBulkLoad reserves them all at once,
+  // sorted per segment, instead of splitting the free lists object by
+  // object, and refuses (INVALID_PARAMS, naming both keys) two buffers that
+  // overlap. Objects loaded in key order are also inserted in O(1) each.
+  // After a failed FinishBulkLoad the state must be discarded.
+  void BeginBulkLoad();
+  Status FinishBulkLoad();
 
  private:
   struct Segment;
@@ -131,7 +139,8 @@ class MasterState {
   Status CheckKey(std::string_view key) const;
   ObjectId IdOf(const ObjectRecord& rec) const;
   ObjectIt FindById(ObjectId id);
-  ObjectIt InsertObject(std::string_view key);
+  // `hint`: where the key goes, when known (as for std::map::emplace_hint).
+  ObjectIt InsertObject(std::string_view key, ObjectIt hint);
   void EraseObject(ObjectIt it, RemoveReason reason, bool notify);
   void FreeBuffers(const ObjectRecord& rec, uint64_t* largest_hole);
   uint32_t Stripes(uint64_t size_bytes) const;
@@ -175,6 +184,18 @@ class MasterState {
   std::vector<uint32_t> free_segment_ids_;
   std::map<std::string, uint32_t, std::less<>> segment_ids_;
   std::map<proto::ClientId, Client> clients_;
+
+  struct BulkRange {  // a buffer recorded by LoadObject during a bulk load
+    uint32_t segment;
+    uint64_t offset;
+    uint64_t size;  // aligned
+    ObjectId object;
+    bool operator<(const BulkRange& o) const {
+      return segment != o.segment ? segment < o.segment : offset < o.offset;
+    }
+  };
+  bool bulk_loading_ = false;
+  std::vector<BulkRange> bulk_ranges_;
 
   uint64_t allocated_bytes_ = 0;
   uint64_t capacity_bytes_ = 0;

@@ -125,8 +125,13 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
   if (!object.complete) return bad("only complete objects are durable");
   if (object.size_bytes == 0 || object.replicas.empty() || object.replicas.size() > kMaxReplicas)
     return bad("size and replica count must be positive");
-  if (objects_.find(key) != objects_.end())
-    return Error(ErrorCode::OBJECT_ALREADY_EXISTS, "cannot load '" + key + "': exists");
+  // Keys in order (as a journal holds them) go at the end: no search.
+  ObjectIt hint = objects_.end();
+  if (!objects_.empty() && !(objects_.rbegin()->first < key)) {
+    hint = objects_.lower_bound(key);
+    if (hint != objects_.end() && hint->first == key)
+      return Error(ErrorCode::OBJECT_ALREADY_EXISTS, "cannot load '" + key + "': exists");
+  }
   const uint32_t stripes = Stripes(object.size_bytes);
   if (uint64_t{stripes} * object.replicas.size() > kMaxBuffersPerObject)
     return bad("too many stripes");
@@ -146,6 +151,10 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
       const uint64_t want = s + 1 < stripes ? config_.stripe_size_bytes
                                             : object.size_bytes - uint64_t{s} * config_.stripe_size_bytes;
       auto seg = segment_ids_.find(b.segment_name);
+      const SegmentAllocator* alloc = seg == segment_ids_.end() ? nullptr : &segments_[seg->second]->allocator;
+      const bool in_range = alloc != nullptr && b.offset % SegmentAllocator::kAlignmentBytes == 0 &&
+                            b.offset <= alloc->capacity_bytes() &&
+                            SegmentAllocator::AlignUp(b.size_bytes) <= alloc->capacity_bytes() - b.offset;
       if (seg == segment_ids_.end()) {
         failure = bad("segment '" + b.segment_name + "' is not mounted");
       } else if (b.size_bytes != want) {
@@ -153,7 +162,8 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
                       std::to_string(want));
       } else if (used_segment[seg->second]) {
         failure = bad("two replicas share segment '" + b.segment_name + "'");
-      } else if (!segments_[seg->second]->allocator.Reserve(b.offset, b.size_bytes)) {
+      } else if (!in_range || (!bulk_loading_ && !segments_[seg->second]->allocator.Reserve(
+                                                     b.offset, b.size_bytes))) {
         failure = bad("range " + std::to_string(b.offset) + "+" + std::to_string(b.size_bytes) +
                       " of segment '" + b.segment_name + "' is taken or out of range");
       } else {
@@ -168,17 +178,23 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
   }
   if (!failure.ok()) {
     for (size_t i = 0; i < packed.size(); ++i) {
-      segments_[BufferSegment(packed[i])]->allocator.Free(BufferOffset(packed[i]), sizes[i]);
+      if (!bulk_loading_)
+        segments_[BufferSegment(packed[i])]->allocator.Free(BufferOffset(packed[i]), sizes[i]);
       allocated_bytes_ -= SegmentAllocator::AlignUp(sizes[i]);
     }
     return failure;
   }
-  ObjectIt it = InsertObject(key);
+  ObjectIt it = InsertObject(key, hint);
   ObjectRecord& rec = it->second;
   rec.size_bytes = object.size_bytes;
   rec.replicas = static_cast<uint8_t>(object.replicas.size());
   rec.flags = ObjectRecord::kComplete | (object.soft_pin ? ObjectRecord::kSoftPin : 0);
   rec.SetBuffers(packed.data(), static_cast<uint32_t>(packed.size()));
+  if (bulk_loading_) {
+    for (size_t i = 0; i < packed.size(); ++i)
+      bulk_ranges_.push_back({BufferSegment(packed[i]), BufferOffset(packed[i]),
+                              SegmentAllocator::AlignUp(sizes[i]), IdOf(rec)});
+  }
   if (object.soft_pin) {  // the pin restarts: its expiry is not durable
     rec.flags |= ObjectRecord::kPinCounted;
     rec.pin_expiry_us = now_us + config_.default_kv_soft_pin_ttl_us;
@@ -187,6 +203,38 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
     std::push_heap(pin_expiries_.begin(), pin_expiries_.end(), std::greater<>());
   }
   policy_->OnInsert(IdOf(rec), std::hash<std::string_view>()(key), rec.size_bytes);
+  return Status::Ok();
+}
+
+void MasterState::BeginBulkLoad() {
+  assert(objects_.empty() && allocated_bytes_ == 0);
+  bulk_loading_ = true;
+  bulk_ranges_.clear();
+}
+
+Status MasterState::FinishBulkLoad() {
+  bulk_loading_ = false;
+  std::vector<BulkRange> ranges;
+  ranges.swap(bulk_ranges_);
+  std::sort(ranges.begin(), ranges.end());
+  auto key_of = [&](ObjectId id) { return "'" + FindById(id)->first + "'"; };
+  size_t begin = 0;
+  while (begin < ranges.size()) {
+    size_t end = begin;
+    std::vector<std::pair<uint64_t, uint64_t>> used;  // (offset, size) in offset order
+    for (; end < ranges.size() && ranges[end].segment == ranges[begin].segment; ++end) {
+      const BulkRange& r = ranges[end];
+      if (end > begin && ranges[end - 1].offset + ranges[end - 1].size > r.offset)
+        return Error(ErrorCode::INVALID_PARAMS,
+                     "cannot load " + key_of(r.object) + ": its buffer at " +
+                         std::to_string(r.offset) + " of segment '" +
+                         segments_[r.segment]->desc.name + "' overlaps one of " +
+                         key_of(ranges[end - 1].object));
+      used.emplace_back(r.offset, r.size);
+    }
+    segments_[ranges[begin].segment]->allocator.ReserveSorted(used);
+    begin = end;
+  }
   return Status::Ok();
 }
 

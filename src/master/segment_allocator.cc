@@ -79,6 +79,21 @@ bool SegmentAllocator::Reserve(uint64_t offset, uint64_t size_bytes) {
   return true;
 }
 
+void SegmentAllocator::ReserveSorted(const std::vector<std::pair<uint64_t, uint64_t>>& used) {
+  assert(free_bytes_ == capacity_bytes_);
+  by_offset_.clear();
+  by_size_.clear();
+  free_bytes_ = 0;
+  uint64_t at = 0;  // end of the previous used range
+  for (const auto& [offset, size] : used) {
+    assert(offset >= at && offset % kAlignmentBytes == 0 && size % kAlignmentBytes == 0);
+    if (offset > at) InsertFree(at, offset - at);
+    at = offset + size;
+  }
+  assert(at <= capacity_bytes_);
+  if (at < capacity_bytes_) InsertFree(at, capacity_bytes_ - at);
+}
+
 bool SegmentAllocator::IsFree(uint64_t offset, uint64_t size_bytes) const {
   auto it = by_offset_.upper_bound(offset);
   if (it == by_offset_.begin()) return false;

@@ -20,6 +20,7 @@
 #include <optional>
 #include <set>
 #include <utility>
+#include <vector>
 
 namespace mc::master {
 
@@ -47,6 +48,11 @@ class SegmentAllocator {
   // rebuilding state from a journal. False (nothing changed) if the range is
   // misaligned, outside the segment or not entirely free.
   bool Reserve(uint64_t offset, uint64_t size_bytes);
+
+  // Marks many ranges as used at once on an entirely free allocator, in one
+  // pass (a bulk reload). `used`: (offset, AlignUp(size)) sorted by offset,
+  // aligned, inside the segment and not overlapping (the caller checked).
+  void ReserveSorted(const std::vector<std::pair<uint64_t, uint64_t>>& used);
 
   // True if every byte of the range is free (for tests and assertions).
   bool IsFree(uint64_t offset, uint64_t size_bytes) const;

@@ -2,9 +2,11 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cassert>
 
 #include "common/log.h"
+#include "masterd/service.h"
 #include "metadata/sqlite_db.h"
 #include "proto/wire.h"
 
@@ -29,6 +31,13 @@ const metadata::SqliteSchema kSchema{
         " key BLOB PRIMARY KEY, size_bytes INTEGER NOT NULL, soft_pin INTEGER NOT NULL,"
         " replicas INTEGER NOT NULL, buffers BLOB NOT NULL) WITHOUT ROWID",
 };
+
+// The last change this thread queued, per journal (tests run several).
+struct OwnChange {
+  const void* journal = nullptr;
+  uint64_t seq = 0;
+};
+thread_local OwnChange t_own;
 
 // One buffer in objects.buffers: u32 segment id, u64 offset (little endian).
 constexpr size_t kBufferRecordBytes = 12;
@@ -68,6 +77,9 @@ Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path,
                                                uint64_t stripe_size_bytes) {
   MC_ASSIGN_OR_RETURN(std::unique_ptr<metadata::SqliteDb> db,
                       metadata::SqliteDb::Open(path, kSchema));
+  // The page cache SQLite keeps: objects are keyed by name, so commits touch
+  // pages all over the table, and the default 2 MiB thrashes past ~100k objects.
+  MC_RETURN_IF_ERROR(db->Exec(("PRAGMA cache_size = -" + std::to_string(kJournalCacheKiB)).c_str()));
   std::unique_ptr<Journal> j(new Journal(std::move(db), stripe_size_bytes));
   MC_RETURN_IF_ERROR(j->Prepare());
   j->writer_ = std::thread([p = j.get()] { p->WriterLoop(); });
@@ -151,20 +163,28 @@ void Journal::OnObjectRemoved(std::string_view key, master::RemoveReason reason)
 void Journal::Append(Change change) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    const bool frees = change.kind == Change::Kind::kRemoveObject ||
+                       change.kind == Change::Kind::kUnmount;
     pending_.push_back(std::move(change));
     ++appended_;
+    t_own = {this, appended_};
+    if (frees) last_free_ = appended_;
   }
   work_cv_.notify_one();
 }
 
 // ---- group commit ---------------------------------------------------------------
 
-Status Journal::WaitDurable() {
-  std::unique_lock<std::mutex> lock(mu_);
-  const uint64_t target = appended_;
+Status Journal::WaitFor(std::unique_lock<std::mutex>& lock, uint64_t target) {
   done_cv_.wait(lock, [&] { return durable_ >= target || !failure_.ok(); });
   return failure_;
 }
+
+Status Journal::WaitDurable() {
+  std::unique_lock<std::mutex> lock(mu_);
+  return WaitFor(lock, appended_);
+}
+
 
 Status Journal::failure() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -200,12 +220,16 @@ void Journal::WriterLoop() {
       ++commits_;
       if (st.ok()) {
         durable_ = upto;
+        durable_seen_.store(upto, std::memory_order_release);
       } else {
         failure_ = st;
+        failed_.store(true, std::memory_order_release);
         MC_LOG(ERROR) << "journal commit failed: " << st.ToString();
       }
     }
     done_cv_.notify_all();
+    std::lock_guard<std::mutex> lock(callback_mu_);
+    if (on_commit_) on_commit_();
   }
 }
 
@@ -253,6 +277,55 @@ Status Journal::Commit(const std::vector<Change>& batch) {
   if (st.ok()) st = db_->Exec("COMMIT");  // fsyncs the WAL (synchronous=FULL)
   if (!st.ok()) (void)db_->Exec("ROLLBACK");
   return st;
+}
+
+uint64_t Journal::appended() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return appended_;
+}
+
+uint64_t Journal::private_ticket() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t own = t_own.journal == this ? std::min(t_own.seq, appended_) : 0;
+  return std::max(own, last_free_);
+}
+
+void Journal::SetCommitCallback(std::function<void()> on_commit) {
+  // Waits for a callback that is running: after this returns the old one
+  // is never called again.
+  std::lock_guard<std::mutex> lock(callback_mu_);
+  on_commit_ = std::move(on_commit);
+}
+
+JournalGate::JournalGate(Journal& journal) : journal_(journal) {}
+JournalGate::~JournalGate() { journal_.SetCommitCallback(nullptr); }
+
+uint64_t JournalGate::Ticket(uint64_t requests) {
+  const bool private_only = MasterService::TakePrivateOps() == requests;
+  return private_only ? journal_.private_ticket() : journal_.appended();
+}
+
+uint64_t JournalGate::Released() const { return journal_.durable(); }
+bool JournalGate::Failed() const { return journal_.failed(); }
+
+void JournalGate::Subscribe(std::function<void()> wake) {
+  // One callback for every I/O thread: the server subscribes each loop
+  // before any of them serves, so a vector built here is complete.
+  auto wakes = std::make_shared<std::vector<std::function<void()>>>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    wakes_.push_back(std::move(wake));
+    *wakes = wakes_;
+  }
+  journal_.SetCommitCallback([wakes] {
+    for (const auto& w : *wakes) w();
+  });
+}
+
+void JournalGate::Unsubscribe() {
+  journal_.SetCommitCallback(nullptr);
+  std::lock_guard<std::mutex> lock(mu_);
+  wakes_.clear();
 }
 
 // ---- load ----------------------------------------------------------------------
@@ -311,6 +384,7 @@ Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadSta
   sqlite3_stmt* s = nullptr;
   MC_RETURN_IF_ERROR(
       db_->Prepare("SELECT key, size_bytes, soft_pin, replicas, buffers FROM objects", &s));
+  state.BeginBulkLoad();
   int rc;
   Status st;
   master::ObjectDump o;
@@ -359,6 +433,10 @@ Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadSta
   }
   if (st.ok() && rc != SQLITE_DONE) st = db_->Failure(path_ + ": reading objects");
   sqlite3_finalize(s);
+  if (st.ok()) {
+    st = state.FinishBulkLoad();
+    if (!st.ok()) st = Error(ErrorCode::INTERNAL_ERROR, path_ + ": " + st.message());
+  }
   return st;
 }
 

@@ -19,8 +19,10 @@
 // WaitDurable from any thread, the writer runs on its own thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,6 +33,7 @@
 #include "common/result.h"
 #include "master/master_state.h"
 #include "master/state_listener.h"
+#include "rpc/server.h"
 
 namespace mc::metadata {
 class SqliteDb;
@@ -43,6 +46,8 @@ constexpr uint32_t kJournalApplicationId = 0x4d434d53;
 constexpr int kJournalSchemaVersion = 1;
 // Changes written in one transaction at most; more wait for the next one.
 constexpr size_t kMaxChangesPerCommit = 1u << 16;
+// SQLite page cache of the journal's connection.
+constexpr uint64_t kJournalCacheKiB = 64 * 1024;
 
 class Journal final : public master::StateListener {
  public:
@@ -65,6 +70,19 @@ class Journal final : public master::StateListener {
   // Blocks until every change queued before the call is committed; the
   // commit's error if one failed (the journal then stays failed).
   Status WaitDurable();
+  // Non-blocking forms for the RPC server's ReplyGate: sequence numbers of
+  // changes (queued so far; what a reply that reveals nothing durable must
+  // wait for; committed so far), and a callback run on the writer thread
+  // after every commit (null: none).
+  uint64_t appended() const;
+  // This thread's last change (e.g. an eviction for its PutStart) and the
+  // last change by anyone that freed space: space handed out by a PutStart
+  // may be space a not yet durable Remove freed, and a client must not write
+  // over an object that a crash would bring back.
+  uint64_t private_ticket() const;
+  uint64_t durable() const { return durable_seen_.load(std::memory_order_acquire); }
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  void SetCommitCallback(std::function<void()> on_commit);
   Status failure() const;
   uint64_t commits() const;
   const std::string& path() const { return path_; }
@@ -81,6 +99,7 @@ class Journal final : public master::StateListener {
   Journal(std::unique_ptr<metadata::SqliteDb> db, uint64_t stripe_size_bytes);
   Status Prepare();
   void Append(Change change);
+  Status WaitFor(std::unique_lock<std::mutex>& lock, uint64_t target);
   void WriterLoop();
   Status Commit(const std::vector<Change>& batch);
   Status LoadSegments(master::MasterState& state, uint64_t now_us, LoadStats* stats,
@@ -104,11 +123,37 @@ class Journal final : public master::StateListener {
   std::condition_variable done_cv_;  // waiters: a commit finished
   std::vector<Change> pending_;
   uint64_t appended_ = 0;  // changes queued so far
+  uint64_t last_free_ = 0;  // the last queued change that freed space
   uint64_t durable_ = 0;   // changes committed so far
   uint64_t commits_ = 0;
   Status failure_;
   bool stopping_ = false;
+  std::mutex callback_mu_;
+  std::function<void()> on_commit_;  // under callback_mu_, also while it runs
+  std::atomic<uint64_t> durable_seen_{0};
+  std::atomic<bool> failed_{false};
   std::thread writer_;
+};
+
+// The RPC server's ReplyGate for a master with a journal: a round of
+// requests that only reserved space (MasterService::TakePrivateOps) waits
+// for Journal::private_ticket (its own evictions and any pending free);
+// any other round, which may reveal other clients' changes, for every
+// change queued so far.
+class JournalGate final : public rpc::ReplyGate {
+ public:
+  explicit JournalGate(Journal& journal);  // must outlive neither
+  ~JournalGate() override;
+  uint64_t Ticket(uint64_t requests) override;
+  uint64_t Released() const override;
+  bool Failed() const override;
+  void Subscribe(std::function<void()> wake) override;
+  void Unsubscribe() override;
+
+ private:
+  Journal& journal_;
+  std::mutex mu_;
+  std::vector<std::function<void()>> wakes_;  // under mu_
 };
 
 }  // namespace mc::masterd

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include "master/eviction_policy.h"
 #include "master/master_test_util.h"
@@ -194,6 +195,34 @@ TEST_CASE("a foreign, damaged or newer database is refused with its name and the
     auto loaded = (*j)->LoadInto(*state, kNow);
     REQUIRE(!loaded.ok());
     CHECK(loaded.status().message().find(db.path) != std::string::npos);
-    CHECK(loaded.status().message().find("object row 'b'") != std::string::npos);
+    CHECK(loaded.status().message().find("'b'") != std::string::npos);
+    CHECK(loaded.status().message().find("overlaps one of 'a'") != std::string::npos);
   }
+}
+
+TEST_CASE("a reply that only reserved space waits for pending frees, not for other puts") {
+  TempDb db;
+  const MasterConfig config = SmallStripes();
+  auto journal = masterd::Journal::Open(db.path, config.stripe_size_bytes);
+  REQUIRE(journal.ok());
+  masterd::Journal& j = **journal;
+  auto state = NewState(config, &j);
+  REQUIRE(state->MountSegment({Client(1), Segment("s", 16 * kMiB)}, kNow).ok());
+  REQUIRE(state->PutStart({Client(1), "a", kMiB, {1, false}}, kNow).ok());
+  REQUIRE(state->PutEnd({Client(1), "a"}, kNow).ok());
+  const uint64_t mine = j.appended();  // this thread's last change
+  CHECK(j.private_ticket() == mine);
+  // Another thread commits a new object: a PutStart here need not wait for it.
+  std::thread([&] {
+    REQUIRE(state->PutStart({Client(1), "b", kMiB, {1, false}}, kNow).ok());
+    REQUIRE(state->PutEnd({Client(1), "b"}, kNow).ok());
+  }).join();
+  CHECK(j.appended() > mine);
+  CHECK(j.private_ticket() == mine);
+  // Another thread removes an object: its space may be handed out next, so
+  // a PutStart reply must wait until that remove is durable.
+  std::thread([&] { REQUIRE(state->Remove({"a", false}, kNow).ok()); }).join();
+  CHECK(j.private_ticket() == j.appended());
+  REQUIRE(j.WaitDurable().ok());
+  CHECK(j.durable() == j.appended());
 }

@@ -89,9 +89,9 @@ int RunMaster(const Config& config) {
     return 1;
   }
 
-  std::function<bool()> barrier;
-  if (*journal) barrier = [j = journal->get()] { return j->WaitDurable().ok(); };
-  auto rpc = StartRpcServer(service, config, std::move(barrier));
+  std::unique_ptr<JournalGate> gate;
+  if (*journal) gate = std::make_unique<JournalGate>(**journal);
+  auto rpc = StartRpcServer(service, config, gate.get());
   if (!rpc.ok()) {
     std::fprintf(stderr, "mooncake master: %s\n", rpc.status().ToString().c_str());
     return 1;

@@ -5,13 +5,13 @@
 namespace mc::masterd {
 
 Result<std::unique_ptr<rpc::Server>> StartRpcServer(MasterService& service, const Config& config,
-                                                    std::function<bool()> before_reply) {
+                                                    rpc::ReplyGate* reply_gate) {
   rpc::ServerOptions o;
   o.address = config.master.rpc_address;
   o.port = config.master.rpc_port;
   o.auth_token = config.cluster.auth_token;
   o.max_connections = config.master.max_connections;
-  o.before_reply = std::move(before_reply);
+  o.reply_gate = reply_gate;
   auto server = std::make_unique<rpc::Server>(o, &service);
   MC_RETURN_IF_ERROR(server->Start());
   return server;

@@ -11,9 +11,9 @@ namespace mc::masterd {
 
 class MasterService;
 
-// `before_reply` (may be empty): see rpc::ServerOptions; the journal's
-// durability barrier when the master has a --data-dir.
+// `reply_gate` (may be null): see rpc::ReplyGate; the journal's when the
+// master has a --data-dir.
 Result<std::unique_ptr<rpc::Server>> StartRpcServer(MasterService& service, const Config& config,
-                                                    std::function<bool()> before_reply = {});
+                                                    rpc::ReplyGate* reply_gate = nullptr);
 
 }  // namespace mc::masterd

@@ -1,6 +1,7 @@
 #include "masterd/service.h"
 
 #include <cstdio>
+#include <utility>
 
 #include "common/capability.h"
 #include "common/log.h"
@@ -8,6 +9,14 @@
 #include "master/eviction_policy.h"
 
 namespace mc::masterd {
+
+namespace {
+thread_local uint64_t t_private_ops = 0;  // see TakePrivateOps
+}  // namespace
+
+uint64_t MasterService::TakePrivateOps() {
+  return std::exchange(t_private_ops, 0);
+}
 
 MasterService::MasterService(const MasterConfig& config, const Clock& clock,
                              master::StateListener* listener)
@@ -71,11 +80,13 @@ Status MasterService::UnmountSegment(const proto::UnmountSegmentRequest& req) {
 }
 
 Result<proto::PingReply> MasterService::Ping(const proto::PingRequest& req) {
+  ++t_private_ops;
   std::lock_guard<std::mutex> lock(mu_);
   return state_->Ping(req, clock_.NowUs());
 }
 
 Result<proto::PutStartReply> MasterService::PutStart(const proto::PutStartRequest& req) {
+  ++t_private_ops;
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t wall_ms = WallClockUnixMs();  // before the lease starts
   auto r = state_->PutStart(req, clock_.NowUs());
@@ -89,6 +100,7 @@ Status MasterService::PutEnd(const proto::KeyRequest& req) {
 }
 
 Status MasterService::PutRevoke(const proto::KeyRequest& req) {
+  ++t_private_ops;
   std::lock_guard<std::mutex> lock(mu_);
   return state_->PutRevoke(req, clock_.NowUs());
 }
@@ -125,6 +137,7 @@ Result<proto::ClusterStatusReply> MasterService::ClusterStatus() { return Snapsh
 
 Result<proto::Batch<proto::BatchItem<proto::PutStartReply>>> MasterService::BatchPutStart(
     const proto::Batch<proto::PutStartRequest>& req) {
+  ++t_private_ops;
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t wall_ms = WallClockUnixMs();  // before the lease starts
   auto r = state_->BatchPutStart(req, clock_.NowUs());
@@ -143,6 +156,7 @@ Result<proto::Batch<Status>> MasterService::BatchPutEnd(const proto::Batch<proto
 
 Result<proto::Batch<Status>> MasterService::BatchPutRevoke(
     const proto::Batch<proto::KeyRequest>& req) {
+  ++t_private_ops;
   std::lock_guard<std::mutex> lock(mu_);
   return state_->BatchPutRevoke(req, clock_.NowUs());
 }

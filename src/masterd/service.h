@@ -58,6 +58,12 @@ class MasterService final : public rpc::Handler {
   // "Storage: X / Y (p%) | Keys: N (soft-pinned: M) | Clients: C | ..."
   std::string Summary() const;
 
+  // How many of the requests this thread handled since the last call
+  // reveal nothing durable (PutStart, PutRevoke, Ping, their batches): a
+  // round made only of those waits for its own journal changes (evictions),
+  // not for everyone's. Resets the count.
+  static uint64_t TakePrivateOps();
+
   // After the state was loaded (e.g. from the journal) through WithState:
   // learns each loaded segment's access key, so capabilities signed for the
   // stores that re-attach keep verifying.

@@ -86,8 +86,10 @@ bool WaitUntil(F cond, int timeout_ms = 5000) {
 }
 
 struct TestServer {
-  explicit TestServer(std::string token = "", const Clock* clock = nullptr) {
+  explicit TestServer(std::string token = "", const Clock* clock = nullptr,
+                      ReplyGate* gate = nullptr) {
     ServerOptions o;
+    o.reply_gate = gate;
     o.address = "127.0.0.1";
     o.port = 0;
     o.auth_token = std::move(token);
@@ -509,4 +511,67 @@ TEST_CASE("a batch at the wire limit (65536 keys, about 8 MiB) goes through in o
   CHECK(over.code() == ErrorCode::PROTOCOL_ERROR);
   CHECK(Contains(over.status().message(), "more items than the limit"));
   CHECK(c.Ping({}).ok());  // the connection survived the refused batch
+}
+
+namespace {
+
+// A gate the test opens by hand: every round waits for a new ticket.
+class ManualGate : public ReplyGate {
+ public:
+  uint64_t Ticket(uint64_t requests) override {
+    if (requests == 0) return 0;  // handshakes pass
+    requests_ += requests;
+    return ++issued_;
+  }
+  uint64_t Released() const override { return released_; }
+  bool Failed() const override { return failed_; }
+  void Subscribe(std::function<void()> wake) override {
+    std::lock_guard<std::mutex> l(mu_);
+    wakes_.push_back(std::move(wake));
+  }
+  void Unsubscribe() override {
+    std::lock_guard<std::mutex> l(mu_);
+    wakes_.clear();
+  }
+  void Release(bool fail = false) {
+    released_ = issued_.load();
+    failed_ = fail;
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& w : wakes_) w();
+  }
+  std::atomic<uint64_t> issued_{0}, released_{0}, requests_{0};
+  std::atomic<bool> failed_{false};
+
+ private:
+  std::mutex mu_;
+  std::vector<std::function<void()>> wakes_;
+};
+
+}  // namespace
+
+TEST_CASE("a reply gate holds replies while the loop keeps serving, then releases them") {
+  ManualGate gate;
+  TestServer ts("", nullptr, &gate);
+  MasterClient a(ts.Client()), b(ts.Client());
+  std::atomic<int> a_done{0}, b_done{0};  // 1: ok, 2: failed
+  std::thread ta([&] { a_done = a.PutEnd({{1, 2}, "k"}).ok() ? 1 : 2; });
+  REQUIRE(WaitUntil([&] { return gate.requests_ >= 1; }));
+  CHECK(a_done == 0);  // handled, but its reply waits for the gate
+  // Another connection is still served while the first reply is held.
+  std::thread tb([&] { b_done = b.ExistKey({{1, 2}, "k"}).ok() ? 1 : 2; });
+  REQUIRE(WaitUntil([&] { return gate.requests_ >= 2; }));
+  CHECK(a_done == 0);
+  CHECK(b_done == 0);
+  gate.Release();
+  ta.join();
+  tb.join();
+  CHECK(a_done == 1);
+  CHECK(b_done == 1);
+  // A failed gate closes the waiting connection: the caller sees RPC_FAIL.
+  Status st;
+  std::thread tc([&] { st = a.PutEnd({{1, 2}, "k"}); });
+  REQUIRE(WaitUntil([&] { return gate.requests_ >= 3; }));
+  gate.Release(/*fail=*/true);
+  tc.join();
+  CHECK(st.code() == ErrorCode::RPC_FAIL);
 }

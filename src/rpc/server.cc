@@ -5,8 +5,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <list>
 #include <unordered_map>
 
 #include "common/log.h"
@@ -67,6 +70,11 @@ struct Conn {
   bool closing = false;     // close as soon as `out` is flushed
   uint32_t events = 0;      // registered with epoll
   size_t pending() const { return out.size() - out_begin; }
+  // Replies from `hold_at` on wait for their round's ticket (ReplyGate).
+  uint64_t serial = 0;      // tells a reused fd from the connection a round held
+  size_t hold_at = SIZE_MAX;
+  uint32_t held_rounds = 0;
+  size_t sendable() const { return std::min(out.size(), hold_at) - out_begin; }
 };
 
 // Tag pointers in epoll data for the two non-connection fds.
@@ -94,6 +102,7 @@ class Server::Loop {
     ev.events = EPOLLIN;
     ev.data.ptr = &kWakeTag;
     ::epoll_ctl(epfd_, EPOLL_CTL_ADD, wakefd_, &ev);
+    if (s_->options_.reply_gate != nullptr) s_->options_.reply_gate->Subscribe([this] { Wake(); });
     return Status::Ok();
   }
 
@@ -112,11 +121,16 @@ class Server::Loop {
         void* tag = events[i].data.ptr;
         if (tag == &kListenTag) {
           Accept();
-        } else if (tag != &kWakeTag) {
+        } else if (tag == &kWakeTag) {
+          uint64_t count;
+          ssize_t r = ::read(wakefd_, &count, sizeof count);  // drain
+          (void)r;
+        } else {
           OnEvent(static_cast<Conn*>(tag), events[i].events);
         }
       }
-      if (!held_.empty()) ReleaseHeld();
+      if (!round_.empty()) EndRound();
+      if (!held_.empty()) ReleaseReady();
       if (MonotonicUs() - last_tick_us >= kTickMs * 1000) {
         last_tick_us = MonotonicUs();
         CheckTimeouts();
@@ -151,6 +165,7 @@ class Server::Loop {
       SetNoDelay(fd);
       auto c = std::make_unique<Conn>();
       c->fd = fd;
+      c->serial = next_serial_++;
       c->accepted_us = c->last_activity_us = clock_.NowUs();
       Conn* raw = c.get();
       conns_[fd] = std::move(c);
@@ -172,12 +187,13 @@ class Server::Loop {
   void UpdateEvents(Conn* c) {
     uint32_t ev = 0;
     if (!c->closing && c->pending() < s_->options_.max_pending_output_bytes) ev |= EPOLLIN;
-    if (c->pending() > 0) ev |= EPOLLOUT;
+    if (c->sendable() > 0) ev |= EPOLLOUT;
     SetEvents(c, ev);
   }
 
   void OnEvent(Conn* c, uint32_t ev) {
     if (ev & (EPOLLERR | EPOLLHUP)) return Close(c);
+    const size_t out_before = c->out.size();
     if (ev & EPOLLIN) {
       for (int i = 0; i < kReadsPerWakeup && !c->closing; ++i) {
         char* space = c->in.Space(kReadChunkBytes);
@@ -196,9 +212,10 @@ class Server::Loop {
           break;
       }
     }
-    if (s_->options_.before_reply && c->pending() > 0) {
-      held_.push_back(c->fd);  // replies wait for ReleaseHeld
-      return;
+    if (s_->options_.reply_gate != nullptr && c->out.size() > out_before) {
+      // This round's replies wait for its ticket (see EndRound).
+      if (c->held_rounds++ == 0) c->hold_at = out_before;
+      round_.push_back({c->fd, c->serial, c->out.size()});
     }
     FinishEvent(c);
   }
@@ -209,19 +226,42 @@ class Server::Loop {
     UpdateEvents(c);
   }
 
-  // Sends the replies held this round once before_reply allows it.
-  void ReleaseHeld() {
-    const bool ok = s_->options_.before_reply();
-    for (int fd : held_) {
-      auto it = conns_.find(fd);
-      if (it == conns_.end()) continue;  // closed meanwhile
-      if (ok) {
-        FinishEvent(it->second.get());
-      } else {
-        Close(it->second.get());
-      }
+  // Asks the gate for this round's ticket and queues the round behind the
+  // rounds still held.
+  void EndRound() {
+    held_.push_back({s_->options_.reply_gate->Ticket(round_requests_), std::move(round_)});
+    round_.clear();
+    round_requests_ = 0;
+  }
+
+  // Sends the replies the gate released; on a failed gate closes the
+  // connections that wait. A connection's rounds go out in order, but a
+  // round held for one connection never delays another connection.
+  void ReleaseReady() {
+    ReplyGate& gate = *s_->options_.reply_gate;
+    const bool failed = gate.Failed();
+    const uint64_t released = gate.Released();
+    std::vector<uint64_t> blocked;  // connections with an older round still held
+    for (auto r = held_.begin(); r != held_.end();) {
+      const bool open = failed || r->ticket <= released;
+      std::erase_if(r->replies, [&](const HeldReply& h) {
+        auto it = conns_.find(h.fd);
+        if (it == conns_.end() || it->second->serial != h.serial) return true;  // closed
+        if (!open || std::find(blocked.begin(), blocked.end(), h.serial) != blocked.end()) {
+          blocked.push_back(h.serial);
+          return false;
+        }
+        Conn* c = it->second.get();
+        if (failed) {
+          Close(c);
+          return true;
+        }
+        c->hold_at = --c->held_rounds > 0 ? h.end : SIZE_MAX;
+        FinishEvent(c);
+        return true;
+      });
+      r = r->replies.empty() ? held_.erase(r) : std::next(r);
     }
-    held_.clear();
   }
 
   // Handles every complete frame in the input buffer.
@@ -255,6 +295,7 @@ class Server::Loop {
                                   proto::VersionMismatchMessage(h.version, proto::kProtocolVersion)));
     }
     s_->counters_->requests.fetch_add(1, std::memory_order_relaxed);
+    ++round_requests_;
     size_t at = BeginReply(&c->out, h.opcode, h.request_id);
     Dispatch(*s_->handler_, h.opcode, payload, &c->out);
     EndReply(&c->out, at);
@@ -347,8 +388,8 @@ class Server::Loop {
 
   // Writes what it can; false if the connection is broken.
   bool Flush(Conn* c) {
-    while (c->pending() > 0) {
-      ssize_t n = ::send(c->fd, c->out.data() + c->out_begin, c->pending(),
+    while (c->sendable() > 0) {
+      ssize_t n = ::send(c->fd, c->out.data() + c->out_begin, c->sendable(),
                          MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
         c->out_begin += static_cast<size_t>(n);
@@ -395,7 +436,19 @@ class Server::Loop {
   int epfd_ = -1;
   int wakefd_ = -1;
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
-  std::vector<int> held_;  // fds whose replies wait for before_reply this round
+  struct HeldReply {
+    int fd;
+    uint64_t serial;
+    size_t end;  // offset in the connection's `out` where this round's replies end
+  };
+  struct HeldRound {
+    uint64_t ticket;
+    std::vector<HeldReply> replies;
+  };
+  std::vector<HeldReply> round_;  // connections that got replies this round
+  std::list<HeldRound> held_;      // rounds waiting for the gate, oldest first
+  uint64_t round_requests_ = 0;    // requests handled this round
+  uint64_t next_serial_ = 1;
 };
 
 Server::Server(ServerOptions options, Handler* handler)
@@ -428,6 +481,7 @@ void Server::Stop() {
   counters_->stopping.store(true);
   for (auto& loop : loops_) loop->Wake();
   for (auto& t : threads_) t.join();
+  if (options_.reply_gate != nullptr) options_.reply_gate->Unsubscribe();  // before the loops go
   threads_.clear();
   loops_.clear();
   if (listen_fd_ >= 0) ::close(listen_fd_);

@@ -6,8 +6,8 @@
 // arrival order; a client may pipeline many requests on one connection.
 // Each connection does the handshake (version, then challenge-response
 // authentication when a token is configured) before any operation.
-// With `before_reply` set, the replies of one event-loop round are held
-// until it returns (see ServerOptions).
+// With a ReplyGate, the replies of one event-loop round are held until the
+// gate releases the round's ticket; meanwhile the loop serves other input.
 // Framing errors get a ConnectionError frame and a close; payload errors
 // and unknown opcodes get an error reply and the connection lives on.
 // Start/Stop from one thread; stats() from any.
@@ -27,6 +27,30 @@
 
 namespace mc::rpc {
 
+// ReplyGate: when the replies of a round of requests may be sent. After an
+// I/O thread handled a round (everything its connections had sent), it asks
+// for a ticket and keeps those replies (and any later ones on the same
+// connections) until Released() reaches the ticket, serving other requests
+// meanwhile; rounds are released in order, so replies stay in order. The
+// master's journal makes one commit release many rounds (group commit).
+// Thread-safe: called from every I/O thread.
+class ReplyGate {
+ public:
+  virtual ~ReplyGate() = default;
+  // `requests`: how many requests the round handled (handshakes not
+  // counted). 0 or any ticket <= Released(): nothing to wait for.
+  virtual uint64_t Ticket(uint64_t requests) = 0;
+  virtual uint64_t Released() const = 0;
+  // True once nothing will be released again: held connections are closed
+  // without their replies.
+  virtual bool Failed() const = 0;
+  // `wake` is called, from any thread, whenever Released() grows or Failed()
+  // turns true. Called once per I/O thread before it serves.
+  virtual void Subscribe(std::function<void()> wake) = 0;
+  // Forgets every `wake` (the server stopped).
+  virtual void Unsubscribe() = 0;
+};
+
 struct ServerOptions {
   std::string address = "0.0.0.0";
   uint16_t port = 50051;                     // 0 picks a free port (see Server::port())
@@ -38,12 +62,9 @@ struct ServerOptions {
   uint64_t idle_timeout_us = 0;              // 0: idle connections stay
   uint64_t max_pending_output_bytes = 128ull << 20;  // stop reading a peer that does not read
   const Clock* clock = nullptr;              // timeouts; null: SystemClock
-  // Called on an I/O thread after it handled a round of requests (from any
-  // number of its connections) and before it sends their replies; the master
-  // waits there for its journal, so a reply is sent only once the change it
-  // reports is durable, and one fsync covers the whole round. Returning false
-  // closes those connections without replies. Empty: replies go out at once.
-  std::function<bool()> before_reply;
+  // Holds replies until what they report is durable (the master's journal);
+  // null: replies go out at once. Must outlive the server.
+  class ReplyGate* reply_gate = nullptr;
 };
 
 struct ServerStats {
