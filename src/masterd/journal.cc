@@ -26,10 +26,11 @@ const metadata::SqliteSchema kSchema{
         " owner_hi INTEGER NOT NULL, owner_lo INTEGER NOT NULL,"
         " incarnation INTEGER NOT NULL, size_bytes INTEGER NOT NULL,"
         " hostname TEXT NOT NULL, endpoint TEXT NOT NULL, shm_path TEXT NOT NULL,"
-        " access_key BLOB NOT NULL);"
+        " access_key BLOB NOT NULL, row_check INTEGER NOT NULL);"
         "CREATE TABLE objects ("
         " key BLOB PRIMARY KEY, size_bytes INTEGER NOT NULL, soft_pin INTEGER NOT NULL,"
-        " replicas INTEGER NOT NULL, buffers BLOB NOT NULL) WITHOUT ROWID",
+        " replicas INTEGER NOT NULL, buffers BLOB NOT NULL, row_check INTEGER NOT NULL)"
+        " WITHOUT ROWID",
 };
 
 // The last change this thread queued, per journal (tests run several).
@@ -41,6 +42,40 @@ thread_local OwnChange t_own;
 
 // One buffer in objects.buffers: u32 segment id, u64 offset (little endian).
 constexpr size_t kBufferRecordBytes = 12;
+
+// FNV-1a over a row's fields, so a damaged row (a flipped bit in an offset
+// would point at another object's bytes) is refused at load, not served.
+// SQLite checks its pages' structure, not the values in them.
+class RowCheck {
+ public:
+  RowCheck& Bytes(std::string_view b) {
+    U64(b.size());
+    for (unsigned char c : b) h_ = (h_ ^ c) * kPrime;
+    return *this;
+  }
+  RowCheck& U64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) h_ = (h_ ^ ((v >> (8 * i)) & 0xff)) * kPrime;
+    return *this;
+  }
+  int64_t value() const { return static_cast<int64_t>(h_); }
+
+ private:
+  static constexpr uint64_t kPrime = 0x100000001b3ull;
+  uint64_t h_ = 0xcbf29ce484222325ull;
+};
+
+int64_t SegmentCheck(uint32_t id, const master::SegmentDump& s) {
+  const proto::SegmentDesc& d = s.desc;
+  return RowCheck()
+      .U64(id).Bytes(d.name).U64(s.owner.hi).U64(s.owner.lo).U64(d.incarnation)
+      .U64(d.size_bytes).Bytes(d.hostname).Bytes(d.endpoint).Bytes(d.shm_path)
+      .Bytes(d.access_key).value();
+}
+
+int64_t ObjectCheck(std::string_view key, uint64_t size, bool pin, uint64_t replicas,
+                    std::string_view buffers) {
+  return RowCheck().Bytes(key).U64(size).U64(pin).U64(replicas).Bytes(buffers).value();
+}
 
 int64_t AsI64(uint64_t v) { return static_cast<int64_t>(v); }
 uint64_t AsU64(sqlite3_stmt* s, int col) { return static_cast<uint64_t>(sqlite3_column_int64(s, col)); }
@@ -104,12 +139,13 @@ Journal::~Journal() {
 Status Journal::Prepare() {
   MC_RETURN_IF_ERROR(db_->Prepare(
       "INSERT OR REPLACE INTO segments(id, name, owner_hi, owner_lo, incarnation, size_bytes,"
-      " hostname, endpoint, shm_path, access_key) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)",
+      " hostname, endpoint, shm_path, access_key, row_check)"
+      " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
       &stmts_->mount));
   MC_RETURN_IF_ERROR(db_->Prepare("DELETE FROM segments WHERE id = ?1", &stmts_->unmount));
   MC_RETURN_IF_ERROR(db_->Prepare(
-      "INSERT OR REPLACE INTO objects(key, size_bytes, soft_pin, replicas, buffers)"
-      " VALUES(?1,?2,?3,?4,?5)",
+      "INSERT OR REPLACE INTO objects(key, size_bytes, soft_pin, replicas, buffers, row_check)"
+      " VALUES(?1,?2,?3,?4,?5,?6)",
       &stmts_->put));
   return db_->Prepare("DELETE FROM objects WHERE key = ?1", &stmts_->remove);
 }
@@ -252,6 +288,7 @@ Status Journal::Commit(const std::vector<Change>& batch) {
         BindText(s, 8, d.endpoint);
         BindText(s, 9, d.shm_path);
         BindText(s, 10, d.access_key);
+        sqlite3_bind_int64(s, 11, SegmentCheck(c.segment_id, c.segment));
         st = db_->Step(s, what);
         break;
       }
@@ -265,6 +302,8 @@ Status Journal::Commit(const std::vector<Change>& batch) {
         sqlite3_bind_int(stmts_->put, 3, c.soft_pin ? 1 : 0);
         sqlite3_bind_int(stmts_->put, 4, static_cast<int>(c.replicas));
         BindText(stmts_->put, 5, c.buffers);
+        sqlite3_bind_int64(stmts_->put, 6,
+                           ObjectCheck(c.key, c.size_bytes, c.soft_pin, c.replicas, c.buffers));
         st = db_->Step(stmts_->put, what);
         break;
       case Change::Kind::kRemoveObject:
@@ -348,7 +387,7 @@ Status Journal::LoadSegments(master::MasterState& state, uint64_t now_us, LoadSt
   sqlite3_stmt* s = nullptr;
   MC_RETURN_IF_ERROR(db_->Prepare(
       "SELECT id, name, owner_hi, owner_lo, incarnation, size_bytes, hostname, endpoint,"
-      " shm_path, access_key FROM segments ORDER BY id",
+      " shm_path, access_key, row_check FROM segments ORDER BY id",
       &s));
   int rc;
   Status st;
@@ -363,7 +402,9 @@ Status Journal::LoadSegments(master::MasterState& state, uint64_t now_us, LoadSt
     d.desc.endpoint = Text(s, 7);
     d.desc.shm_path = Text(s, 8);
     d.desc.access_key = Text(s, 9);
-    st = state.LoadSegment(d, now_us);
+    st = sqlite3_column_int64(s, 10) == SegmentCheck(id, d)
+             ? state.LoadSegment(d, now_us)
+             : Error(ErrorCode::INTERNAL_ERROR, "checksum mismatch (the file is damaged)");
     if (!st.ok()) {
       st = Error(ErrorCode::INTERNAL_ERROR,
                  path_ + ": segment row " + std::to_string(id) + ": " + st.message());
@@ -383,7 +424,8 @@ Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadSta
                             const std::map<uint32_t, std::string>& names) {
   sqlite3_stmt* s = nullptr;
   MC_RETURN_IF_ERROR(
-      db_->Prepare("SELECT key, size_bytes, soft_pin, replicas, buffers FROM objects", &s));
+      db_->Prepare("SELECT key, size_bytes, soft_pin, replicas, buffers, row_check FROM objects",
+                   &s));
   state.BeginBulkLoad();
   int rc;
   Status st;
@@ -399,6 +441,11 @@ Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadSta
     auto bad = [&](const std::string& why) {
       return Error(ErrorCode::INTERNAL_ERROR, path_ + ": object row '" + o.key + "': " + why);
     };
+    if (sqlite3_column_int64(s, 5) != ObjectCheck(o.key, o.size_bytes, o.soft_pin,
+                                                  static_cast<uint64_t>(replicas), buffers)) {
+      st = bad("checksum mismatch (the file is damaged)");
+      break;
+    }
     if (replicas <= 0 || replicas > master::kMaxReplicas ||
         buffers.size() % kBufferRecordBytes != 0 || count % replicas != 0 || count == 0) {
       st = bad("malformed buffer list (" + std::to_string(buffers.size()) + " bytes, " +

@@ -177,6 +177,32 @@ TEST_CASE("a foreign, damaged or newer database is refused with its name and the
     REQUIRE(!j.ok());
     CHECK(j.status().message().find("schema version 99") != std::string::npos);
   }
+  SUBCASE("a row changed behind the journal's back is refused by its checksum") {
+    TempDb db;
+    {
+      auto j = masterd::Journal::Open(db.path, kMiB);
+      REQUIRE(j.ok());
+      (*j)->OnSegmentMounted({Segment("s", 16 * kMiB), Client(1)});
+      (*j)->OnObjectCommitted({"a", kMiB, true, false, {{{"s", 0, kMiB}}}});
+      REQUIRE((*j)->WaitDurable().ok());
+    }
+    sqlite3* raw = nullptr;
+    REQUIRE(sqlite3_open(db.path.c_str(), &raw) == SQLITE_OK);
+    // Offset 0 -> 1 MiB: a valid, free range, so only the checksum can tell.
+    const char* sql = "UPDATE objects SET buffers = x'010000000000100000000000' WHERE key = CAST('a' AS BLOB)";
+    REQUIRE(sqlite3_exec(raw, sql, nullptr, nullptr, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_changes(raw) == 1);
+    sqlite3_close(raw);
+    auto j = masterd::Journal::Open(db.path, kMiB);
+    REQUIRE(j.ok());
+    MasterConfig config;
+    config.stripe_size_bytes = kMiB;
+    auto state = NewState(config, j->get());
+    auto loaded = (*j)->LoadInto(*state, kNow);
+    REQUIRE(!loaded.ok());
+    CHECK(loaded.status().message().find(db.path) != std::string::npos);
+    CHECK(loaded.status().message().find("object row 'a': checksum mismatch") != std::string::npos);
+  }
   SUBCASE("rows that overlap are refused at load, naming the row") {
     TempDb db;
     {

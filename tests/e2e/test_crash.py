@@ -26,7 +26,7 @@ import time
 import urllib.parse
 
 from cluster import Cluster
-from harness import check, finish, free_port, run, start
+from harness import check, finish, free_port, run, start, stop
 
 SEED = int(os.environ.get("MC_SEED") or random.randrange(1 << 30))
 CYCLES = int(os.environ.get("MC_CRASH_CYCLES") or 3)
@@ -243,7 +243,26 @@ try:
           + r.stderr.decode().strip()[:160])
     check(all(s.poll() is None for s in c.stores), "the stores survived every master crash")
 finally:
+    # The master first: stores stopping cleanly unmount their segments, which
+    # (rightly) removes their objects from the state.
+    stop(c.master)
     c.stop()
+
+# A state file damaged in place (a byte of a stored key flipped, wherever the
+# key's bytes sit in the file): the master refuses to start rather than load it.
+db_path = os.path.join(data_dir, "master.db")
+data = bytearray(open(db_path, "rb").read())
+victim = b"final/key"  # live at the end: its row is in the table, not a free page
+hits = [m.start() for m in re.finditer(re.escape(victim), bytes(data))]
+for at in hits:
+    data[at + len(victim) - 1] ^= 0x01
+open(db_path, "wb").write(bytes(data))
+r = run(["master", "--data-dir", data_dir, "--port", str(free_port()),
+         "--metrics-port", str(free_port()), "--rpc-address", "127.0.0.1"], timeout=30)
+err = r.stderr.decode()
+check(len(hits) > 0 and r.returncode == 1 and db_path in err and "refusing to start" in err,
+      f"a master.db with a damaged row ({len(hits)} copies of key {victim.decode()} flipped): "
+      f"the master refuses to start naming it: {err.strip()[:200]}")
 
 # A damaged or foreign state file: refuse to start, naming the file.
 for what, make in [
