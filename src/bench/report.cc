@@ -10,6 +10,8 @@ namespace {
 
 constexpr double kQuantiles[] = {0.50, 0.90, 0.99, 0.999};
 constexpr const char* kQuantileNames[] = {"p50", "p90", "p99", "p999"};
+// Below this share of keys found, a get or exists row gets a note.
+constexpr double kLowHitPercent = 90.0;
 
 double Us(uint64_t ns) { return double(ns) / 1000.0; }
 
@@ -47,7 +49,7 @@ void PrintSetup(const std::vector<SetupField>& setup) {
   std::fflush(stdout);
 }
 
-void PrintResults(const std::vector<OpResult>& results) {
+void PrintResults(const std::vector<OpResult>& results, bool note_misses) {
   std::printf("%-9s %-6s %11s %12s %9s %10s %10s %10s %10s %6s %8s %9s\n", "target", "op", "ops",
               "ops/s", "GB/s", "p50 us", "p90 us", "p99 us", "p999 us", "hit%", "errors", "ratio");
   for (size_t i = 0; i < results.size(); ++i) {
@@ -62,6 +64,13 @@ void PrintResults(const std::vector<OpResult>& results) {
     std::printf("\n");
   }
   for (const OpResult& r : results) {
+    // A get that mostly misses measures the miss path; say so beside the figure.
+    if (note_misses && (r.op == Op::kGet || r.op == Op::kExists) && r.ops > 0 &&
+        HitPercent(r) < kLowHitPercent) {
+      std::printf("note: only %.1f%% of %s %s found their key: the pool evicted keys this run wrote "
+                  "(eviction policy, or other data in the pool); the figure is mostly of misses\n",
+                  HitPercent(r), r.target.c_str(), OpName(r.op));
+    }
     if (!r.first_error.empty()) {
       std::printf("first %s %s error: %s\n", r.target.c_str(), OpName(r.op), r.first_error.c_str());
     }

@@ -37,8 +37,9 @@ struct TraceSummary {
 
 void PrintSetup(const std::vector<SetupField>& setup);
 // Rows in run order; a "redis" row follows the mooncake row of the same op
-// and gets the mooncake/redis ratio beside it.
-void PrintResults(const std::vector<OpResult>& results);
+// and gets the mooncake/redis ratio beside it. `note_misses`: reads were
+// meant to find their keys, so a get/exists row that mostly missed gets a note.
+void PrintResults(const std::vector<OpResult>& results, bool note_misses);
 void PrintTrace(const TraceSummary& trace);
 
 std::string ToJson(const std::vector<SetupField>& setup, const std::vector<OpResult>& results,

@@ -99,10 +99,12 @@ void RunWorker(Shared& s, Worker& w) {
   }
 }
 
-void PrintProgress(const char* target, Op op, uint64_t done, double seconds, uint64_t value_size) {
+// Ops and ops/s only: bytes are known at the end (a miss or a blackhole
+// moves none), so the live line does not guess them.
+void PrintProgress(const char* target, Op op, uint64_t done, double seconds) {
   double rate = seconds > 0 ? double(done) / seconds : 0;
-  std::printf("\r  %-9s %-6s %12llu ops %12.0f ops/s %8.3f GB/s   ", target, OpName(op),
-              static_cast<unsigned long long>(done), rate, rate * double(value_size) / 1e9);
+  std::printf("\r  %-9s %-6s %12llu ops %12.0f ops/s   ", target, OpName(op),
+              static_cast<unsigned long long>(done), rate);
   std::fflush(stdout);
 }
 
@@ -188,8 +190,7 @@ Result<OpResult> RunWorkload(const TargetFactory& factory, const std::string& ta
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       if (SteadyNowNs() - last_print >= 500000000) {
         last_print = SteadyNowNs();
-        PrintProgress(target_name.c_str(), op, s.completed.load(), double(last_print - start) / 1e9,
-                      options.value_size);
+        PrintProgress(target_name.c_str(), op, s.completed.load(), double(last_print - start) / 1e9);
       }
     }
   }

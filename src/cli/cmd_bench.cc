@@ -220,7 +220,8 @@ TargetFactory MakeFactory(const Config& config, const Plan& plan) {
 
 int Finish(const BenchArgs& a, const std::vector<SetupField>& setup, const std::vector<OpResult>& rows,
            const std::optional<TraceSummary>& trace) {
-  PrintResults(rows);
+  // A blackhole misses by design and a trace's lookups miss by nature.
+  PrintResults(rows, !a.blackhole && !trace);
   if (trace) PrintTrace(*trace);
   if (!a.json.empty()) {
     std::ofstream out(a.json, std::ios::trunc);
