@@ -37,6 +37,7 @@ const metadata::SqliteSchema kSchema{
 struct OwnChange {
   const void* journal = nullptr;
   uint64_t seq = 0;
+  uint64_t ticketed = 0;  // `seq` when this thread last asked for a round ticket
 };
 thread_local OwnChange t_own;
 
@@ -203,7 +204,8 @@ void Journal::Append(Change change) {
                        change.kind == Change::Kind::kUnmount;
     pending_.push_back(std::move(change));
     ++appended_;
-    t_own = {this, appended_};
+    if (t_own.journal != this) t_own = {this, 0, 0};
+    t_own.seq = appended_;
     if (frees) last_free_ = appended_;
   }
   work_cv_.notify_one();
@@ -323,10 +325,14 @@ uint64_t Journal::appended() const {
   return appended_;
 }
 
-uint64_t Journal::private_ticket() const {
+uint64_t Journal::RoundTicket(bool private_only) {
   std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t own = t_own.journal == this ? std::min(t_own.seq, appended_) : 0;
-  return std::max(own, last_free_);
+  uint64_t own_this_round = 0;
+  if (t_own.journal == this) {
+    if (t_own.seq > t_own.ticketed) own_this_round = std::min(t_own.seq, appended_);
+    t_own.ticketed = t_own.seq;
+  }
+  return private_only ? std::max(own_this_round, last_free_) : appended_;
 }
 
 void Journal::SetCommitCallback(std::function<void()> on_commit) {
@@ -341,7 +347,7 @@ JournalGate::~JournalGate() { journal_.SetCommitCallback(nullptr); }
 
 uint64_t JournalGate::Ticket(uint64_t requests) {
   const bool private_only = MasterService::TakePrivateOps() == requests;
-  return private_only ? journal_.private_ticket() : journal_.appended();
+  return journal_.RoundTicket(private_only);
 }
 
 uint64_t JournalGate::Released() const { return journal_.durable(); }

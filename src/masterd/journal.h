@@ -75,11 +75,14 @@ class Journal final : public master::StateListener {
   // wait for; committed so far), and a callback run on the writer thread
   // after every commit (null: none).
   uint64_t appended() const;
-  // This thread's last change (e.g. an eviction for its PutStart) and the
-  // last change by anyone that freed space: space handed out by a PutStart
-  // may be space a not yet durable Remove freed, and a client must not write
-  // over an object that a crash would bring back.
-  uint64_t private_ticket() const;
+  // What the replies of the round of requests this thread just handled
+  // wait for. Any round that may reveal other clients' changes: every change
+  // queued so far. A `private_only` round (only PutStart, PutRevoke, Ping):
+  // the changes this thread made during the round (evictions for its
+  // PutStarts) and the last change by anyone that freed space, since space
+  // a PutStart hands out may be what a not yet durable Remove freed, and a
+  // client must not write over an object a crash would bring back.
+  uint64_t RoundTicket(bool private_only);
   uint64_t durable() const { return durable_seen_.load(std::memory_order_acquire); }
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   void SetCommitCallback(std::function<void()> on_commit);
@@ -137,9 +140,9 @@ class Journal final : public master::StateListener {
 
 // The RPC server's ReplyGate for a master with a journal: a round of
 // requests that only reserved space (MasterService::TakePrivateOps) waits
-// for Journal::private_ticket (its own evictions and any pending free);
-// any other round, which may reveal other clients' changes, for every
-// change queued so far.
+// for its own evictions and any pending free; any other round, which may
+// reveal other clients' changes, for every change queued so far (see
+// Journal::RoundTicket).
 class JournalGate final : public rpc::ReplyGate {
  public:
   explicit JournalGate(Journal& journal);  // must outlive neither

@@ -236,19 +236,23 @@ TEST_CASE("a reply that only reserved space waits for pending frees, not for oth
   REQUIRE(state->MountSegment({Client(1), Segment("s", 16 * kMiB)}, kNow).ok());
   REQUIRE(state->PutStart({Client(1), "a", kMiB, {1, false}}, kNow).ok());
   REQUIRE(state->PutEnd({Client(1), "a"}, kNow).ok());
-  const uint64_t mine = j.appended();  // this thread's last change
-  CHECK(j.private_ticket() == mine);
-  // Another thread commits a new object: a PutStart here need not wait for it.
+  // A round that changed something on this thread waits for that change...
+  CHECK(j.RoundTicket(true) == j.appended());
+  // ...a later round that changed nothing waits for nothing.
+  REQUIRE(state->PutStart({Client(1), "c", kMiB, {1, false}}, kNow).ok());
+  CHECK(j.RoundTicket(true) == 0);
+  // Another thread commits a new object: a PutStart here need not wait for it,
+  // but a round that may reveal it (not private) does.
   std::thread([&] {
     REQUIRE(state->PutStart({Client(1), "b", kMiB, {1, false}}, kNow).ok());
     REQUIRE(state->PutEnd({Client(1), "b"}, kNow).ok());
   }).join();
-  CHECK(j.appended() > mine);
-  CHECK(j.private_ticket() == mine);
+  CHECK(j.RoundTicket(true) == 0);
+  CHECK(j.RoundTicket(false) == j.appended());
   // Another thread removes an object: its space may be handed out next, so
   // a PutStart reply must wait until that remove is durable.
   std::thread([&] { REQUIRE(state->Remove({"a", false}, kNow).ok()); }).join();
-  CHECK(j.private_ticket() == j.appended());
+  CHECK(j.RoundTicket(true) == j.appended());
   REQUIRE(j.WaitDurable().ok());
   CHECK(j.durable() == j.appended());
 }
