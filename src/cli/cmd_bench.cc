@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <thread>
 
 #include "bench/live_trace.h"
 #include "bench/report.h"
@@ -123,6 +124,14 @@ void AddOptions(CLI::App& sub, BenchArgs& a) {
 
 namespace {
 
+// "1.20 0.80 0.50": how busy the machine was, since figures depend on it.
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return in ? one + " " + five + " " + fifteen : "unknown";
+}
+
 struct ClusterFacts {
   uint64_t capacity_bytes = 0;
   size_t segments = 0;
@@ -152,7 +161,9 @@ Result<ClusterFacts> Probe(const Config& config, const Plan& plan) {
 std::vector<SetupField> MakeSetup(const Config& config, const Plan& plan, const BenchArgs& a,
                                   const ClusterFacts& f) {
   auto num = [](uint64_t v) { return std::to_string(v); };
-  std::vector<SetupField> s = {{"version", MOONCAKE_VERSION}, {"mode", plan.mode}};
+  std::vector<SetupField> s = {{"version", MOONCAKE_VERSION}, {"mode", plan.mode},
+                               {"cpus", num(std::thread::hardware_concurrency()), true},
+                               {"load_average", LoadAverage()}};
   if (plan.mode != "blackhole") {
     s.push_back({"master", config.cluster.master});
     s.push_back({"segments", num(f.segments), true});
