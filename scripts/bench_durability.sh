@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# What durability costs the master, end to end through the real binary
+# (issue 5, point 5): put throughput with --data-dir against --data-dir none,
+# the state file's bytes per object, and the time from starting the master
+# to it serving (/health answers; the load happens before) with OBJECTS
+# objects in the file. src/masterd/durability_bench measures the same
+# in-process.
+#
+#   scripts/bench_durability.sh [RUNS=3] [OBJECTS=1000000]
+#
+# Puts: `mooncake bench --metadata-only --op put` (one PutStart plus one
+# PutEnd per key, no bytes move), 8 threads, batch 1 and 32, DURATION each,
+# a fresh master and store per run; the median of RUNS runs. Every process
+# it starts is stopped by its pid.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${MOONCAKE_BIN:-$here/build/src/cli/mooncake}
+RUNS=${1:-3}
+OBJECTS=${2:-1000000}
+DURATION=${DURATION:-3s}
+work=$(mktemp -d /tmp/mooncake-bench-durability.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+now() { date +%s.%N; }
+
+# start_master DATA_DIR: sets $master, $port, $mport; returns once /health answers.
+start_master() {
+  port=$(free_port); mport=$(free_port)
+  "$BIN" master --port "$port" --metrics-port "$mport" --rpc-address 127.0.0.1 \
+    --data-dir "$1" --log-level warn >>"$work/master.log" 2>&1 &
+  master=$!; pids+=("$master")
+  for _ in $(seq 2000); do curl -fs "http://127.0.0.1:$mport/health" >/dev/null && return 0; sleep 0.01; done
+  echo "bench_durability: the master did not come up; log: $work/master.log" >&2; exit 1
+}
+start_store() {
+  local seg_bytes=$(( (OBJECTS * 4096 * 5 / 4) + (1 << 30) ))  # memfd: free until touched
+  "$BIN" store --master "127.0.0.1:$port" --segment "$seg_bytes" --port 0 \
+    --metadata-server none --log-level warn >>"$work/store.log" 2>&1 &
+  store=$!; pids+=("$store")
+  for _ in $(seq 200); do
+    curl -fs "http://127.0.0.1:$mport/get_all_segments" | grep -q . && return 0
+    sleep 0.05
+  done
+  echo "bench_durability: the store did not mount; logs in $work" >&2; exit 1
+}
+# The master first: a store that stops cleanly unmounts, which drops its objects.
+stop_all() { kill "$master"; wait "$master" 2>/dev/null || true; kill "$store"; wait "$store" 2>/dev/null || true; }
+
+echo "# mooncake master: the cost of --data-dir, through the real binary"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores," \
+  "load average $(cut -d' ' -f1-3 /proc/loadavg) (shared: other work runs beside it)"
+echo "disk: $(df -T "$work" | awk 'NR==2 {print $2}') under $work; puts: bench --metadata-only --op put," \
+  "8 threads, --duration $DURATION, median of $RUNS runs"
+echo
+printf "%-6s %18s %18s %7s\n" batch "none puts/s" "data-dir puts/s" ratio
+for batch in 1 32; do
+  declare -A all=()
+  for r in $(seq "$RUNS"); do
+    for mode in none dir; do
+      dir=none; [ "$mode" = dir ] && { dir="$work/state"; rm -rf "$dir"; }
+      start_master "$dir"; start_store
+      "$BIN" bench --master "127.0.0.1:$port" --metadata-only --op put --value-size 4kb \
+        --threads 8 --batch "$batch" --duration "$DURATION" --keys 16000000 \
+        --json "$work/run.json" >/dev/null
+      all[$mode]+="$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["results"][0]["ops_per_s"]))' "$work/run.json") "
+      stop_all
+    done
+  done
+  n=$(median <<<"${all[none]}"); d=$(median <<<"${all[dir]}")
+  printf "%-6s %18s %18s %6s%%   (none: %s; data-dir: %s)\n" "$batch" "$n" "$d" \
+    "$(python3 -c "print(f'{100*$d/$n:.1f}')")" "${all[none]}" "${all[dir]}"
+  unset all
+done
+
+echo
+dir="$work/state"; rm -rf "$dir"
+start_master "$dir"; start_store
+"$BIN" bench --master "127.0.0.1:$port" --metadata-only --op put --value-size 4kb \
+  --threads 2 --batch 128 --ops "$OBJECTS" --keys "$OBJECTS" --json "$work/fill.json" >/dev/null
+keys=$(curl -fs "http://127.0.0.1:$mport/metrics" | awk '/^master_key_count / {print $2}')
+stop_all  # SIGTERM: the journal commits what is queued and checkpoints the WAL
+bytes=$(cat "$dir"/master.db* | wc -c)
+echo "file: $keys objects, $bytes bytes (master.db and any -wal/-shm) = $(python3 -c "print(f'{$bytes/max($keys,1):.1f}')") bytes/object"
+times=""
+for r in $(seq "$RUNS"); do
+  t0=$(now); start_master "$dir"; t1=$(now)
+  times+="$(python3 -c "print(f'{$t1-$t0:.2f}')") "
+  kill "$master"; wait "$master" 2>/dev/null || true
+done
+echo "start to serving (exec to /health answering, state loaded) with $keys objects:" \
+  "median $(median <<<"$times") s (runs: $times)"
