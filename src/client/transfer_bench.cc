@@ -363,8 +363,9 @@ int main(int argc, char** argv) {
     }
   }
   Loopback& loop = *best;
-  std::printf("  %-42s %6.2f GB/s (%d conns, %s buffers)\n", "=> ceiling", loop.median(),
-              best_conns, best_buf_kib ? "tuned" : "default");
+  std::printf("  %-42s %6.2f GB/s (%d conn%s, %s socket buffers)\n", "=> ceiling",
+              loop.median(), best_conns, best_conns > 1 ? "s" : "",
+              best_buf_kib ? "4 MiB" : "autotuned");
   SocketTuning hot_tuning;
   hot_tuning.buffer_bytes = best_buf_kib << 10;
   hot_tuning.io_timeout_ms = 0;

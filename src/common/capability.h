@@ -25,7 +25,10 @@
 //     revoked early frees its space before put_timeout; a client that kept
 //     its grant could then touch space reused by a newer object until the
 //     grant expires (at most the lease TTL / put_timeout). Only clients that
-//     passed authentication hold grants at all.
+//     passed authentication hold grants at all, and such a client may already
+//     remove and re-put any key (there is no per-key ownership), so the
+//     window gives it no power it lacks; what grants stop is a peer without
+//     one (no token, or a buggy or stale client) touching bytes at all.
 //   - the store checks expiry with its own wall clock: a store whose clock
 //     runs behind the master's honours grants that much longer. Keep clocks
 //     in sync (NTP) or the TTLs well above the skew.
