@@ -53,6 +53,8 @@ class PolicyCache final : public PrefixCache {
     size_t n = 0;
     while (n < blocks.size() && ids_.count(blocks[n])) ++n;
     ForEach(blocks.first(n), [&](uint64_t b) { policy_->OnAccess(ids_.at(b)); });
+    // The lookup that ended the prefix missed, as the live replay's exists does.
+    if (n < blocks.size()) policy_->OnMiss(blocks[n]);
     return n;
   }
 

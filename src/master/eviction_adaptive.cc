@@ -37,21 +37,33 @@ AdaptivePolicy::ListId AdaptivePolicy::ConsumeGhost(uint64_t key_hash,
   uint32_t g = ghost_index_.Find(key_hash);
   if (g == kNoSlot) return kT1;
   ListId was = static_cast<ListId>(ghost_[g].list);
+  if (!ghost_[g].adapted) AdaptTarget(was, size_bytes);
+  ghost_.Unlink(Ghost(was), g);
+  ghost_.Free(g);
+  ghost_index_.Erase(key_hash);
+  return kT2;
+}
+
+void AdaptivePolicy::AdaptTarget(ListId list, uint64_t size_bytes) {
   // ARC's step: move p by the object's size, scaled by how much smaller the
   // list that was hit is than the other (hits in a small list say more).
   uint64_t b1 = std::max<uint64_t>(b1_.bytes, 1), b2 = std::max<uint64_t>(b2_.bytes, 1);
   uint64_t step = std::max<uint64_t>(size_bytes, 1);
-  if (was == kB1) {
+  if (list == kB1) {
     step *= std::max<uint64_t>(1, b2 / b1);
     target_t1_bytes_ = std::min(cache_bytes_, target_t1_bytes_ + step);
   } else {
     step *= std::max<uint64_t>(1, b1 / b2);
     target_t1_bytes_ = target_t1_bytes_ > step ? target_t1_bytes_ - step : 0;
   }
-  ghost_.Unlink(Ghost(was), g);
-  ghost_.Free(g);
-  ghost_index_.Erase(key_hash);
-  return kT2;
+}
+
+void AdaptivePolicy::OnMiss(uint64_t key_hash) {
+  if (duel_) duel_->OnMiss(key_hash);
+  uint32_t g = ghost_index_.Find(key_hash);
+  if (g == kNoSlot || ghost_[g].adapted) return;
+  AdaptTarget(static_cast<ListId>(ghost_[g].list), ghost_[g].size_bytes);
+  ghost_[g].adapted = 1;
 }
 
 void AdaptivePolicy::OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_bytes) {

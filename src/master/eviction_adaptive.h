@@ -43,6 +43,9 @@ class AdaptivePolicy final : public EvictionPolicy {
   void OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_bytes) override;
   void OnAccess(ObjectId id) override;
   void OnRemove(ObjectId id) override;
+  // A miss on a ghost adapts p at once, as a re-put would (but only once:
+  // the ghost stays, flagged, so a later re-put still lands in T2).
+  void OnMiss(uint64_t key_hash) override;
   std::optional<ObjectId> NextVictim(
       const std::function<bool(ObjectId)>& evictable) override;
   std::string_view name() const override { return "adaptive"; }
@@ -77,7 +80,8 @@ class AdaptivePolicy final : public EvictionPolicy {
   struct GhostNode {
     uint64_t key_hash = 0;
     uint64_t size_bytes : 56 = 0;
-    uint64_t list : 8 = kB1;  // a ListId
+    uint64_t list : 7 = kB1;  // a ListId
+    uint64_t adapted : 1 = 0;  // a miss already moved p for this ghost
     uint32_t prev = eviction::kNoSlot;
     uint32_t next = eviction::kNoSlot;
   };
@@ -87,6 +91,8 @@ class AdaptivePolicy final : public EvictionPolicy {
   eviction::NodeList& Ghost(uint64_t l) { return l == kB1 ? b1_ : b2_; }
   // Returns the live list a re-put key goes to, adapting p on a ghost hit.
   ListId ConsumeGhost(uint64_t key_hash, uint64_t size_bytes);
+  // ARC's adaptation of p for a hit on a ghost of `list` (B1 or B2).
+  void AdaptTarget(ListId list, uint64_t size_bytes);
   uint32_t FindEvictable(const eviction::NodeList& list,
                          const std::function<bool(ObjectId)>& evictable) const;
   void AddGhost(uint64_t key_hash, uint64_t size_bytes, ListId list);

@@ -53,6 +53,23 @@ bool PolicyDuel::ArcReference(uint64_t key_hash) {
   return false;
 }
 
+void PolicyDuel::OnMiss(uint64_t key_hash) {
+  if (!Sampled(key_hash)) return;
+  int lru_hit = 0;
+  uint32_t slot = lru_index_.Find(key_hash);
+  if (slot != eviction::kNoSlot) {
+    lru_nodes_.Unlink(lru_list_, slot);
+    lru_nodes_.PushMru(lru_list_, slot);
+    lru_hit = 1;
+  }
+  int arc_hit = 0;
+  if (arc_->Tracks(key_hash)) {
+    arc_->OnAccess(key_hash);
+    arc_hit = 1;
+  }
+  score_ = std::clamp(score_ + lru_hit - arc_hit, -kScoreLimit, kScoreLimit);
+}
+
 void PolicyDuel::OnRemove(uint64_t key_hash) {
   if (!Sampled(key_hash)) return;
   uint32_t slot = lru_index_.Find(key_hash);

@@ -28,6 +28,11 @@ class PolicyDuel {
 
   // Every reference the cache sees (a hit, or an insert after a miss).
   void OnReference(uint64_t key_hash);
+  // A read of a key the real cache does not hold: each shadow that holds it
+  // scores a hit (and refreshes it); neither inserts it, as the real cache
+  // does not. This is how the duel learns that a policy evicted keys that
+  // were still wanted even when nobody puts them back.
+  void OnMiss(uint64_t key_hash);
   // A removal the policy did not choose.
   void OnRemove(uint64_t key_hash);
   // The real cache's size in objects, learnt when it is full.

@@ -29,6 +29,11 @@ class EvictionPolicy {
   virtual void OnAccess(ObjectId id) = 0;
   // The object left the pool for a reason other than NextVictim.
   virtual void OnRemove(ObjectId id) = 0;
+  // A read asked for a key that is not in the pool. A miss on a key the
+  // policy evicted is the signal that it evicted the wrong thing, whether or
+  // not the reader then puts the key back (a bench or an engine that gives
+  // up does not).
+  virtual void OnMiss(uint64_t /*key_hash*/) {}
 
   // Picks the next object to evict among those `evictable` accepts and stops
   // tracking it (it becomes ghost history if the policy keeps any). Returns

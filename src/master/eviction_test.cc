@@ -97,6 +97,23 @@ TEST_CASE("a re-put key found in recency ghosts grows the recency target") {
   CHECK(p.ghosts() == 0);
 }
 
+TEST_CASE("a read missing a ghosted key adapts the target once, and a re-put does not again") {
+  AdaptivePolicy p(0);
+  for (ObjectId id = 1; id <= 8; ++id) p.OnInsert(id, id, 1);
+  CHECK(p.NextVictim(kAll) == ObjectId{1});
+  REQUIRE(p.ghosts() == 1);
+  p.OnMiss(/*key_hash=*/1);  // a get of evicted key 1: a B1 hit without a re-put
+  const uint64_t after_miss = p.target_recent_bytes();
+  CHECK(after_miss > 0);
+  p.OnMiss(1);  // asking again says nothing new
+  CHECK(p.target_recent_bytes() == after_miss);
+  p.OnMiss(/*key_hash=*/999);  // never seen: nothing to learn
+  CHECK(p.target_recent_bytes() == after_miss);
+  p.OnInsert(100, 1, 1);  // the re-put consumes the ghost without a second step
+  CHECK(p.target_recent_bytes() == after_miss);
+  CHECK(p.ghosts() == 0);
+}
+
 TEST_CASE("ghost history stays within its named limit") {
   AdaptivePolicy p(64);
   CHECK(p.ghost_limit_objects() == 64);

@@ -331,9 +331,11 @@ Result<proto::GetReplicaListReply> MasterState::GetReplicaList(const proto::KeyR
                                                                uint64_t now_us) {
   using R = Result<proto::GetReplicaListReply>;
   auto it = objects_.find(req.key);
-  if (it == objects_.end())
+  if (it == objects_.end()) {
+    policy_->OnMiss(std::hash<std::string_view>()(req.key));
     return Count(counters_.get_replica_list,
                  R(Error(ErrorCode::OBJECT_NOT_FOUND, "key " + Quoted(req.key) + " not found")));
+  }
   ObjectRecord& rec = it->second;
   if (!rec.complete())
     return Count(counters_.get_replica_list,
@@ -347,6 +349,7 @@ Result<proto::GetReplicaListReply> MasterState::GetReplicaList(const proto::KeyR
 
 Result<bool> MasterState::ExistKey(const proto::KeyRequest& req, uint64_t now_us) {
   auto it = objects_.find(req.key);
+  if (it == objects_.end()) policy_->OnMiss(std::hash<std::string_view>()(req.key));
   if (it == objects_.end() || !it->second.complete())
     return Count(counters_.exist_key, Result<bool>(false));
   GrantLease(it->second, now_us);
