@@ -1,6 +1,8 @@
 #include "masterd/master_daemon.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -32,7 +34,19 @@ Status EnsureDir(const std::string& dir) {
 Result<std::unique_ptr<Journal>> OpenJournal(const MasterConfig& mc) {
   if (mc.data_dir == "none") return std::unique_ptr<Journal>();
   MC_RETURN_IF_ERROR(EnsureDir(mc.data_dir));
-  return Journal::Open(mc.data_dir + "/" + kStateFileName, mc.stripe_size_bytes);
+  const std::string path = mc.data_dir + "/" + kStateFileName;
+  // The file holds every store's access key (what its transfer grants are
+  // signed with): owner-only, whatever the umask or an older file said.
+  // SQLite gives its -wal and -shm files the database file's mode.
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0 || ::fchmod(fd, 0600) != 0) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    return Error(ErrorCode::INTERNAL_ERROR,
+                 "cannot open " + path + " owner-only: " + std::strerror(err));
+  }
+  ::close(fd);
+  return Journal::Open(path, mc.stripe_size_bytes);
 }
 
 // Rebuilds the service's state from the journal before anything is served.

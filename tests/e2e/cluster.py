@@ -1,10 +1,9 @@
 """Starting a local mooncake cluster (master + stores) for end-to-end tests."""
 import os
 import re
-import tempfile
 import time
 
-from harness import free_port, start, stop, wait_http, http
+from harness import free_port, start, stop, tempdir, wait_http, http
 
 
 class Cluster:
@@ -12,7 +11,7 @@ class Cluster:
 
     def __init__(self, stores=1, segment="256mb", extra_master=(), extra_store=(),
                  token=None, logdir=None, data_dir="none"):
-        self.logdir = logdir or tempfile.mkdtemp(prefix="mooncake-e2e-")
+        self.logdir = logdir or tempdir("mooncake-e2e-")
         self.rpc_port = free_port()
         self.metrics_port = free_port()
         self.meta_port = free_port()

@@ -32,6 +32,17 @@ _checks = 0
 _san_dir = tempfile.mkdtemp(prefix="mc-sanitizer-")
 
 
+_tempdirs = []
+
+
+def tempdir(prefix):
+    """A fresh directory for a test's logs or data; finish() removes it when
+    every check passed, and keeps it (for the logs) when one failed."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    _tempdirs.append(d)
+    return d
+
+
 def _child_env(env):
     """The environment of a started mooncake: ours without MOONCAKE_*
     (tests set exactly what they mean), plus `env`, plus sanitizer log paths."""
@@ -152,5 +163,10 @@ def finish():
             print(f"--- sanitizer report {name}:\n{f.read()[:4000]}")
     check(not reports, f"no sanitizer reports from started processes ({len(reports)})")
     shutil.rmtree(_san_dir, ignore_errors=True)
+    if _failures == 0:
+        for d in _tempdirs:
+            shutil.rmtree(d, ignore_errors=True)
+    else:
+        print("kept for inspection: " + " ".join(_tempdirs))
     print(f"{_checks - _failures} checks passed, {_failures} failed")
     sys.exit(1 if _failures else 0)

@@ -7,13 +7,12 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 
 import harness
 from cluster import Cluster
-from harness import check, finish, free_port, run, stop, wait_port
+from harness import check, finish, free_port, run, stop, tempdir, wait_port
 
-tmp = tempfile.mkdtemp(prefix="mooncake-bench-")
+tmp = tempdir("mooncake-bench-")
 QUANTILES = ["p50", "p90", "p99", "p999"]
 
 

@@ -20,13 +20,12 @@ import random
 import re
 import signal
 import sqlite3
-import tempfile
 import threading
 import time
 import urllib.parse
 
 from cluster import Cluster
-from harness import check, finish, free_port, run, start, stop
+from harness import check, finish, free_port, run, start, stop, tempdir
 
 SEED = int(os.environ.get("MC_SEED") or random.randrange(1 << 30))
 CYCLES = int(os.environ.get("MC_CRASH_CYCLES") or 3)
@@ -146,7 +145,7 @@ def crash_restart(c, rng):
     c.start_master()
 
 
-data_dir = tempfile.mkdtemp(prefix="mooncake-crash-")
+data_dir = tempdir("mooncake-crash-")
 c = Cluster(stores=2, segment="128mb", data_dir=data_dir,
             extra_master=["--client-ttl", "5s"],
             extra_store=[])
@@ -248,6 +247,12 @@ finally:
     stop(c.master)
     c.stop()
 
+# The state file holds the stores' access keys: owner-only, and so are the
+# WAL files SQLite made beside it.
+for name in sorted(os.listdir(data_dir)):
+    mode = os.stat(os.path.join(data_dir, name)).st_mode & 0o777
+    check(mode & 0o077 == 0, f"{name} is owner-only (mode {mode:o})")
+
 # A state file damaged in place (a byte of a stored key flipped, wherever the
 # key's bytes sit in the file): the master refuses to start rather than load it.
 db_path = os.path.join(data_dir, "master.db")
@@ -270,7 +275,7 @@ for what, make in [
         ("random bytes", lambda p: open(p, "wb").write(os.urandom(8192))),
         ("foreign", lambda p: sqlite3.connect(p).executescript(
             "CREATE TABLE kv(key BLOB PRIMARY KEY, value BLOB); PRAGMA user_version = 1;"))]:
-    d = tempfile.mkdtemp(prefix="mooncake-baddb-")
+    d = tempdir("mooncake-baddb-")
     path = os.path.join(d, "master.db")
     make(path)
     r = run(["master", "--data-dir", d, "--port", str(free_port()),
