@@ -18,39 +18,11 @@ BIN=${MOONCAKE_BIN:-$here/build/src/cli/mooncake}
 RUNS=${1:-3}
 OBJECTS=${2:-1000000}
 DURATION=${DURATION:-3s}
-work=$(mktemp -d /tmp/mooncake-bench-durability.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+NAME=bench_durability
+# shellcheck source=scripts/bench_lib.sh
+. "$here/scripts/bench_lib.sh"
 now() { date +%s.%N; }
 
-# start_master DATA_DIR: sets $master, $port, $mport; returns once /health answers.
-start_master() {
-  port=$(free_port); mport=$(free_port)
-  "$BIN" master --port "$port" --metrics-port "$mport" --rpc-address 127.0.0.1 \
-    --data-dir "$1" --log-level warn >>"$work/master.log" 2>&1 &
-  master=$!; pids+=("$master")
-  for _ in $(seq 2000); do curl -fs "http://127.0.0.1:$mport/health" >/dev/null && return 0; sleep 0.01; done
-  echo "bench_durability: the master did not come up; log: $work/master.log" >&2; exit 1
-}
-start_store() {
-  local seg_bytes=$(( (OBJECTS * 4096 * 5 / 4) + (1 << 30) ))  # memfd: free until touched
-  "$BIN" store --master "127.0.0.1:$port" --segment "$seg_bytes" --port 0 \
-    --metadata-server none --log-level warn >>"$work/store.log" 2>&1 &
-  store=$!; pids+=("$store")
-  for _ in $(seq 200); do
-    curl -fs "http://127.0.0.1:$mport/get_all_segments" | grep -q . && return 0
-    sleep 0.05
-  done
-  echo "bench_durability: the store did not mount; logs in $work" >&2; exit 1
-}
 # The master first: a store that stops cleanly unmounts, which drops its objects.
 stop_all() { kill "$master"; wait "$master" 2>/dev/null || true; kill "$store"; wait "$store" 2>/dev/null || true; }
 

@@ -19,38 +19,14 @@ RUNS=${1:-3}
 OBJECTS=${2:-1000000}
 DURATION=${DURATION:-3s}
 DATA_DIR=${DATA_DIR:-none}
-work=$(mktemp -d /tmp/mooncake-bench-master.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+NAME=bench_master
+# shellcheck source=scripts/bench_lib.sh
+. "$here/scripts/bench_lib.sh"
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
 # A fresh master and store for each measurement, so earlier runs' keys
 # neither fill the pool (eviction would join in) nor inflate the memory.
-start_cluster() {
-  port=$(free_port); mport=$(free_port)
-  "$BIN" master --port "$port" --metrics-port "$mport" --data-dir "$DATA_DIR" \
-    --log-level warn >"$work/master.log" 2>&1 &
-  master=$!; pids+=("$master")
-  # Room for OBJECTS 4 KiB objects; a memfd segment costs nothing until
-  # touched, and metadata-only puts never touch it.
-  local seg_bytes=$(( (OBJECTS * 4096 * 5 / 4) + (1 << 30) ))
-  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$mport/health" >/dev/null && break; sleep 0.05; done
-  "$BIN" store --master "127.0.0.1:$port" --segment "$seg_bytes" --port 0 \
-    --metadata-server none --log-level warn >"$work/store.log" 2>&1 &
-  store=$!; pids+=("$store")
-  for _ in $(seq 100); do
-    curl -fs "http://127.0.0.1:$mport/get_all_segments" | grep -q . && return 0
-    sleep 0.05
-  done
-  echo "bench_master: the store did not mount; logs in $work" >&2; exit 1
-}
+start_cluster() { start_master "$DATA_DIR"; start_store; }
 stop_cluster() {
   kill "$store" "$master"; wait "$store" "$master" 2>/dev/null || true
   [ "$DATA_DIR" = none ] || rm -rf "${DATA_DIR:?}"/*
@@ -78,7 +54,7 @@ for r in json.load(open(sys.argv[1]))["results"]:
       stop_cluster
     done
     for op in put get; do
-      med=$(tr ' ' '\n' <<<"${all[$op]}" | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+      med=$(median <<<"${all[$op]}")
       printf "%-8s %-8s %-6s %14s   %s\n" "$threads" "$batch" "$op" "$med" "${all[$op]}"
     done
     unset all

@@ -1,0 +1,41 @@
+# Sourced by the master benchmarks (bench_master.sh, bench_durability.sh):
+# a work directory, every started process stopped by its pid on exit, and a
+# master plus one store on 127.0.0.1 for metadata-only runs. The caller sets
+# BIN (the mooncake binary), OBJECTS (the store is sized for that many 4 KiB
+# objects) and NAME (for messages and the work directory) first.
+work=$(mktemp -d "/tmp/mooncake-$NAME.XXXXXX")
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# start_master DATA_DIR: sets $master, $port, $mport; returns once /health answers.
+start_master() {
+  port=$(free_port); mport=$(free_port)
+  "$BIN" master --port "$port" --metrics-port "$mport" --rpc-address 127.0.0.1 \
+    --data-dir "$1" --log-level warn >>"$work/master.log" 2>&1 &
+  master=$!; pids+=("$master")
+  for _ in $(seq 2000); do curl -fs "http://127.0.0.1:$mport/health" >/dev/null && return 0; sleep 0.01; done
+  echo "$NAME: the master did not come up; log: $work/master.log" >&2; exit 1
+}
+
+# start_store: one store mounted on that master (sets $store). Its segment has
+# room for OBJECTS 4 KiB objects; a memfd segment costs nothing until touched,
+# and metadata-only puts never touch it.
+start_store() {
+  local seg_bytes=$(( (OBJECTS * 4096 * 5 / 4) + (1 << 30) ))
+  "$BIN" store --master "127.0.0.1:$port" --segment "$seg_bytes" --port 0 \
+    --metadata-server none --log-level warn >>"$work/store.log" 2>&1 &
+  store=$!; pids+=("$store")
+  for _ in $(seq 200); do
+    curl -fs "http://127.0.0.1:$mport/get_all_segments" | grep -q . && return 0
+    sleep 0.05
+  done
+  echo "$NAME: the store did not mount; logs in $work" >&2; exit 1
+}
