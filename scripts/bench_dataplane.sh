@@ -17,18 +17,14 @@ for f in "$bin" "$bench"; do
   [[ -x $f ]] || { echo "bench_dataplane: $f missing; run: ninja -C build" >&2; exit 2; }
 done
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+NAME=bench_dataplane
+# shellcheck source=scripts/bench_lib.sh
+. "$(dirname "$0")/bench_lib.sh"  # work dir, pids stopped on exit, free_port
 rpc=$(free_port); admin=$(free_port); meta=$(free_port)
 export MOONCAKE_MASTER="127.0.0.1:$rpc"
 export MOONCAKE_TE_META_DATA_SERVER="http://127.0.0.1:$meta/metadata"
 
-logdir=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
-  rm -rf "$logdir"
-}
-trap cleanup EXIT
+logdir=$work
 
 "$bin" master --port "$rpc" --metrics-port "$admin" --rpc-address 127.0.0.1 \
   --enable-http-metadata-server --http-metadata-server-host 127.0.0.1 \

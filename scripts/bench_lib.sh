@@ -1,4 +1,5 @@
-# Sourced by the master benchmarks (bench_master.sh, bench_durability.sh):
+# Sourced by the benchmark scripts (bench_master.sh, bench_durability.sh,
+# bench_dataplane.sh):
 # a work directory, every started process stopped by its pid on exit, and a
 # master plus one store on 127.0.0.1 for metadata-only runs. The caller sets
 # BIN (the mooncake binary), OBJECTS (the store is sized for that many 4 KiB

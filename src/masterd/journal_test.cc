@@ -65,6 +65,17 @@ std::string Fingerprint(const MasterState& s) {
   return out;
 }
 
+// Runs `sql` on the file behind the journal's back, as another program (or
+// damage) would; returns the number of rows it changed.
+int ExecBehindJournal(const std::string& path, const char* sql) {
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(raw, sql, nullptr, nullptr, nullptr) == SQLITE_OK);
+  const int changed = sqlite3_changes(raw);
+  sqlite3_close(raw);
+  return changed;
+}
+
 }  // namespace
 
 TEST_CASE("journal reloads segments and complete objects exactly; in-flight puts are gone") {
@@ -148,11 +159,7 @@ TEST_CASE("a store back with a new incarnation loses the old incarnation's objec
 TEST_CASE("a foreign, damaged or newer database is refused with its name and the problem") {
   SUBCASE("another program's SQLite file") {
     TempDb db;
-    sqlite3* raw = nullptr;
-    REQUIRE(sqlite3_open(db.path.c_str(), &raw) == SQLITE_OK);
-    REQUIRE(sqlite3_exec(raw, "CREATE TABLE kv(key BLOB PRIMARY KEY, value BLOB)", nullptr,
-                         nullptr, nullptr) == SQLITE_OK);
-    sqlite3_close(raw);
+    ExecBehindJournal(db.path, "CREATE TABLE kv(key BLOB PRIMARY KEY, value BLOB)");
     auto j = masterd::Journal::Open(db.path, kMiB);
     REQUIRE(!j.ok());
     CHECK(j.status().message().find(db.path) != std::string::npos);
@@ -169,10 +176,7 @@ TEST_CASE("a foreign, damaged or newer database is refused with its name and the
   SUBCASE("a newer schema version") {
     TempDb db;
     { REQUIRE(masterd::Journal::Open(db.path, kMiB).ok()); }
-    sqlite3* raw = nullptr;
-    REQUIRE(sqlite3_open(db.path.c_str(), &raw) == SQLITE_OK);
-    REQUIRE(sqlite3_exec(raw, "PRAGMA user_version = 99", nullptr, nullptr, nullptr) == SQLITE_OK);
-    sqlite3_close(raw);
+    ExecBehindJournal(db.path, "PRAGMA user_version = 99");
     auto j = masterd::Journal::Open(db.path, kMiB);
     REQUIRE(!j.ok());
     CHECK(j.status().message().find("schema version 99") != std::string::npos);
@@ -186,13 +190,9 @@ TEST_CASE("a foreign, damaged or newer database is refused with its name and the
       (*j)->OnObjectCommitted({"a", kMiB, true, false, {{{"s", 0, kMiB}}}});
       REQUIRE((*j)->WaitDurable().ok());
     }
-    sqlite3* raw = nullptr;
-    REQUIRE(sqlite3_open(db.path.c_str(), &raw) == SQLITE_OK);
     // Offset 0 -> 1 MiB: a valid, free range, so only the checksum can tell.
     const char* sql = "UPDATE objects SET buffers = x'010000000000100000000000' WHERE key = CAST('a' AS BLOB)";
-    REQUIRE(sqlite3_exec(raw, sql, nullptr, nullptr, nullptr) == SQLITE_OK);
-    REQUIRE(sqlite3_changes(raw) == 1);
-    sqlite3_close(raw);
+    REQUIRE(ExecBehindJournal(db.path, sql) == 1);
     auto j = masterd::Journal::Open(db.path, kMiB);
     REQUIRE(j.ok());
     MasterConfig config;

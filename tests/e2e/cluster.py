@@ -3,7 +3,7 @@ import os
 import re
 import time
 
-from harness import free_port, start, stop, tempdir, wait_http, http
+from harness import free_port, start, stop, tempdir, wait_http, wait_until, http
 
 
 class Cluster:
@@ -60,13 +60,9 @@ class Cluster:
                   env=self.env, log_name=log)
         p.log_path = log
         self.stores.append(p)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if len(self.segments()) > n:
-                return p
-            if p.poll() is not None:
-                break
-            time.sleep(0.05)
+        if wait_until(lambda: len(self.segments()) > n or p.poll() is not None, 20) \
+                and p.poll() is None:
+            return p
         raise RuntimeError("store did not mount; log: " + open(log).read()[-2000:])
 
     def stop(self):

@@ -107,29 +107,39 @@ def _stop_all():
             p.wait()
 
 
+def wait_until(cond, timeout, poll=0.05):
+    """Polls cond() until it is true or `timeout` seconds pass; returns its
+    last value. The one bounded wait on real processes every test uses: the
+    processes run on the wall clock, so there is no clock to advance."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(poll)
+
+
 def wait_http(url, timeout=15.0):
     """Waits until GET url answers (any HTTP status). Returns True if it did."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def answers():
         try:
             urllib.request.urlopen(url, timeout=1).read()
             return True
         except urllib.error.HTTPError:
             return True
         except OSError:
-            time.sleep(0.05)
-    return False
+            return False
+    return wait_until(answers, timeout)
 
 
 def wait_port(port, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def accepts():
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
                 return True
         except OSError:
-            time.sleep(0.05)
-    return False
+            return False
+    return wait_until(accepts, timeout)
 
 
 def http(method, url, body=None, timeout=10):

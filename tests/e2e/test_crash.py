@@ -25,7 +25,7 @@ import time
 import urllib.parse
 
 from cluster import Cluster
-from harness import check, finish, free_port, run, start, stop, tempdir
+from harness import check, finish, free_port, run, start, stop, tempdir, wait_until
 
 SEED = int(os.environ.get("MC_SEED") or random.randrange(1 << 30))
 CYCLES = int(os.environ.get("MC_CRASH_CYCLES") or 3)
@@ -209,10 +209,8 @@ try:
     # incarnation replaces the loaded one under the same name.
     c.stores[0] = start(["store", "--segment", c.segment, "--port", port], env=env,
                         log_name=os.path.join(c.logdir, "store-0-reborn.log"))
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and any(
-            run(["get", k], env=env).returncode != EXIT_NOT_FOUND for k in sorted(on0)[:3]):
-        time.sleep(0.2)
+    wait_until(lambda: all(run(["get", k], env=env).returncode == EXIT_NOT_FOUND
+                           for k in sorted(on0)[:3]), 20, poll=0.2)
     stale = [k for k in on0 if run(["get", k], env=env).returncode != EXIT_NOT_FOUND]
     check(len(on0) > 0 and not stale,
           f"the {len(on0)} objects on the restarted store (new incarnation) are dropped "

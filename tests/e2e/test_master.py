@@ -10,10 +10,9 @@ import re
 import shutil
 import signal
 import subprocess
-import time
 
 from cluster import Cluster
-from harness import check, finish, http, run
+from harness import check, finish, http, run, wait_until
 
 c = Cluster(stores=2, segment="64mb",
             extra_master=["--client-ttl", "2s", "--metrics-log-interval", "1s"])
@@ -77,18 +76,15 @@ try:
     r = run(["exists", "user/002"], env=env)
     check(r.returncode == 0, "exists of a present key exits 0")
 
-    time.sleep(1.5)
-    log = open(c.master_log).read()
-    check(re.search(r"Master Metrics: Storage: .* / .* \(.*%\) \| Keys: \d+ \(soft-pinned: \d+\)", log)
-          is not None, "the master logs the 'Master Metrics: Storage: ...' line")
+    metrics_line = re.compile(
+        r"Master Metrics: Storage: .* / .* \(.*%\) \| Keys: \d+ \(soft-pinned: \d+\)")
+    check(wait_until(lambda: metrics_line.search(open(c.master_log).read()), 5) is not None,
+          "the master logs the 'Master Metrics: Storage: ...' line")
 
     # A store that dies is unmounted after the client TTL; no allocation lands there.
     os.kill(c.stores[1].pid, signal.SIGKILL)
     c.stores[1].wait()
-    deadline = time.monotonic() + 8
-    while time.monotonic() < deadline and len(c.segments()) != 1:
-        time.sleep(0.2)
-    check(len(c.segments()) == 1, "a killed store's segment is unmounted within the client TTL")
+    check(wait_until(lambda: len(c.segments()) == 1, 8), "a killed store's segment is unmounted within the client TTL")
     codes = [run(["put", f"after/{i}", "-"], input=b"y" * 4096, env=env).returncode for i in range(20)]
     check(codes == [0] * 20, "puts after a store died all land on the live store")
 

@@ -10,7 +10,7 @@ import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 
-from harness import check, finish, free_port, http, run, start, stop, wait_http
+from harness import check, finish, free_port, http, run, start, stop, wait_http, wait_until
 
 seed = int(os.environ.get("MC_SEED") or random.randrange(1 << 30))
 print(f"MC_SEED={seed}")
@@ -41,8 +41,7 @@ port = free_port()
 log = os.path.join(tmp.name, "api.log")
 p, ok = start_server(port, db=os.path.join(tmp.name, "api.db"), log=log)
 check(ok, "metadata-server answers /health after start")
-time.sleep(0.1)
-check(f"metadata server listening on 127.0.0.1:{port}" in open(log).read(),
+check(wait_until(lambda: f"metadata server listening on 127.0.0.1:{port}" in open(log).read(), 5),
       "start logs 'metadata server listening on HOST:PORT' with the real port")
 
 check(http("GET", url(port, path="/health"))[0] == 200, "GET /health -> 200")
