@@ -11,6 +11,8 @@
 #include <cstring>
 #include <vector>
 
+#include "transfer/stream_copy.h"
+
 namespace mc::transfer {
 
 namespace {
@@ -74,6 +76,7 @@ Status ShmTransport::Batch(std::span<TransferOp> ops) {
     uint8_t* dst;
     const uint8_t* src;
     uint64_t len;
+    bool into_segment;
   };
   std::vector<Piece> pieces;
   std::vector<std::shared_ptr<Mapping>> held;  // keeps mappings alive during copies
@@ -107,12 +110,20 @@ Status ShmTransport::Batch(std::span<TransferOp> ops) {
       piece = (op.len / threads + kPieceAlignBytes - 1) / kPieceAlignBytes * kPieceAlignBytes;
     }
     for (uint64_t off = 0; off < op.len; off += piece) {
-      pieces.push_back({dst + off, src + off, std::min(piece, op.len - off)});
+      pieces.push_back({dst + off, src + off, std::min(piece, op.len - off),
+                        op.kind == OpKind::kWrite});
     }
     held.push_back(*m);
   }
   workers_.ParallelFor(pieces.size(), options_.copy_threads - 1, [&](size_t i) {
-    std::memcpy(pieces[i].dst, pieces[i].src, pieces[i].len);
+    // A put's bytes are not read again by this process: stream them into the
+    // segment. A get's land in the caller's buffer, which it reads next.
+    const Piece& p = pieces[i];
+    if (p.into_segment) {
+      StreamCopy(p.dst, p.src, p.len);
+    } else {
+      std::memcpy(p.dst, p.src, p.len);
+    }
   });
   for (const TransferOp& op : ops) {
     if (!op.status.ok()) return op.status;

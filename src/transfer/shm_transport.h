@@ -1,6 +1,7 @@
 // ShmTransport: same-host fast path. Maps a store's segment file
 // (Segment::shm_path(), read/write, MAP_SHARED) once per segment and copies
-// with memcpy, no syscall per transfer.
+// directly, no syscall per transfer: writes with StreamCopy (stream_copy.h),
+// reads with memcpy.
 //
 // Access control, honestly: the client writes the store's memory directly, so
 // the store cannot check a range before the bytes land. What the store does

@@ -59,6 +59,7 @@ TcpTransport::TcpTransport(TcpTransportOptions options)
     : options_(std::move(options)), workers_(std::max(options_.streams - 1, 0)) {
   assert(options_.streams >= 1 && options_.streams <= kMaxStreams);
   assert(options_.min_chunk_bytes > 0 && options_.min_chunk_bytes <= options_.max_chunk_bytes);
+  assert(options_.min_read_chunk_bytes > 0);
 }
 
 TcpTransport::~TcpTransport() { CloseIdle(); }
@@ -289,8 +290,12 @@ Status TcpTransport::Batch(std::span<TransferOp> ops) {
   for (size_t i = 0; i < ops.size(); ++i) {
     ops[i].status = Status::Ok();
     const uint64_t len = ops[i].len;
+    const uint64_t min_piece = std::min(ops[i].kind == OpKind::kRead
+                                            ? options_.min_read_chunk_bytes
+                                            : options_.min_chunk_bytes,
+                                        options_.max_chunk_bytes);
     uint64_t piece = (len + options_.streams - 1) / options_.streams;
-    piece = std::clamp(piece, options_.min_chunk_bytes, options_.max_chunk_bytes);
+    piece = std::clamp(piece, min_piece, options_.max_chunk_bytes);
     uint64_t off = 0;
     do {
       uint64_t n = std::min(piece, len - off);

@@ -57,6 +57,32 @@ TEST_CASE("a large transfer is striped over several connections") {
   CHECK(store.server->stats().connections_accepted <= 3);  // pooled, not reconnected
 }
 
+TEST_CASE("reads stripe from min_read_chunk_bytes up, writes from min_chunk_bytes") {
+  std::mt19937_64 rng(TestSeed() + 9);
+  Store store = Store::Make(kSegmentBytes);
+  TcpTransportOptions opts;
+  opts.streams = 4;
+  opts.min_chunk_bytes = 1 << 20;
+  opts.min_read_chunk_bytes = 4 << 20;
+  opts.max_chunk_bytes = 4 << 20;
+  TcpTransport tcp(opts);
+  auto data = RandomBytes(rng, 4 << 20);
+  REQUIRE(tcp.Write(store.endpoint, 0, data.data(), data.size()).ok());
+  CHECK(store.server->stats().requests_served == 4);  // 4 pieces of 1 MiB
+  std::vector<uint8_t> back(data.size());
+  REQUIRE(tcp.Read(store.endpoint, 0, back.data(), back.size()).ok());
+  CHECK(back == data);
+  CHECK(store.server->stats().requests_served == 5);  // one piece of 4 MiB
+  // Twice the read threshold: striped again, into pieces no smaller than it.
+  auto big = RandomBytes(rng, 8 << 20);
+  REQUIRE(tcp.Write(store.endpoint, 0, big.data(), big.size()).ok());
+  const uint64_t before = store.server->stats().requests_served;
+  std::vector<uint8_t> big_back(big.size());
+  REQUIRE(tcp.Read(store.endpoint, 0, big_back.data(), big_back.size()).ok());
+  CHECK(big_back == big);
+  CHECK(store.server->stats().requests_served - before == 2);
+}
+
 TEST_CASE("a batch moves several ops to several stores in parallel") {
   std::mt19937_64 rng(TestSeed() + 2);
   Store a = Store::Make(16 << 20);
