@@ -19,6 +19,9 @@ namespace {
 
 // Copy pieces are cut at this alignment so threads never share a cache line.
 constexpr uint64_t kPieceAlignBytes = 4096;
+// Granularity of Mapping::touched, and the page size its loads step by.
+constexpr uint64_t kTouchRegionBytes = 2ull << 20;
+constexpr uint64_t kTouchStepBytes = 4096;
 
 }  // namespace
 
@@ -66,8 +69,28 @@ Result<std::shared_ptr<ShmTransport::Mapping>> ShmTransport::Map(const std::stri
   }
   m->base = static_cast<uint8_t*>(p);
   m->size_bytes = static_cast<uint64_t>(st.st_size);
+  const uint64_t regions = (m->size_bytes + kTouchRegionBytes - 1) / kTouchRegionBytes;
+  m->touched = std::make_unique<std::atomic<uint64_t>[]>((regions + 63) / 64);
   maps_[shm_path] = m;
   return m;
+}
+
+void ShmTransport::MapPagesForWrite(Mapping& m, uint64_t offset, uint64_t len) {
+  if (len == 0) return;
+  const uint64_t first = offset / kTouchRegionBytes;
+  const uint64_t last = (offset + len - 1) / kTouchRegionBytes;
+  for (uint64_t r = first; r <= last; ++r) {
+    std::atomic<uint64_t>& word = m.touched[r / 64];
+    const uint64_t bit = uint64_t{1} << (r % 64);
+    if (word.load(std::memory_order_relaxed) & bit) continue;
+    const uint64_t begin = r * kTouchRegionBytes;
+    const uint64_t end = std::min(begin + kTouchRegionBytes, m.size_bytes);
+    // Two threads may both touch a region: harmless, the loads change nothing.
+    for (uint64_t p = begin; p < end; p += kTouchStepBytes) {
+      (void)*static_cast<volatile const uint8_t*>(m.base + p);
+    }
+    word.fetch_or(bit, std::memory_order_relaxed);
+  }
 }
 
 Status ShmTransport::Batch(std::span<TransferOp> ops) {
@@ -101,6 +124,7 @@ Status ShmTransport::Batch(std::span<TransferOp> ops) {
       op.status = options_.check(op.kind, op.remote_offset, op.len, op.grant);
       if (!op.status.ok()) continue;
     }
+    if (op.kind == OpKind::kWrite) MapPagesForWrite(**m, op.remote_offset, op.len);
     uint8_t* remote = (*m)->base + op.remote_offset;
     uint8_t* local = static_cast<uint8_t*>(op.buffer);
     uint8_t* dst = op.kind == OpKind::kWrite ? remote : local;

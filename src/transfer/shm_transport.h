@@ -21,6 +21,7 @@
 // restarts gets a new path, and the caller should Forget() the old one.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -59,8 +60,19 @@ class ShmTransport final : public Transport {
   struct Mapping {
     uint8_t* base = nullptr;
     uint64_t size_bytes = 0;
+    // One bit per kTouchRegionBytes of the segment: set once this process
+    // has mapped the region's pages (see MapPagesForWrite).
+    std::unique_ptr<std::atomic<uint64_t>[]> touched;
     ~Mapping();
   };
+  // Maps the pages under [offset, offset + len) into this process before a
+  // write copies there. A write fault on a fresh shared mapping maps one
+  // page; a read fault maps its neighbours too (fault-around), so one load
+  // per page of each not-yet-touched region is several times cheaper than
+  // letting the copy fault. Measured on our VM: a first 4 MiB copy into a
+  // fresh mapping ran at ~2 GB/s faulting, ~9 GB/s after this, ~20 GB/s
+  // once mapped.
+  static void MapPagesForWrite(Mapping& m, uint64_t offset, uint64_t len);
   Result<std::shared_ptr<Mapping>> Map(const std::string& shm_path);
 
   const ShmTransportOptions options_;

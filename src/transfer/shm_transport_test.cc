@@ -51,6 +51,27 @@ TEST_CASE("shm writes and reads are byte-identical from 1 byte to 64 MiB, both b
   }
 }
 
+TEST_CASE("shm writes reach a segment's last byte when its size is not a multiple of 2 MiB") {
+  // Writes map whole 2 MiB regions ahead of the copy; the last region is
+  // partial and must be clipped to the segment (a load past it is SIGBUS).
+  std::mt19937_64 rng(TestSeed() + 11);
+  const uint64_t size = (3 << 20) + 4096;
+  auto seg = MakeSegment(size, SegmentBacking::kMemfd);
+  Endpoint ep;
+  ep.shm_path = seg->shm_path();
+  ShmTransport shm;
+  auto tail = RandomBytes(rng, 4096 + 7);
+  REQUIRE(shm.Write(ep, size - tail.size(), tail.data(), tail.size()).ok());
+  CHECK(std::memcmp(seg->base() + size - tail.size(), tail.data(), tail.size()) == 0);
+  // Across the boundary of the first two regions, then the whole segment.
+  auto across = RandomBytes(rng, 1 << 20);
+  REQUIRE(shm.Write(ep, (2 << 20) - 12345, across.data(), across.size()).ok());
+  CHECK(std::memcmp(seg->base() + (2 << 20) - 12345, across.data(), across.size()) == 0);
+  auto all = RandomBytes(rng, size);
+  REQUIRE(shm.Write(ep, 0, all.data(), all.size()).ok());
+  CHECK(std::memcmp(seg->base(), all.data(), size) == 0);
+}
+
 TEST_CASE("shm refuses out-of-bounds ranges and what the range check denies") {
   auto seg = MakeSegment(1 << 20, SegmentBacking::kMemfd);
   Endpoint ep;
