@@ -3,7 +3,8 @@
 // never asserted); run it by hand, or with a real master and store through
 // scripts/bench_dataplane.sh:
 //   build/src/client/transfer_bench [reps=7] [streams=4] [chunk_mib=4]
-//       [min_chunk_kib=1024] [copy_threads=1] [sndbuf_kib=4096] [master=H:P]
+//       [min_chunk_kib=1024] [copy_threads=1] [split_kib=8192] [sndbuf_kib=4096]
+//       [master=H:P]
 // With master=H:P it also times Client::Put and Client::Get (master RPCs,
 // grants, transfer, as `mooncake put/get` do minus file I/O) against that
 // cluster, over TCP (shm off) and the same-host path. MOONCAKE_AUTH_TOKEN is
@@ -42,6 +43,7 @@ struct Config {
   int streams = 4;
   uint64_t chunk_mib = 4;
   int copy_threads = 1;
+  uint64_t split_kib = 8192;  // shm copies from this size up use copy_threads
   int sndbuf_kib = 0;  // 0: kernel autotuning, the transports' default
   uint64_t min_chunk_kib = 1024;
   std::string master;  // empty: no client-path figures
@@ -290,7 +292,7 @@ Config ParseArgs(int argc, char** argv) {
     auto eq = a.find('=');
     if (eq == std::string::npos) {
       std::fprintf(stderr, "usage: transfer_bench [reps=N] [streams=N] [chunk_mib=N] "
-                           "[copy_threads=N] [sndbuf_kib=N] [min_chunk_kib=N] [master=H:P]\n");
+                           "[copy_threads=N] [split_kib=N] [sndbuf_kib=N] [min_chunk_kib=N] [master=H:P]\n");
       std::exit(2);
     }
     std::string k = a.substr(0, eq);
@@ -299,6 +301,7 @@ Config ParseArgs(int argc, char** argv) {
     else if (k == "streams") c.streams = static_cast<int>(v);
     else if (k == "chunk_mib") c.chunk_mib = static_cast<uint64_t>(v);
     else if (k == "copy_threads") c.copy_threads = static_cast<int>(v);
+    else if (k == "split_kib") c.split_kib = v;
     else if (k == "sndbuf_kib") c.sndbuf_kib = static_cast<int>(v);
     else if (k == "min_chunk_kib") c.min_chunk_kib = static_cast<uint64_t>(v);
     else if (k == "master") c.master = a.substr(eq + 1);
@@ -328,11 +331,11 @@ int main(int argc, char** argv) {
               "    right before every measured repetition and %% compares the two\n",
               static_cast<unsigned long long>(cfg.chunk_mib), cfg.streams);
   std::printf("  tcp: %d streams, chunks %llu KiB..%llu MiB, socket buffers %d KiB (0: autotuned),\n"
-              "    server in this process on 127.0.0.1\n  shm: copy_threads %d, 512 MiB memfd "
+              "    server in this process on 127.0.0.1\n  shm: copy_threads %d from %llu KiB, 512 MiB memfd "
               "segment, pre-faulted\n\n",
               cfg.streams, static_cast<unsigned long long>(cfg.min_chunk_kib),
               static_cast<unsigned long long>(cfg.chunk_mib), cfg.sndbuf_kib,
-              cfg.copy_threads);
+              cfg.copy_threads, static_cast<unsigned long long>(cfg.split_kib));
 
   std::printf("machine:\n");
   const size_t send_bytes = cfg.chunk_mib << 20;  // one transport chunk per syscall
@@ -398,6 +401,7 @@ int main(int argc, char** argv) {
   TcpTransport tcp(topts);
   ShmTransportOptions shopts;
   shopts.copy_threads = cfg.copy_threads;
+  shopts.split_threshold_bytes = cfg.split_kib << 10;
   ShmTransport shm(shopts);
 
   std::printf("\ntransports (one client, one object at a time):\n");
