@@ -102,6 +102,7 @@ void MasterState::FreeBuffers(const ObjectRecord& rec, uint64_t* largest_hole) {
 // when the policy itself chose the victim and already dropped it).
 void MasterState::EraseObject(ObjectIt it, RemoveReason reason, bool notify) {
   ObjectRecord& rec = it->second;
+  if (!rec.complete()) put_owners_.erase(rec.slot);
   FreeBuffers(rec, nullptr);
   if (rec.complete() && notify) policy_->OnRemove(IdOf(rec));
   if (rec.has(ObjectRecord::kPinCounted)) --soft_pinned_count_;
@@ -278,6 +279,7 @@ Result<proto::PutStartReply> MasterState::PutStart(const proto::PutStartRequest&
   rec.flags = req.options.soft_pin ? ObjectRecord::kSoftPin : 0;
   rec.deadline_us = now_us + config_.put_timeout_us;
   rec.SetBuffers(placed->data(), static_cast<uint32_t>(placed->size()));
+  put_owners_[rec.slot] = req.client;
   put_deadlines_.push_back({rec.deadline_us, IdOf(rec)});
   std::push_heap(put_deadlines_.begin(), put_deadlines_.end(), std::greater<>());
   return Count(counters_.put_start, Result<proto::PutStartReply>(
@@ -291,6 +293,8 @@ Status MasterState::DoPutEnd(const proto::KeyRequest& req, uint64_t now_us) {
                  "put of " + Quoted(req.key) + " is unknown (revoked, timed out or lost)");
   ObjectRecord& rec = it->second;
   if (rec.complete()) return Status::Ok();
+  MC_RETURN_IF_ERROR(CheckPutOwner(rec, req, "end"));
+  put_owners_.erase(rec.slot);
   rec.flags |= ObjectRecord::kComplete;
   rec.deadline_us = 0;  // no lease yet
   if (rec.has(ObjectRecord::kSoftPin)) {
@@ -305,6 +309,16 @@ Status MasterState::DoPutEnd(const proto::KeyRequest& req, uint64_t now_us) {
   return Status::Ok();
 }
 
+Status MasterState::CheckPutOwner(const ObjectRecord& rec, const proto::KeyRequest& req,
+                                  const char* what) const {
+  auto owner = put_owners_.find(rec.slot);
+  if (owner == put_owners_.end() || owner->second == req.client) return Status::Ok();
+  // Another client ending or revoking it would let readers see, or the
+  // allocator reuse, bytes its writer is still moving.
+  return Error(ErrorCode::INVALID_WRITE, "cannot " + std::string(what) + " the put of " +
+                                             Quoted(req.key) + ": another client started it");
+}
+
 Status MasterState::PutEnd(const proto::KeyRequest& req, uint64_t now_us) {
   return Count(counters_.put_end, DoPutEnd(req, now_us));
 }
@@ -317,6 +331,7 @@ Status MasterState::DoPutRevoke(const proto::KeyRequest& req, uint64_t now_us) {
   if (it->second.complete())
     return Error(ErrorCode::INVALID_WRITE,
                  "put of " + Quoted(req.key) + " already ended; remove the key instead");
+  MC_RETURN_IF_ERROR(CheckPutOwner(it->second, req, "revoke"));
   EraseObject(it, RemoveReason::kRemoved, false);
   return Status::Ok();
 }

@@ -29,6 +29,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/result.h"
@@ -153,6 +154,9 @@ class MasterState {
   bool OwnerAlive(const Segment& seg, uint64_t now_us) const;
   Status DoPutEnd(const proto::KeyRequest& req, uint64_t now_us);
   Status DoPutRevoke(const proto::KeyRequest& req, uint64_t now_us);
+  // OK when `client` started the in-flight put in `rec`.
+  Status CheckPutOwner(const ObjectRecord& rec, const proto::KeyRequest& req,
+                       const char* what) const;
 
   // master_state_space.cc
   Result<std::vector<uint64_t>> PlaceOrEvict(std::string_view key, uint64_t size_bytes,
@@ -178,6 +182,9 @@ class MasterState {
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;
   std::vector<Timer> put_deadlines_;  // in-flight puts, min-heap
+  // Who started each in-flight put, by slot: only that client may end or
+  // revoke it. Kept beside the records so complete objects pay nothing.
+  std::unordered_map<uint32_t, proto::ClientId> put_owners_;
   std::vector<Timer> pin_expiries_;   // live soft pins, min-heap
 
   std::vector<std::unique_ptr<Segment>> segments_;  // by id; null: free id

@@ -38,6 +38,27 @@ TEST_CASE("a put becomes readable only after PutEnd and the key cannot be put tw
   CHECK(h.listener.committed == std::vector<std::string>{"k"});
 }
 
+TEST_CASE("only the client that started a put may end or revoke it") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s1", 64 * kMiB).ok());
+  REQUIRE(h.Start("k", 1000).ok());  // started by Client(1)
+  Status end = h.state->PutEnd({Client(2), "k"}, h.now_us);
+  CHECK(end.code() == ErrorCode::INVALID_WRITE);
+  CHECK(end.message().find("'k'") != std::string::npos);
+  CHECK(h.state->BatchPutEnd({{Client(2), "k"}}, h.now_us)->at(0).code() ==
+        ErrorCode::INVALID_WRITE);
+  CHECK(h.state->PutRevoke({Client(2), "k"}, h.now_us).code() == ErrorCode::INVALID_WRITE);
+  CHECK(h.Get("k").code() == ErrorCode::REPLICA_IS_NOT_READY);  // still in flight
+  REQUIRE(h.End("k").ok());
+  CHECK(h.state->PutEnd({Client(2), "k"}, h.now_us).ok());  // a retried end of a done put
+  // Ownership ends with the put: a new put in the freed slot has its own owner.
+  REQUIRE(h.Start("r", 1000).ok());
+  REQUIRE(h.state->PutRevoke({Client(1), "r"}, h.now_us).ok());
+  REQUIRE(h.state->PutStart({Client(3), "r", 1000, {1, false}}, h.now_us).ok());
+  CHECK(h.state->PutEnd({Client(1), "r"}, h.now_us).code() == ErrorCode::INVALID_WRITE);
+  CHECK(h.state->PutEnd({Client(3), "r"}, h.now_us).ok());
+}
+
 TEST_CASE("malformed puts are refused with INVALID_PARAMS or INVALID_KEY") {
   MasterConfig c;
   c.max_key_bytes = 8;
