@@ -82,15 +82,27 @@ enum class TouchOrder {
 // (the reference behaviour). The yardstick policies are judged against.
 std::unique_ptr<PrefixCache> MakeExactLruCache(size_t capacity_blocks);
 
+// How the simulated pool models the master's background eviction: every
+// `puts_per_tick` stored blocks a tick runs master::BackgroundEvictionBytes
+// with these ratios (the master ticks every 100 ms, so this is the put rate).
+// 0 (the default) or a watermark of 1.0 models no background eviction.
+struct PoolModel {
+  double high_watermark_ratio = 1.0;
+  double eviction_ratio = 0.05;
+  uint64_t puts_per_tick = 0;
+};
+
 // Drives `policy` through the master's seam with a block counter: a store
 // into a full cache first asks NextVictim (everything evictable).
 std::unique_ptr<PrefixCache> MakePolicyCache(std::unique_ptr<master::EvictionPolicy> policy,
-                                             size_t capacity_blocks, TouchOrder order);
+                                             size_t capacity_blocks, TouchOrder order,
+                                             const PoolModel& pool = {});
 
 double ExactLruHitRatio(const Trace& trace, size_t capacity_blocks);
 // `policy_name` as MakeEvictionPolicy takes it (sized with capacity_blocks);
 // an unknown name is an INVALID_PARAMS error.
 Result<double> PolicyHitRatio(const Trace& trace, std::string_view policy_name,
-                              size_t capacity_blocks, TouchOrder order = TouchOrder::kHeadLast);
+                              size_t capacity_blocks, TouchOrder order = TouchOrder::kHeadLast,
+                              const PoolModel& pool = {});
 
 }  // namespace mc::bench

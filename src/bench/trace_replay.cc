@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "bench/trace.h"
+#include "master/eviction_watermark.h"
 
 namespace mc::bench {
 namespace {
@@ -46,8 +47,8 @@ class ExactLruCache final : public PrefixCache {
 class PolicyCache final : public PrefixCache {
  public:
   PolicyCache(std::unique_ptr<master::EvictionPolicy> policy, size_t capacity_blocks,
-              TouchOrder order)
-      : policy_(std::move(policy)), capacity_(capacity_blocks), order_(order) {}
+              TouchOrder order, const PoolModel& pool)
+      : policy_(std::move(policy)), capacity_(capacity_blocks), order_(order), pool_(pool) {}
 
   size_t LookupPrefix(std::span<const uint64_t> blocks) override {
     size_t n = 0;
@@ -72,6 +73,7 @@ class PolicyCache final : public PrefixCache {
       blocks_.emplace(id, b);
       // The key hash is the block's hash id: a re-stored block finds its ghost.
       policy_->OnInsert(id, b, kBlockBytes);
+      if (pool_.puts_per_tick > 0 && ++puts_since_tick_ == pool_.puts_per_tick) Tick();
     });
   }
 
@@ -99,9 +101,21 @@ class PolicyCache final : public PrefixCache {
     assert(policy_->tracked() == ids_.size());
   }
 
+  void Tick() {
+    uint64_t target = master::BackgroundEvictionBytes(
+        {.capacity_bytes = capacity_ * kBlockBytes,
+         .allocated_bytes = ids_.size() * kBlockBytes,
+         .high_watermark_ratio = pool_.high_watermark_ratio,
+         .eviction_ratio = pool_.eviction_ratio});
+    for (uint64_t freed = 0; freed < target && !ids_.empty(); freed += kBlockBytes) Evict();
+    puts_since_tick_ = 0;
+  }
+
   std::unique_ptr<master::EvictionPolicy> policy_;
   size_t capacity_;
   TouchOrder order_;
+  PoolModel pool_;
+  uint64_t puts_since_tick_ = 0;
   master::ObjectId next_id_ = 1;
   std::unordered_map<uint64_t, master::ObjectId> ids_;     // block -> id
   std::unordered_map<master::ObjectId, uint64_t> blocks_;  // id -> block
@@ -130,8 +144,9 @@ std::unique_ptr<PrefixCache> MakeExactLruCache(size_t capacity_blocks) {
 }
 
 std::unique_ptr<PrefixCache> MakePolicyCache(std::unique_ptr<master::EvictionPolicy> policy,
-                                             size_t capacity_blocks, TouchOrder order) {
-  return std::make_unique<PolicyCache>(std::move(policy), capacity_blocks, order);
+                                             size_t capacity_blocks, TouchOrder order,
+                                             const PoolModel& pool) {
+  return std::make_unique<PolicyCache>(std::move(policy), capacity_blocks, order, pool);
 }
 
 double ExactLruHitRatio(const Trace& trace, size_t capacity_blocks) {
@@ -140,13 +155,14 @@ double ExactLruHitRatio(const Trace& trace, size_t capacity_blocks) {
 }
 
 Result<double> PolicyHitRatio(const Trace& trace, std::string_view policy_name,
-                              size_t capacity_blocks, TouchOrder order) {
+                              size_t capacity_blocks, TouchOrder order,
+                              const PoolModel& pool) {
   auto policy = master::MakeEvictionPolicy(policy_name, capacity_blocks);
   if (!policy) {
     return Error(ErrorCode::INVALID_PARAMS,
                  "unknown eviction policy '" + std::string(policy_name) + "'");
   }
-  auto cache = MakePolicyCache(std::move(policy), capacity_blocks, order);
+  auto cache = MakePolicyCache(std::move(policy), capacity_blocks, order, pool);
   return ReplayTrace(trace, *cache).hit_ratio();
 }
 

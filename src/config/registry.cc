@@ -79,7 +79,7 @@ const Setting kSettings[] = {
      .help = "Eviction starts when used/capacity exceeds this"},
     {.section = kMaster, .key = "eviction_ratio", .type = Type::kRatio,
      .field = MC_FIELD(master.eviction_ratio),
-     .help = "Share of capacity one eviction round frees"},
+     .help = "Most of the capacity one background eviction round frees"},
     {.section = kMaster, .key = "client_ttl", .type = Type::kDuration,
      .field = MC_FIELD(master.client_ttl_us),
      .help = "A client silent this long is dead: its segments are unmounted",

@@ -68,6 +68,7 @@ void AdaptivePolicy::OnMiss(uint64_t key_hash) {
 
 void AdaptivePolicy::OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_bytes) {
   assert(live_index_.Find(id) == kNoSlot && "OnInsert of a tracked object");
+  in_round_ = false;
   ListId list = ConsumeGhost(key_hash, size_bytes);
   uint32_t slot = live_.Allocate();
   LiveNode& n = live_[slot];
@@ -123,10 +124,18 @@ uint32_t AdaptivePolicy::FindEvictable(
 
 std::optional<ObjectId> AdaptivePolicy::NextVictim(
     const std::function<bool(ObjectId)>& evictable) {
-  // The master asks when full, so the live bytes now are the cache size.
-  cache_bytes_ = t1_.bytes + t2_.bytes;
+  // The master asks when the pool is full, or above its high watermark, so
+  // the live size when a round of victims starts is the cache size. Not the
+  // live size at every victim: a background round frees several in a row,
+  // and shrinking c with each would trim the ghosts (and the duel's shadows)
+  // of the very keys it is evicting.
+  if (!in_round_) {
+    in_round_ = true;
+    cache_bytes_ = t1_.bytes + t2_.bytes;
+    cache_objects_ = live_index_.size();
+  }
   target_t1_bytes_ = std::min(target_t1_bytes_, cache_bytes_);
-  if (duel_) duel_->SetCapacity(live_index_.size());
+  if (duel_) duel_->SetCapacity(cache_objects_);
   uint32_t slot;
   if (evicting_by_recency()) {
     slot = FindEvictableByRecency(evictable);

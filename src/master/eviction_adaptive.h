@@ -7,9 +7,10 @@
 // in bytes) grows; a ghost hit in B2 shrinks it. Victims come from the LRU end
 // of T1 while T1 is above p, else from T2; objects the predicate rejects are
 // skipped and stay where they are. The cache size c the policy adapts against
-// is the live byte count seen when the master last asked for a victim (it
-// asks when full). Ghost history is bounded by ARC's own rules (T1+B1 <= c,
-// ghosts <= c in bytes) and by `ghost_limit_objects()`.
+// is the live byte count when the master last began a round of victims (it
+// asks when full, or above the high watermark). Ghost history is bounded by
+// ARC's own rules (T1+B1 <= c, ghosts <= c in bytes) and by
+// `ghost_limit_objects()`.
 //
 // ARC cannot act like LRU, and LRU wins on some recency-friendly workloads
 // (long multi-turn chats on a large cache). So a PolicyDuel replays a sample
@@ -104,7 +105,9 @@ class AdaptivePolicy final : public EvictionPolicy {
 
   size_t capacity_hint_objects_;
   size_t tracked_high_water_ = 0;
-  uint64_t cache_bytes_ = 0;        // c: live bytes when last full
+  uint64_t cache_bytes_ = 0;        // c: live bytes when a round of victims last began
+  size_t cache_objects_ = 0;        // live objects then
+  bool in_round_ = false;           // no insert since the last victim
   uint64_t target_t1_bytes_ = 0;    // p
   eviction::NodeList t1_, t2_, b1_, b2_;
   uint32_t oldest_ = eviction::kNoSlot;

@@ -114,6 +114,17 @@ TEST_CASE("a read missing a ghosted key adapts the target once, and a re-put doe
   CHECK(p.ghosts() == 0);
 }
 
+TEST_CASE("a round of victims in a row keeps the cache size it began with, and every ghost") {
+  // Background eviction above the watermark frees many objects in one round;
+  // the cache is as large as when the round began, not as what is left.
+  AdaptivePolicy p(0);
+  for (ObjectId id = 1; id <= 100; ++id) p.OnInsert(id, id, 1);
+  for (int i = 0; i < 10; ++i) REQUIRE(p.NextVictim(kAll).has_value());
+  // Measured at each victim, c would shrink to 91 and ARC's bound on T1 + B1
+  // would drop all but the last ghost.
+  CHECK(p.ghosts() == 10);
+}
+
 TEST_CASE("ghost history stays within its named limit") {
   AdaptivePolicy p(64);
   CHECK(p.ghost_limit_objects() == 64);

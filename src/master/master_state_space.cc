@@ -3,6 +3,7 @@
 #include <cassert>
 #include <functional>
 
+#include "master/eviction_watermark.h"
 #include "master/master_state.h"
 #include "master/master_state_internal.h"
 
@@ -262,16 +263,12 @@ TickReport MasterState::Tick(uint64_t now_us) {
   report.expired_clients = ExpireClients(now_us, &report.unmounted_segments);
   report.discarded_puts = DiscardZombiePuts(now_us);
   report.expired_pins = ExpirePins(now_us);
-  const double cap = static_cast<double>(capacity_bytes_);
-  if (capacity_bytes_ > 0 &&
-      static_cast<double>(allocated_bytes_) > config_.eviction_high_watermark_ratio * cap) {
-    // Free eviction_ratio of the capacity, or more if that would not bring
-    // usage back under the watermark minus the ratio.
-    const double low = (config_.eviction_high_watermark_ratio - config_.eviction_ratio) * cap;
-    const double target =
-        std::max(config_.eviction_ratio * cap, static_cast<double>(allocated_bytes_) - low);
-    report.evicted_bytes = EvictBytes(static_cast<uint64_t>(target), now_us, &report.evicted_keys);
-  }
+  const uint64_t target = BackgroundEvictionBytes({.capacity_bytes = capacity_bytes_,
+                                                    .allocated_bytes = allocated_bytes_,
+                                                    .high_watermark_ratio =
+                                                        config_.eviction_high_watermark_ratio,
+                                                    .eviction_ratio = config_.eviction_ratio});
+  if (target > 0) report.evicted_bytes = EvictBytes(target, now_us, &report.evicted_keys);
   counters_.expired_clients += report.expired_clients;
   counters_.discarded_puts += report.discarded_puts;
   counters_.expired_pins += report.expired_pins;

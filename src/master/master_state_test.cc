@@ -354,15 +354,22 @@ TEST_CASE("batch forms answer every item in order") {
   CHECK(counters.put_start.requests == 4);
 }
 
-TEST_CASE("background eviction above the watermark frees about eviction_ratio") {
+TEST_CASE("background eviction frees back down to the watermark, at most eviction_ratio a tick") {
   Harness h;
   REQUIRE(h.Mount(1, "s", 100 * kMiB).ok());
-  for (int i = 0; i < 95; ++i) REQUIRE(h.Put("k" + std::to_string(i), kMiB).ok());
-  auto report = h.Tick();
-  CHECK(report.evicted_keys == 10);  // down to watermark - ratio = 85%
-  CHECK(h.state->counters().allocated_bytes == 85 * kMiB);
+  for (int i = 0; i < 93; ++i) REQUIRE(h.Put("k" + std::to_string(i), kMiB).ok());
+  CHECK(h.Tick().evicted_keys == 3);  // down to the 90% watermark, no further
+  CHECK(h.state->counters().allocated_bytes == 90 * kMiB);
   CHECK(h.Tick().evicted_keys == 0);
   CHECK(h.listener.evicted.front() == "k0");
+  // A full pool: one tick frees at most eviction_ratio (5%); puts that outrun
+  // the tick evict for themselves.
+  for (int i = 93; i < 103; ++i) REQUIRE(h.Put("k" + std::to_string(i), kMiB).ok());
+  CHECK(h.state->counters().allocated_bytes == 100 * kMiB);
+  CHECK(h.Tick().evicted_keys == 5);
+  CHECK(h.Tick().evicted_keys == 5);
+  CHECK(h.state->counters().allocated_bytes == 90 * kMiB);
+  CHECK(h.Tick().evicted_keys == 0);
 }
 
 TEST_CASE("RemoveAll removes every complete unleased object") {
