@@ -90,6 +90,9 @@ struct PoolModel {
   double high_watermark_ratio = 1.0;
   double eviction_ratio = 0.05;
   uint64_t puts_per_tick = 0;
+  // A read leases the block: it cannot be evicted for this many puts (the
+  // master's read lease in put-rate terms; 0: no leases).
+  uint64_t lease_puts = 0;
 };
 
 // Drives `policy` through the master's seam with a block counter: a store

@@ -53,7 +53,7 @@ class PolicyCache final : public PrefixCache {
   size_t LookupPrefix(std::span<const uint64_t> blocks) override {
     size_t n = 0;
     while (n < blocks.size() && ids_.count(blocks[n])) ++n;
-    ForEach(blocks.first(n), [&](uint64_t b) { policy_->OnAccess(ids_.at(b)); });
+    ForEach(blocks.first(n), [&](uint64_t b) { Access(ids_.at(b)); });
     // The lookup that ended the prefix missed, as the live replay's exists does.
     if (n < blocks.size()) policy_->OnMiss(blocks[n]);
     return n;
@@ -63,7 +63,7 @@ class PolicyCache final : public PrefixCache {
     ForEach(blocks, [&](uint64_t b) {
       auto it = ids_.find(b);
       if (it != ids_.end()) {
-        policy_->OnAccess(it->second);
+        Access(it->second);
         return;
       }
       if (capacity_ == 0) return;
@@ -73,6 +73,7 @@ class PolicyCache final : public PrefixCache {
       blocks_.emplace(id, b);
       // The key hash is the block's hash id: a re-stored block finds its ghost.
       policy_->OnInsert(id, b, kBlockBytes);
+      ++puts_;
       if (pool_.puts_per_tick > 0 && ++puts_since_tick_ == pool_.puts_per_tick) Tick();
     });
   }
@@ -90,14 +91,25 @@ class PolicyCache final : public PrefixCache {
     }
   }
 
+  void Access(master::ObjectId id) {
+    policy_->OnAccess(id);
+    if (pool_.lease_puts > 0) leased_until_[id] = puts_ + pool_.lease_puts;
+  }
+
   void Evict() {
-    std::optional<master::ObjectId> victim =
-        policy_->NextVictim([](master::ObjectId) { return true; });
+    std::optional<master::ObjectId> victim = policy_->NextVictim([&](master::ObjectId id) {
+      auto it = leased_until_.find(id);
+      return it == leased_until_.end() || it->second <= puts_;
+    });
+    // Everything leased: the live master would fail the put; the model lets
+    // it through so the replay goes on (the live replay counts failed puts).
+    if (!victim) victim = policy_->NextVictim([](master::ObjectId) { return true; });
     assert(victim && "a full cache must yield a victim");
     auto it = blocks_.find(*victim);
     assert(it != blocks_.end() && "policy returned an id it was never given");
     ids_.erase(it->second);
     blocks_.erase(it);
+    leased_until_.erase(*victim);
     assert(policy_->tracked() == ids_.size());
   }
 
@@ -116,6 +128,8 @@ class PolicyCache final : public PrefixCache {
   TouchOrder order_;
   PoolModel pool_;
   uint64_t puts_since_tick_ = 0;
+  uint64_t puts_ = 0;
+  std::unordered_map<master::ObjectId, uint64_t> leased_until_;  // id -> puts_
   master::ObjectId next_id_ = 1;
   std::unordered_map<uint64_t, master::ObjectId> ids_;     // block -> id
   std::unordered_map<master::ObjectId, uint64_t> blocks_;  // id -> block

@@ -10,6 +10,7 @@
 // POOL models the master's background eviction (see PoolModel):
 //   --watermark RATIO (default 1.0: none)  --eviction-ratio RATIO (0.05)
 //   --puts-per-tick N (default 1000; the master ticks every 100 ms)
+//   --lease-puts N (default 0: a read leases a block against eviction for N puts)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -28,7 +29,7 @@ int Usage() {
                "usage: trace_sim [POOL] FILE [capacity_blocks...]\n"
                "       trace_sim [POOL] --synthetic SEED [capacity_blocks...]\n"
                "       trace_sim [POOL] --seeds FIRST-LAST [capacity_blocks...]\n"
-               "POOL:  --watermark RATIO  --eviction-ratio RATIO  --puts-per-tick N\n");
+               "POOL:  --watermark RATIO  --eviction-ratio RATIO  --puts-per-tick N  --lease-puts N\n");
   return 2;
 }
 
@@ -68,6 +69,8 @@ void PrintPool(const PoolModel& pool) {
                 pool.high_watermark_ratio, pool.eviction_ratio,
                 (unsigned long long)pool.puts_per_tick);
   }
+  if (pool.lease_puts > 0)
+    std::printf("pool: a read leases a block for %llu puts\n", (unsigned long long)pool.lease_puts);
 }
 
 int RunOne(const Trace& trace, const std::string& source, const PoolModel& pool,
@@ -131,6 +134,7 @@ int main(int argc, char** argv) {
     bool ok = flag == "--watermark"        ? ParseRatio(argv[arg + 1], &pool.high_watermark_ratio)
               : flag == "--eviction-ratio" ? ParseRatio(argv[arg + 1], &pool.eviction_ratio)
               : flag == "--puts-per-tick"  ? ParseCount(argv[arg + 1], &pool.puts_per_tick)
+              : flag == "--lease-puts"     ? ParseCount(argv[arg + 1], &pool.lease_puts)
                                            : (flag == "--synthetic" || flag == "--seeds");
     if (!ok) return Usage();
     if (flag == "--synthetic" || flag == "--seeds") break;

@@ -100,3 +100,21 @@ TEST_CASE("synthetic traces are reproducible from their seed") {
   CHECK(a.requests.back().hash_ids == b.requests.back().hash_ids);
   CHECK(a.total_blocks != c.total_blocks);
 }
+
+TEST_CASE("the simulated pool's tick frees back down to the watermark") {
+  // Capacity 10, one request of blocks 1..10 twice. A tick after the tenth
+  // put finds the pool 5 over a 0.5 watermark and frees 5: the tails (stored
+  // first, so least recent), leaving the prefix 1..5 to hit.
+  auto t = ParseTrace(
+      "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1,2,3,4,5,6,7,8,9,10]}\n"
+      "{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1,2,3,4,5,6,7,8,9,10]}\n",
+      "hand");
+  REQUIRE(t.ok());
+  CHECK(*PolicyHitRatio(*t, "adaptive", 10) == doctest::Approx(10.0 / 20.0));
+  PoolModel pool{.high_watermark_ratio = 0.5, .eviction_ratio = 0.5, .puts_per_tick = 10};
+  CHECK(*PolicyHitRatio(*t, "adaptive", 10, TouchOrder::kHeadLast, pool) ==
+        doctest::Approx(5.0 / 20.0));
+  pool.eviction_ratio = 0.2;  // at most 2 of 10 a tick
+  CHECK(*PolicyHitRatio(*t, "adaptive", 10, TouchOrder::kHeadLast, pool) ==
+        doctest::Approx(8.0 / 20.0));
+}
