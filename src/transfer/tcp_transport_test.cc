@@ -19,6 +19,14 @@ constexpr uint64_t kSegmentBytes = 160ull << 20;
 
 const size_t kSizes[] = {1, 7, 4096, 65537, (1 << 20) + 3, 4 << 20, (9 << 20) + 11, 64 << 20};
 
+TcpTransportOptions Striping(int streams, uint64_t min_chunk, uint64_t max_chunk) {
+  TcpTransportOptions opts;
+  opts.streams = streams;
+  opts.min_chunk_bytes = min_chunk;
+  opts.max_chunk_bytes = max_chunk;
+  return opts;
+}
+
 }  // namespace
 
 TEST_CASE("tcp writes and reads are byte-identical from 1 byte to 64 MiB") {
@@ -40,11 +48,7 @@ TEST_CASE("tcp writes and reads are byte-identical from 1 byte to 64 MiB") {
 TEST_CASE("a large transfer is striped over several connections") {
   std::mt19937_64 rng(TestSeed() + 1);
   Store store = Store::Make(kSegmentBytes);
-  TcpTransportOptions opts;
-  opts.streams = 3;
-  opts.min_chunk_bytes = 1 << 20;
-  opts.max_chunk_bytes = 1 << 20;
-  TcpTransport tcp(opts);
+  TcpTransport tcp(Striping(3, 1 << 20, 1 << 20));
   auto data = RandomBytes(rng, 24 << 20);
   REQUIRE(tcp.Write(store.endpoint, 0, data.data(), data.size()).ok());
   auto stats = store.server->stats();
@@ -60,11 +64,8 @@ TEST_CASE("a large transfer is striped over several connections") {
 TEST_CASE("reads stripe from min_read_chunk_bytes up, writes from min_chunk_bytes") {
   std::mt19937_64 rng(TestSeed() + 9);
   Store store = Store::Make(kSegmentBytes);
-  TcpTransportOptions opts;
-  opts.streams = 4;
-  opts.min_chunk_bytes = 1 << 20;
+  TcpTransportOptions opts = Striping(4, 1 << 20, 4 << 20);
   opts.min_read_chunk_bytes = 4 << 20;
-  opts.max_chunk_bytes = 4 << 20;
   TcpTransport tcp(opts);
   auto data = RandomBytes(rng, 4 << 20);
   REQUIRE(tcp.Write(store.endpoint, 0, data.data(), data.size()).ok());
