@@ -58,6 +58,7 @@ struct StoreConfig {
   uint64_t global_segment_size_bytes = 1ull << 30;    // MOONCAKE_GLOBAL_SEGMENT_SIZE
   uint16_t port = 0;                                  // data port; 0 picks a free one
   bool hugepages = true;
+  bool prefault = true;                               // fault the segment in after start
   uint32_t max_connections = 1024;
 };
 

@@ -3,11 +3,14 @@
 #include <httplib.h>
 
 #include <cstring>
+#include <atomic>
 #include <memory>
+#include <thread>
 
 #include "client/client.h"
 #include "rpc/client.h"
 #include "common/capability.h"
+#include "common/clock.h"
 #include "common/crypto.h"
 #include "common/host_identity.h"
 #include "common/json_escape.h"
@@ -142,6 +145,31 @@ Status RunStore(const Config& config) {
                << FormatBytesHuman(desc.size_bytes) << ", "
                << transfer::PageKindName((*segment)->page_kind()) << " pages) mounted on master "
                << config.cluster.master << ", data port " << port;
+
+  // Every page of the segment is faulted in once, in the background, so
+  // transfers into and out of it never pay first-touch faults; the store
+  // serves meanwhile (a transfer into a page not yet reached faults it
+  // itself, as without prefault).
+  std::atomic<bool> prefault_stop{false};
+  std::thread prefault;
+  if (config.store.prefault) {
+    prefault = std::thread([&seg = **segment, &prefault_stop] {
+      const uint64_t start_us = SystemClock::Instance().NowUs();
+      const uint64_t done = seg.Prefault(prefault_stop);
+      if (done == seg.mapped_bytes()) {
+        MC_LOG(INFO) << "segment prefaulted: " << FormatBytesHuman(done) << " in "
+                     << (SystemClock::Instance().NowUs() - start_us) / 1000 << " ms";
+      }
+    });
+  }
+  struct JoinPrefault {
+    std::thread& t;
+    std::atomic<bool>& stop;
+    ~JoinPrefault() {
+      stop.store(true);
+      if (t.joinable()) t.join();
+    }
+  } join_prefault{prefault, prefault_stop};
 
   Status outcome;
   while (!WaitForStop(kPingIntervalMs)) {

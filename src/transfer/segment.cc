@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -141,10 +142,8 @@ Status Segment::MapSmallPages(const SegmentOptions& options) {
     page_kind_ = PageKind::kTransparentHuge;
   }
   if (options.populate) {
-    // MADV_POPULATE_WRITE (Linux 5.14) faults pages in without writing them.
-    if (madvise(base_, bytes, 23 /* MADV_POPULATE_WRITE */) != 0) {
-      for (uint64_t off = 0; off < bytes; off += kSmallPageBytes) base_[off] = 0;
-    }
+    const std::atomic<bool> never{false};
+    Prefault(never);
   }
   return Status::Ok();
 }
@@ -164,6 +163,24 @@ Result<std::unique_ptr<Segment>> Segment::Create(const SegmentOptions& options) 
   MC_LOG(DEBUG) << "segment of " << seg->size_bytes_ << " bytes at " << seg->shm_path_
                 << " pages " << PageKindName(seg->page_kind_);
   return seg;
+}
+
+uint64_t Segment::Prefault(const std::atomic<bool>& stop, uint64_t chunk_bytes) {
+  const uint64_t page = page_kind_ == PageKind::kHugeTlb ? kHugePageBytes : kSmallPageBytes;
+  chunk_bytes = RoundUp(std::max<uint64_t>(chunk_bytes, page), page);
+  uint64_t done = 0;
+  while (done < mapped_bytes_ && !stop.load(std::memory_order_relaxed)) {
+    const uint64_t n = std::min(chunk_bytes, mapped_bytes_ - done);
+    if (madvise(base_ + done, n, 23 /* MADV_POPULATE_WRITE */) != 0) {
+      // Before Linux 5.14. An atomic add of 0 writes the page without
+      // changing it, even under a concurrent transfer into it.
+      for (uint64_t off = 0; off < n; off += page) {
+        __atomic_fetch_add(base_ + done + off, uint8_t{0}, __ATOMIC_RELAXED);
+      }
+    }
+    done += n;
+  }
+  return done;
 }
 
 Segment::~Segment() {

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <atomic>
 #include <fstream>
+#include <vector>
 
 using namespace mc::transfer;
 
@@ -88,4 +90,45 @@ TEST_CASE("segment sizes of zero or above the limit are refused") {
   CHECK(Segment::Create(opts).code() == mc::ErrorCode::INVALID_PARAMS);
   opts.size_bytes = kMaxSegmentBytes + 1;
   CHECK(Segment::Create(opts).code() == mc::ErrorCode::INVALID_PARAMS);
+}
+
+namespace {
+
+// Pages of [p, p + bytes) that are in memory, by mincore (shared memory
+// counts a page once it exists in the file, whoever touched it).
+uint64_t ResidentPages(uint8_t* p, uint64_t bytes) {
+  std::vector<unsigned char> v(bytes / 4096);
+  if (mincore(p, bytes, v.data()) != 0) return 0;
+  uint64_t n = 0;
+  for (unsigned char c : v) n += c & 1;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("prefault brings every page of a segment in and keeps its contents") {
+  SegmentOptions opts;
+  opts.size_bytes = 8 << 20;
+  opts.try_huge_pages = false;
+  auto seg = Segment::Create(opts);
+  REQUIRE(seg.ok());
+  uint8_t* base = (*seg)->base();
+  const uint64_t pages = (*seg)->mapped_bytes() / 4096;
+  CHECK(ResidentPages(base, (*seg)->mapped_bytes()) == 0);  // nothing touched yet
+  std::memcpy(base + 4096 * 5 + 7, "kept", 4);
+  std::atomic<bool> stop{false};
+  CHECK((*seg)->Prefault(stop, 1 << 20) == (*seg)->mapped_bytes());
+  CHECK(ResidentPages(base, (*seg)->mapped_bytes()) == pages);
+  CHECK(std::memcmp(base + 4096 * 5 + 7, "kept", 4) == 0);
+}
+
+TEST_CASE("prefault stops between chunks when asked") {
+  SegmentOptions opts;
+  opts.size_bytes = 8 << 20;
+  opts.try_huge_pages = false;
+  auto seg = Segment::Create(opts);
+  REQUIRE(seg.ok());
+  std::atomic<bool> stop{true};
+  CHECK((*seg)->Prefault(stop, 1 << 20) == 0);
+  CHECK(ResidentPages((*seg)->base(), (*seg)->mapped_bytes()) == 0);
 }
