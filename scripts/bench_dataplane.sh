@@ -42,5 +42,10 @@ if ! grep -q "store ready" "$logdir/store.log"; then
   tail -5 "$logdir/master.log" "$logdir/store.log" >&2
   exit 1
 fi
+# Measure a store in steady state: its segment faulted in (store.prefault).
+for _ in $(seq 1200); do
+  grep -q "segment prefaulted" "$logdir/store.log" && break
+  sleep 0.1
+done
 echo "bench_dataplane: master 127.0.0.1:$rpc, one store with a $segment segment ($(grep -o '[a-z]* pages' "$logdir/store.log" | head -1)), $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$bench" master="$MOONCAKE_MASTER" "$@"

@@ -75,9 +75,14 @@ start_cluster() {
     --http-metadata-server-port "$meta" --data-dir none "${@:2}" >>"$work/master.log" 2>&1 &
   pids+=($!)
   wait_for master curl -sf "http://127.0.0.1:$metrics/health"
+  local prefaulted
+  prefaulted=$(grep -c "segment prefaulted" "$work/store.log" 2>/dev/null || true)
   "$bin" store --segment "$1" >>"$work/store.log" 2>&1 &
   pids+=($!)
   wait_for store bash -c "curl -sf http://127.0.0.1:$metrics/get_all_segments | grep -q ."
+  # Steady state: the store has faulted its segment in (store.prefault).
+  wait_for "store prefault" bash -c \
+    "[ \$(grep -c 'segment prefaulted' '$work/store.log') -gt ${prefaulted:-0} ]"
   redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no \
     >>"$work/redis.log" 2>&1 &
   pids+=($!)

@@ -2,9 +2,10 @@
 // close our transports and the client's put/get get. Not a test (timings are
 // never asserted); run it by hand, or with a real master and store through
 // scripts/bench_dataplane.sh:
-//   build/src/client/transfer_bench [reps=7] [streams=4] [chunk_mib=4]
-//       [min_chunk_kib=1024] [copy_threads=1] [split_kib=8192] [sndbuf_kib=4096]
-//       [master=H:P]
+//   build/src/client/transfer_bench [reps=7] [streams=N] [chunk_kib=N]
+//       [min_chunk_kib=N] [min_read_chunk_kib=N] [copy_threads=1] [split_kib=8192]
+//       [sndbuf_kib=4096] [master=H:P]
+// (streams and the chunk sizes default to the TCP transport's own defaults)
 // With master=H:P it also times Client::Put and Client::Get (master RPCs,
 // grants, transfer, as `mooncake put/get` do minus file I/O) against that
 // cluster, over TCP (shm off) and the same-host path. MOONCAKE_AUTH_TOKEN is
@@ -38,14 +39,19 @@ using namespace mc::transfer;
 
 namespace {
 
+// TCP shape defaults: those of the transport, so the bench measures what
+// clients run.
+const TcpTransportOptions kTcpDefaults;
+
 struct Config {
   int reps = 7;
-  int streams = 4;
-  uint64_t chunk_mib = 4;
+  int streams = kTcpDefaults.streams;
+  uint64_t chunk_kib = kTcpDefaults.max_chunk_bytes >> 10;
   int copy_threads = 1;
   uint64_t split_kib = 8192;  // shm copies from this size up use copy_threads
   int sndbuf_kib = 0;  // 0: kernel autotuning, the transports' default
-  uint64_t min_chunk_kib = 1024;
+  uint64_t min_chunk_kib = kTcpDefaults.min_chunk_bytes >> 10;
+  uint64_t min_read_chunk_kib = kTcpDefaults.min_read_chunk_bytes >> 10;
   std::string master;  // empty: no client-path figures
 };
 
@@ -291,19 +297,22 @@ Config ParseArgs(int argc, char** argv) {
     std::string a = argv[i];
     auto eq = a.find('=');
     if (eq == std::string::npos) {
-      std::fprintf(stderr, "usage: transfer_bench [reps=N] [streams=N] [chunk_mib=N] "
-                           "[copy_threads=N] [split_kib=N] [sndbuf_kib=N] [min_chunk_kib=N] [master=H:P]\n");
+      std::fprintf(stderr, "usage: transfer_bench [reps=N] [streams=N] [chunk_kib=N] "
+                           "[min_chunk_kib=N] [min_read_chunk_kib=N] [copy_threads=N] "
+                           "[split_kib=N] [sndbuf_kib=N] [master=H:P]\n");
       std::exit(2);
     }
     std::string k = a.substr(0, eq);
     long v = std::strtol(a.c_str() + eq + 1, nullptr, 10);
     if (k == "reps") c.reps = static_cast<int>(v);
     else if (k == "streams") c.streams = static_cast<int>(v);
-    else if (k == "chunk_mib") c.chunk_mib = static_cast<uint64_t>(v);
+    else if (k == "chunk_kib") c.chunk_kib = static_cast<uint64_t>(v);
+    else if (k == "chunk_mib") c.chunk_kib = static_cast<uint64_t>(v) << 10;
     else if (k == "copy_threads") c.copy_threads = static_cast<int>(v);
     else if (k == "split_kib") c.split_kib = v;
     else if (k == "sndbuf_kib") c.sndbuf_kib = static_cast<int>(v);
     else if (k == "min_chunk_kib") c.min_chunk_kib = static_cast<uint64_t>(v);
+    else if (k == "min_read_chunk_kib") c.min_read_chunk_kib = static_cast<uint64_t>(v);
     else if (k == "master") c.master = a.substr(eq + 1);
   }
   return c;
@@ -324,25 +333,29 @@ int main(int argc, char** argv) {
   // copies touching the 512 MiB segment, not the cache-hot client buffer,
   // dominate the transports' time); the cache-hot figure is printed as an
   // upper bound only.
-  std::printf("  ceiling: raw loopback TCP, %llu MiB send()s (= chunk) from a 64 MiB buffer\n"
-              "    into a reader that cycles through another (DRAM, as objects are), 512 MiB\n"
-              "    per sample; the best median of 1, 2 and %d (= streams) connections, with\n"
-              "    autotuned or fixed 4 MiB socket buffers; that shape is sampled again\n"
-              "    right before every measured repetition and %% compares the two\n",
-              static_cast<unsigned long long>(cfg.chunk_mib), cfg.streams);
-  std::printf("  tcp: %d streams, chunks %llu KiB..%llu MiB, socket buffers %d KiB (0: autotuned),\n"
-              "    server in this process on 127.0.0.1\n  shm: copy_threads %d from %llu KiB, 512 MiB memfd "
-              "segment, pre-faulted\n\n",
+  std::printf("  ceiling: raw loopback TCP, send()s of 4 MiB and of %llu KiB (= chunk) from a\n"
+              "    64 MiB buffer into a reader that cycles through another (DRAM, as objects\n"
+              "    are), 512 MiB per sample; the best median of 1, 2, 4 and %d (= streams)\n"
+              "    connections, with autotuned or fixed 4 MiB socket buffers; that shape is\n"
+              "    sampled again right before every measured repetition and %% compares the two\n",
+              static_cast<unsigned long long>(cfg.chunk_kib), cfg.streams);
+  std::printf("  tcp: %d streams, chunks %llu KiB (reads %llu KiB)..%llu KiB, socket buffers %d KiB\n"
+              "    (0: autotuned), server in this process on 127.0.0.1\n"
+              "  shm: copy_threads %d from %llu KiB, 512 MiB memfd segment, pre-faulted\n\n",
               cfg.streams, static_cast<unsigned long long>(cfg.min_chunk_kib),
-              static_cast<unsigned long long>(cfg.chunk_mib), cfg.sndbuf_kib,
+              static_cast<unsigned long long>(cfg.min_read_chunk_kib),
+              static_cast<unsigned long long>(cfg.chunk_kib), cfg.sndbuf_kib,
               cfg.copy_threads, static_cast<unsigned long long>(cfg.split_kib));
 
   std::printf("machine:\n");
-  const size_t send_bytes = cfg.chunk_mib << 20;  // one transport chunk per syscall
   std::unique_ptr<Loopback> best;
   int best_conns = 0, best_buf_kib = 0;
-  std::vector<int> conn_counts = {1, 2};
-  if (cfg.streams > 2) conn_counts.push_back(cfg.streams);
+  size_t best_send_bytes = 0;
+  std::vector<int> conn_counts = {1, 2, 4};
+  if (cfg.streams != 1 && cfg.streams != 2 && cfg.streams != 4) conn_counts.push_back(cfg.streams);
+  std::vector<size_t> send_sizes = {4 << 20};
+  if ((cfg.chunk_kib << 10) != (4u << 20)) send_sizes.push_back(cfg.chunk_kib << 10);
+  for (size_t send_bytes : send_sizes)
   for (int conns : conn_counts) {
     std::vector<int> buffer_kibs = {0, 4096};
     if (cfg.sndbuf_kib != 0 && cfg.sndbuf_kib != 4096) buffer_kibs.push_back(cfg.sndbuf_kib);
@@ -354,25 +367,27 @@ int main(int argc, char** argv) {
                                           tuning);
       for (int r = 0; r < cfg.reps; ++r) l->Sample();
       char what[96];
-      std::snprintf(what, sizeof(what), "loopback TCP, %d conn%s, %s socket buffers", conns,
-                    conns > 1 ? "s" : "",
+      std::snprintf(what, sizeof(what), "loopback TCP, %zu KiB sends, %d conn%s, %s bufs",
+                    send_bytes >> 10, conns, conns > 1 ? "s" : "",
                     buf_kib ? (std::to_string(buf_kib) + " KiB").c_str() : "default");
       std::printf("  %-42s %6.2f GB/s\n", what, l->median());
       if (!best || l->median() > best->median()) {
         best = std::move(l);
         best_conns = conns;
         best_buf_kib = buf_kib;
+        best_send_bytes = send_bytes;
       }
     }
   }
   Loopback& loop = *best;
-  std::printf("  %-42s %6.2f GB/s (%d conn%s, %s socket buffers)\n", "=> ceiling",
-              loop.median(), best_conns, best_conns > 1 ? "s" : "",
-              best_buf_kib ? "4 MiB" : "autotuned");
+  std::printf("  %-42s %6.2f GB/s (%zu KiB sends, %d conn%s, %s socket buffers)\n",
+              "=> ceiling", loop.median(), best_send_bytes >> 10, best_conns,
+              best_conns > 1 ? "s" : "", best_buf_kib ? "4 MiB" : "autotuned");
   SocketTuning hot_tuning;
   hot_tuning.buffer_bytes = best_buf_kib << 10;
   hot_tuning.io_timeout_ms = 0;
-  Loopback hot_loop(best_conns, send_bytes, (512ull << 20) / best_conns, send_bytes, hot_tuning);
+  Loopback hot_loop(best_conns, best_send_bytes, (512ull << 20) / best_conns, best_send_bytes,
+                    hot_tuning);
   for (int r = 0; r < cfg.reps; ++r) hot_loop.Sample();
   std::printf("  %-42s %6.2f GB/s\n", "(same shape, cache-resident buffers)", hot_loop.median());
   MemcpyBandwidth(cfg.reps, 64 << 20);
@@ -395,8 +410,9 @@ int main(int argc, char** argv) {
 
   TcpTransportOptions topts;
   topts.streams = cfg.streams;
-  topts.max_chunk_bytes = cfg.chunk_mib << 20;
+  topts.max_chunk_bytes = cfg.chunk_kib << 10;
   topts.min_chunk_bytes = std::min<uint64_t>(cfg.min_chunk_kib << 10, topts.max_chunk_bytes);
+  topts.min_read_chunk_bytes = cfg.min_read_chunk_kib << 10;
   topts.tuning.buffer_bytes = cfg.sndbuf_kib << 10;
   TcpTransport tcp(topts);
   ShmTransportOptions shopts;

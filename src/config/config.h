@@ -65,7 +65,7 @@ struct StoreConfig {
 struct ClientConfig {
   uint64_t local_buffer_size_bytes = 64ull << 20;     // MOONCAKE_LOCAL_BUFFER_SIZE
   uint32_t replicas = 1;
-  uint32_t tcp_streams = 4;                           // connections a transfer is striped over
+  uint32_t tcp_streams = 8;                           // connections a transfer is striped over
 };
 
 struct MetadataServerConfig {

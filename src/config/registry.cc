@@ -135,7 +135,7 @@ const Setting kSettings[] = {
      .help = "Replicas of each put, each on a different segment", .zero_ok = false},
     {.section = kClient, .key = "tcp_streams", .type = Type::kU32,
      .field = MC_FIELD(client.tcp_streams),
-     .help = "TCP connections a transfer is striped over (writes from 1 MiB, reads from 4 MiB)", .zero_ok = false},
+     .help = "TCP connections a transfer is striped over (objects from 512 KiB up, in pieces of at most 1 MiB)", .zero_ok = false},
 
     // [metadata_server]: the HTTP key-value service of the transfer engine.
     {.section = kMetadataServer, .key = "host", .type = Type::kString,

@@ -84,6 +84,25 @@ TEST_CASE("reads stripe from min_read_chunk_bytes up, writes from min_chunk_byte
   CHECK(store.server->stats().requests_served - before == 2);
 }
 
+TEST_CASE("by default a 4 MiB object moves as 8 pieces of 512 KiB, a 64 MiB one in 1 MiB pieces") {
+  std::mt19937_64 rng(TestSeed() + 10);
+  Store store = Store::Make(kSegmentBytes);
+  TcpTransport tcp;
+  auto data = RandomBytes(rng, 4 << 20);
+  REQUIRE(tcp.Write(store.endpoint, 0, data.data(), data.size()).ok());
+  CHECK(store.server->stats().requests_served == 8);
+  std::vector<uint8_t> back(data.size());
+  REQUIRE(tcp.Read(store.endpoint, 0, back.data(), back.size()).ok());
+  CHECK(back == data);
+  CHECK(store.server->stats().requests_served == 16);
+  auto big = RandomBytes(rng, 64 << 20);
+  REQUIRE(tcp.Write(store.endpoint, 0, big.data(), big.size()).ok());
+  CHECK(store.server->stats().requests_served == 16 + 64);
+  // Below 512 KiB: one piece.
+  REQUIRE(tcp.Read(store.endpoint, 0, back.data(), 300 << 10).ok());
+  CHECK(store.server->stats().requests_served == 16 + 64 + 1);
+}
+
 TEST_CASE("a batch moves several ops to several stores in parallel") {
   std::mt19937_64 rng(TestSeed() + 2);
   Store a = Store::Make(16 << 20);
