@@ -575,3 +575,78 @@ TEST_CASE("a reply gate holds replies while the loop keeps serving, then release
   tc.join();
   CHECK(st.code() == ErrorCode::RPC_FAIL);
 }
+
+namespace {
+
+// Marks the requests a gate may let through at once (as the master's
+// TakePrivateOps does): here Ping and ExistKey. A Ping from client hi=99
+// blocks its I/O thread until `unblock`.
+thread_local uint64_t t_free_ops = 0;
+class BlockingHandler : public TestHandler {
+ public:
+  Result<PingReply> Ping(const PingRequest& r) override {
+    ++t_free_ops;
+    if (r.client.hi == 99) {
+      entered = true;
+      while (!unblock) std::this_thread::yield();
+    }
+    return TestHandler::Ping(r);
+  }
+  Result<bool> ExistKey(const KeyRequest& r) override {
+    ++t_free_ops;
+    return TestHandler::ExistKey(r);
+  }
+  std::atomic<bool> entered{false}, unblock{false};
+};
+
+// Holds a round unless every request in it was marked free.
+class SelectiveGate : public ManualGate {
+ public:
+  uint64_t Ticket(uint64_t requests) override {
+    const uint64_t free_ops = std::exchange(t_free_ops, 0);
+    calls.push_back(requests);
+    if (requests == 0 || free_ops == requests) return 0;
+    return ManualGate::Ticket(requests);
+  }
+  std::vector<uint64_t> calls;  // the I/O thread's only
+};
+
+}  // namespace
+
+TEST_CASE("a connection's replies wait for its own requests, not for another's in the same wakeup") {
+  BlockingHandler handler;
+  SelectiveGate gate;
+  ServerOptions o;
+  o.reply_gate = &gate;
+  o.address = "127.0.0.1";
+  o.port = 0;
+  o.io_threads = 1;
+  Server server(o, &handler);
+  REQUIRE(server.Start().ok());
+  const std::string addr = "127.0.0.1:" + std::to_string(server.port());
+  Raw blocker(addr), a(addr), b(addr);
+  blocker.Handshake();
+  a.Handshake();
+  b.Handshake();
+  // The only I/O thread is stuck in a handler while A (a gated PutEnd) and
+  // B (a free ExistKey) both arrive, so one epoll wakeup sees both.
+  std::string ping, key;
+  EncodePayload(PingRequest{{99, 1}}, &ping);
+  EncodePayload(KeyRequest{{1, 2}, "k"}, &key);
+  blocker.SendFrame(Opcode::kPing, 1, ping);
+  REQUIRE(WaitUntil([&] { return handler.entered.load(); }));
+  a.SendFrame(Opcode::kPutEnd, 2, key);
+  b.SendFrame(Opcode::kExistKey, 3, key);
+  ::usleep(20000);  // both frames into the sockets' receive queues (real I/O)
+  handler.unblock = true;
+  REQUIRE(blocker.Read().ok());
+  auto rb = b.Read(3000);  // not held behind A's PutEnd
+  REQUIRE(rb.ok());
+  CHECK(rb->first.request_id == 3);
+  CHECK(gate.requests_ == 1);  // only A's round was held
+  gate.Release();
+  auto ra = a.Read(3000);
+  REQUIRE(ra.ok());
+  CHECK(ra->first.request_id == 2);
+  server.Stop();
+}

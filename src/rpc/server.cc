@@ -129,7 +129,6 @@ class Server::Loop {
           OnEvent(static_cast<Conn*>(tag), events[i].events);
         }
       }
-      if (!round_.empty()) EndRound();
       if (!held_.empty()) ReleaseReady();
       if (MonotonicUs() - last_tick_us >= kTickMs * 1000) {
         last_tick_us = MonotonicUs();
@@ -213,9 +212,9 @@ class Server::Loop {
       }
     }
     if (s_->options_.reply_gate != nullptr && c->out.size() > out_before) {
-      // This round's replies wait for its ticket (see EndRound).
+      // This round's replies wait for its ticket (see HoldRound).
       if (c->held_rounds++ == 0) c->hold_at = out_before;
-      round_.push_back({c->fd, c->serial, c->out.size()});
+      HoldRound(c);
     }
     FinishEvent(c);
   }
@@ -226,11 +225,14 @@ class Server::Loop {
     UpdateEvents(c);
   }
 
-  // Asks the gate for this round's ticket and queues the round behind the
-  // rounds still held.
-  void EndRound() {
-    held_.push_back({s_->options_.reply_gate->Ticket(round_requests_), std::move(round_)});
-    round_.clear();
+  // A round is what one connection sent in one wakeup. Its replies wait for
+  // the round's own ticket, so a connection that only reserved space is not
+  // held behind another connection's commit in the same wakeup of the loop
+  // (with many clients nearly every wakeup mixes both, and every PutStart
+  // then waited for an fsync). Rounds queue behind the rounds still held.
+  void HoldRound(Conn* c) {
+    held_.push_back({s_->options_.reply_gate->Ticket(round_requests_),
+                     {{c->fd, c->serial, c->out.size()}}});
     round_requests_ = 0;
   }
 
@@ -445,9 +447,10 @@ class Server::Loop {
     uint64_t ticket;
     std::vector<HeldReply> replies;
   };
-  std::vector<HeldReply> round_;  // connections that got replies this round
   std::list<HeldRound> held_;      // rounds waiting for the gate, oldest first
-  uint64_t round_requests_ = 0;    // requests handled this round
+  // Requests handled since the last ticket (a round, or what a closed
+  // connection left; counted on so the gate's own per-thread counts match).
+  uint64_t round_requests_ = 0;
   uint64_t next_serial_ = 1;
 };
 
