@@ -9,9 +9,11 @@
 #   scripts/bench_durability.sh [RUNS=3] [OBJECTS=1000000]
 #
 # Puts: `mooncake bench --metadata-only --op put` (one PutStart plus one
-# PutEnd per key, no bytes move), 8 threads, batch 1 and 32, DURATION each,
-# a fresh master and store per run; the median of RUNS runs. Every process
-# it starts is stopped by its pid.
+# PutEnd per key, no bytes move), with CLIENTS connections (default "8 64":
+# group commit shares each fsync among the clients waiting, so its worth
+# shows with many), batch 1 and 32, DURATION each, a fresh master and store
+# per run; the median of RUNS runs. Every process it starts is stopped by
+# its pid.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${MOONCAKE_BIN:-$here/build/src/cli/mooncake}
@@ -29,10 +31,12 @@ stop_all() { kill "$master"; wait "$master" 2>/dev/null || true; kill "$store"; 
 echo "# mooncake master: the cost of --data-dir, through the real binary"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores," \
   "load average $(cut -d' ' -f1-3 /proc/loadavg) (shared: other work runs beside it)"
+CLIENTS=${CLIENTS:-8 64}
 echo "disk: $(df -T "$work" | awk 'NR==2 {print $2}') under $work; puts: bench --metadata-only --op put," \
-  "8 threads, --duration $DURATION, median of $RUNS runs"
+  "--threads (clients) $CLIENTS, --duration $DURATION, median of $RUNS runs"
 echo
-printf "%-6s %18s %18s %7s\n" batch "none puts/s" "data-dir puts/s" ratio
+printf "%-8s %-6s %18s %18s %7s\n" clients batch "none puts/s" "data-dir puts/s" ratio
+for clients in $CLIENTS; do
 for batch in 1 32; do
   declare -A all=()
   for r in $(seq "$RUNS"); do
@@ -40,16 +44,17 @@ for batch in 1 32; do
       dir=none; [ "$mode" = dir ] && { dir="$work/state"; rm -rf "$dir"; }
       start_master "$dir"; start_store
       "$BIN" bench --master "127.0.0.1:$port" --metadata-only --op put --value-size 4kb \
-        --threads 8 --batch "$batch" --duration "$DURATION" --keys 16000000 \
+        --threads "$clients" --batch "$batch" --duration "$DURATION" --keys 16000000 \
         --json "$work/run.json" >/dev/null
       all[$mode]+="$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["results"][0]["ops_per_s"]))' "$work/run.json") "
       stop_all
     done
   done
   n=$(median <<<"${all[none]}"); d=$(median <<<"${all[dir]}")
-  printf "%-6s %18s %18s %6s%%   (none: %s; data-dir: %s)\n" "$batch" "$n" "$d" \
+  printf "%-8s %-6s %18s %18s %6s%%   (none: %s; data-dir: %s)\n" "$clients" "$batch" "$n" "$d" \
     "$(python3 -c "print(f'{100*$d/$n:.1f}')")" "${all[none]}" "${all[dir]}"
   unset all
+done
 done
 
 echo

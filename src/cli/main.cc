@@ -2,7 +2,11 @@
 // runs the chosen subcommand. Usage errors print one line and exit 2.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -31,9 +35,25 @@ constexpr Entry kCommands[] = {
     {"version", "Print the version and build facts", mc::cli::SetupVersion},
 };
 
+// The master's state is a few hundred MB of small heap objects (~270 B per
+// object). Backed by 4 KiB pages, building it costs one page fault per 4 KiB;
+// on some VMs a fault takes ~10 us, and loading 1M objects at start took
+// 3.1 s here against 2.0 s with transparent huge pages. glibc's malloc uses
+// them (madvise mode is enough) only when the tunable is set before the
+// process starts, so `mooncake master` re-executes itself once with it,
+// unless GLIBC_TUNABLES is already set (the operator's choice wins).
+void UseHugePagesForHeap(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "master") != 0) return;
+  if (std::getenv("GLIBC_TUNABLES") != nullptr) return;
+  if (setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  unsetenv("GLIBC_TUNABLES");  // exec failed (no /proc): run as we are
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  UseHugePagesForHeap(argc, argv);
   CLI::App app{"mooncake: a distributed in-memory KV-cache store for LLM inference", "mooncake"};
   app.require_subcommand(1);
   app.set_version_flag("-V,--version", std::string("mooncake ") + MOONCAKE_VERSION);

@@ -28,6 +28,13 @@ try:
     status, body = c.admin("/health")
     check(status == 200, "GET /health is 200")
 
+    # The master re-executes itself once (same pid) so glibc's malloc backs
+    # its heap with transparent huge pages; an operator's own tunables win.
+    with open(f"/proc/{c.master.pid}/environ", "rb") as f:
+        environ = f.read().split(b"\0")
+    check(b"GLIBC_TUNABLES=glibc.malloc.hugetlb=1" in environ,
+          "the master runs with glibc.malloc.hugetlb=1 when GLIBC_TUNABLES is unset")
+
     status, body = c.admin("/metrics")
     text = body.decode()
     check(status == 200, "GET /metrics is 200")
