@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -114,6 +116,12 @@ struct TestServer {
 };
 
 // A raw TCP peer for sending arbitrary bytes.
+// Bytes a socket has sent that its peer has not acknowledged yet.
+int Unsent(int fd) {
+  int n = -1;
+  return ::ioctl(fd, SIOCOUTQ, &n) == 0 ? n : -1;
+}
+
 struct Raw {
   explicit Raw(const std::string& address) {
     auto fd_or = ConnectTcp(*ParseHostPort(address), 2000000);
@@ -637,7 +645,9 @@ TEST_CASE("a connection's replies wait for its own requests, not for another's i
   REQUIRE(WaitUntil([&] { return handler.entered.load(); }));
   a.SendFrame(Opcode::kPutEnd, 2, key);
   b.SendFrame(Opcode::kExistKey, 3, key);
-  ::usleep(20000);  // both frames into the sockets' receive queues (real I/O)
+  // Both frames delivered: loopback empties a sender's queue once the
+  // receiver's socket holds the bytes.
+  REQUIRE(WaitUntil([&] { return Unsent(a.fd) == 0 && Unsent(b.fd) == 0; }));
   handler.unblock = true;
   REQUIRE(blocker.Read().ok());
   auto rb = b.Read(3000);  // not held behind A's PutEnd

@@ -3,7 +3,6 @@
 #include <httplib.h>
 
 #include <cstring>
-#include <atomic>
 #include <memory>
 #include <thread>
 
@@ -150,26 +149,18 @@ Status RunStore(const Config& config) {
   // transfers into and out of it never pay first-touch faults; the store
   // serves meanwhile (a transfer into a page not yet reached faults it
   // itself, as without prefault).
-  std::atomic<bool> prefault_stop{false};
-  std::thread prefault;
+  // A jthread: leaving this function asks it to stop and joins it.
+  std::jthread prefault;
   if (config.store.prefault) {
-    prefault = std::thread([&seg = **segment, &prefault_stop] {
+    prefault = std::jthread([&seg = **segment](std::stop_token stop) {
       const uint64_t start_us = SystemClock::Instance().NowUs();
-      const uint64_t done = seg.Prefault(prefault_stop);
+      const uint64_t done = seg.Prefault(stop);
       if (done == seg.mapped_bytes()) {
         MC_LOG(INFO) << "segment prefaulted: " << FormatBytesHuman(done) << " in "
                      << (SystemClock::Instance().NowUs() - start_us) / 1000 << " ms";
       }
     });
   }
-  struct JoinPrefault {
-    std::thread& t;
-    std::atomic<bool>& stop;
-    ~JoinPrefault() {
-      stop.store(true);
-      if (t.joinable()) t.join();
-    }
-  } join_prefault{prefault, prefault_stop};
 
   Status outcome;
   while (!WaitForStop(kPingIntervalMs)) {

@@ -7,9 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -142,8 +142,7 @@ Status Segment::MapSmallPages(const SegmentOptions& options) {
     page_kind_ = PageKind::kTransparentHuge;
   }
   if (options.populate) {
-    const std::atomic<bool> never{false};
-    Prefault(never);
+    Prefault();
   }
   return Status::Ok();
 }
@@ -165,11 +164,11 @@ Result<std::unique_ptr<Segment>> Segment::Create(const SegmentOptions& options) 
   return seg;
 }
 
-uint64_t Segment::Prefault(const std::atomic<bool>& stop, uint64_t chunk_bytes) {
+uint64_t Segment::Prefault(std::stop_token stop, uint64_t chunk_bytes) {
   const uint64_t page = page_kind_ == PageKind::kHugeTlb ? kHugePageBytes : kSmallPageBytes;
   chunk_bytes = RoundUp(std::max<uint64_t>(chunk_bytes, page), page);
   uint64_t done = 0;
-  while (done < mapped_bytes_ && !stop.load(std::memory_order_relaxed)) {
+  while (done < mapped_bytes_ && !stop.stop_requested()) {
     const uint64_t n = std::min(chunk_bytes, mapped_bytes_ - done);
     if (madvise(base_ + done, n, 23 /* MADV_POPULATE_WRITE */) != 0) {
       // Before Linux 5.14. An atomic add of 0 writes the page without

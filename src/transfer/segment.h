@@ -22,9 +22,9 @@
 // is shared and synchronisation of its contents is the caller's business.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <stop_token>
 #include <string>
 
 #include "common/result.h"
@@ -66,13 +66,14 @@ class Segment {
 
   // Faults every page of the mapping in, writable, without changing its
   // contents (MADV_POPULATE_WRITE, or touching a byte per page on kernels
-  // before 5.14), `chunk_bytes` at a time, checking `stop` between chunks.
+  // before 5.14), `chunk_bytes` at a time, checking `stop` between chunks
+  // (a default stop_token never stops).
   // Safe while transfers run: the data in a page is never written. Returns
   // the bytes faulted in (all of mapped_bytes() unless stopped). A store runs
   // this on a background thread after start, so its own transfers never pay
   // a first-touch fault (a 4 KiB page fault costs ~10 us on some VMs, which
   // caps a cold copy near 0.4 GB/s).
-  uint64_t Prefault(const std::atomic<bool>& stop, uint64_t chunk_bytes = kPrefaultChunkBytes);
+  uint64_t Prefault(std::stop_token stop = {}, uint64_t chunk_bytes = kPrefaultChunkBytes);
   static constexpr uint64_t kPrefaultChunkBytes = 64ull << 20;
 
  private:

@@ -122,15 +122,15 @@ TEST_CASE("prefault brings every page of a segment in and keeps its contents") {
   const uint64_t pages = seg->mapped_bytes() / 4096;
   CHECK(ResidentPages(base, seg->mapped_bytes()) == 0);  // nothing touched yet
   std::memcpy(base + 4096 * 5 + 7, "kept", 4);
-  std::atomic<bool> stop{false};
-  CHECK(seg->Prefault(stop, 1 << 20) == seg->mapped_bytes());
+  CHECK(seg->Prefault({}, 1 << 20) == seg->mapped_bytes());
   CHECK(ResidentPages(base, seg->mapped_bytes()) == pages);
   CHECK(std::memcmp(base + 4096 * 5 + 7, "kept", 4) == 0);
 }
 
 TEST_CASE("prefault stops between chunks when asked") {
   auto seg = SmallPageSegment();
-  std::atomic<bool> stop{true};
-  CHECK(seg->Prefault(stop, 1 << 20) == 0);
+  std::stop_source stop;
+  stop.request_stop();
+  CHECK(seg->Prefault(stop.get_token(), 1 << 20) == 0);
   CHECK(ResidentPages(seg->base(), seg->mapped_bytes()) == 0);
 }
