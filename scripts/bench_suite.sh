@@ -12,7 +12,12 @@
 # BLOCK_SIZE of the trace replay (64kb), SEGMENT of the store (2gb),
 # TRACE_LEASE: the master's read lease during trace replays (100ms; a lease
 # blocks eviction, and the default 10 s would leave a small pool nothing to
-# evict at replay speed, judging leases instead of the eviction policy).
+# evict at replay speed, judging leases instead of the eviction policy),
+# HUGEPAGES: "auto" (default) reserves enough 2 MiB huge pages for the
+# segment in /proc/sys/vm/nr_hugepages when run as root, as a deployment
+# would (mooncake-store(1), HUGE PAGES), and puts the old value back at exit;
+# "off" leaves the system as it is. The 4 MiB workloads also run once more
+# on a store with --no-hugepages, so both figures are in the table.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,6 +29,8 @@ trace=${TRACE:-$here/../shared/traces/synthetic_trace.jsonl}
 block_size=${BLOCK_SIZE:-64kb}
 segment=${SEGMENT:-2gb}
 trace_lease=${TRACE_LEASE:-100ms}
+hugepages=${HUGEPAGES:-auto}
+case $hugepages in auto|off) ;; *) echo "bench_suite: HUGEPAGES must be auto or off, not '$hugepages'" >&2; exit 2 ;; esac
 work=$(mktemp -d /tmp/mooncake-bench-suite.XXXXXX)
 pids=()
 
@@ -43,7 +50,11 @@ stop_all() {
   done
   pids=()
 }
-trap 'stop_all' EXIT INT TERM
+hugepages_before=""
+restore_hugepages() {
+  [ -n "$hugepages_before" ] && echo "$hugepages_before" >/proc/sys/vm/nr_hugepages 2>/dev/null || true
+}
+trap 'stop_all; restore_hugepages' EXIT INT TERM
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -64,7 +75,9 @@ print(int(m.group(1)) * 1024 ** ' kmgt'.index((m.group(2) or ' ')[0]))" "$1"
 }
 
 # start_cluster SEGMENT [MASTER-FLAGS...]: master with its metadata server,
-# one store, redis.
+# one store (with $store_flags), redis. Sets store_pages to the kind of pages
+# the store's segment got.
+store_flags=()
 start_cluster() {
   local rpc metrics meta
   rpc=$(free_port); metrics=$(free_port); meta=$(free_port); redis_port=$(free_port)
@@ -77,12 +90,14 @@ start_cluster() {
   wait_for master curl -sf "http://127.0.0.1:$metrics/health"
   local prefaulted
   prefaulted=$(grep -c "segment prefaulted" "$work/store.log" 2>/dev/null || true)
-  "$bin" store --segment "$1" >>"$work/store.log" 2>&1 &
+  "$bin" store --segment "$1" "${store_flags[@]}" >>"$work/store.log" 2>&1 &
   pids+=($!)
   wait_for store bash -c "curl -sf http://127.0.0.1:$metrics/get_all_segments | grep -q ."
   # Steady state: the store has faulted its segment in (store.prefault).
   wait_for "store prefault" bash -c \
     "[ \$(grep -c 'segment prefaulted' '$work/store.log') -gt ${prefaulted:-0} ]"
+  # Its "store ready" line came before, so the last one is this store's.
+  store_pages=$(grep -o ', [a-z-]* pages) mounted' "$work/store.log" | tail -n1 | cut -d' ' -f2)
   redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no \
     >>"$work/redis.log" 2>&1 &
   pids+=($!)
@@ -102,17 +117,35 @@ run_case() {
     [ "$compare" = redis ] && extra=(--compare "redis://127.0.0.1:$redis_port")
     echo "== $name (run $i/$runs): mooncake bench $* ${extra[*]}" >&2
     "$bin" bench "$@" "${extra[@]}" --json "$work/$name.$i.json" >>"$work/bench.log"
+    echo "$store_pages" >"$work/$name.$i.pages"
     stop_all
   done
 }
 
-warm_ops=$(( 2 * $(bytes_of "$segment") / (4 << 20) ))
+segment_bytes=$(bytes_of "$segment")
+if [ "$hugepages" = auto ]; then
+  # Pages for the segment, and a few for rounding; the store falls back to
+  # 4 KiB pages by itself if the kernel could not reserve them all.
+  want=$(( (segment_bytes + (2 << 20) - 1) / (2 << 20) + 8 ))
+  have=$(awk '/^HugePages_Free/ {print $2}' /proc/meminfo)
+  if [ "${have:-0}" -lt "$want" ] && [ -w /proc/sys/vm/nr_hugepages ]; then
+    hugepages_before=$(cat /proc/sys/vm/nr_hugepages)
+    echo $(( hugepages_before + want - have )) >/proc/sys/vm/nr_hugepages || true
+  fi
+  echo "bench_suite: huge pages free: $(awk '/^HugePages_Free/ {print $2}' /proc/meminfo) of 2 MiB (segment needs $want)" >&2
+fi
+
+warm_ops=$(( 2 * segment_bytes / (4 << 20) ))
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
 run_case put_get_4m_same_host redis --op put,get --value-size 4mb --duration "$duration"
 run_case put_get_4m_tcp redis --op put,get --value-size 4mb --duration "$duration" --no-shm
 run_case put_get_4k_b32 redis --op put,get --value-size 4kb --batch 32 --duration "$duration"
+store_flags=(--no-hugepages)
+run_case put_get_4m_same_host_small redis --op put,get --value-size 4mb --duration "$duration"
+run_case put_get_4m_tcp_small redis --op put,get --value-size 4mb --duration "$duration" --no-shm
+store_flags=()
 for t in 1 8; do
   for b in 1 32; do
     run_case "metadata_t${t}_b${b}" none --metadata-only --op put,get --value-size 4kb \

@@ -56,16 +56,24 @@ print(f"Each figure is the median of {runs} runs of {duration} per operation, ev
       "local cluster (master + one store on 127.0.0.1) and a fresh local redis-server, after an "
       "unmeasured put pass that writes the pool twice over; the pool is full and evicting while measured. "
       "Ops count keys (a batch of 32 is 32 ops); latency is per call. `ratio` is mooncake over Redis "
-      "in keys stored or found per second.\n")
+      "in keys stored or found per second. The store backs its segment with huge pages when the "
+      "system has them reserved (the suite reserves them when run as root, see mooncake-store(1)); "
+      "the page kind each store got is beside the transfer path.\n")
 print("| workload | op | mooncake keys/s | mooncake GB/s | p50 us | p99 us | hit % | redis keys/s "
       "| redis GB/s | redis p50 us | redis p99 us | ratio |")
 print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for name, label in [("put_get_4m_same_host", "4 MiB, same-host"), ("put_get_4m_tcp", "4 MiB, TCP (--no-shm)"),
-                    ("put_get_4k_b32", "4 KiB, batch 32")]:
+                    ("put_get_4k_b32", "4 KiB, batch 32"),
+                    ("put_get_4m_same_host_small", "4 MiB, same-host, store --no-hugepages"),
+                    ("put_get_4m_tcp_small", "4 MiB, TCP (--no-shm), store --no-hugepages")]:
     docs = load(name)
     if not docs:
         continue
     path = docs[0]["setup"].get("transfer_path", "?")
+    pages = sorted({open(f).read().strip() or "?"
+                    for f in glob.glob(os.path.join(work, f"{name}.*.pages"))})
+    if pages:
+        path += "; " + "/".join(pages) + " pages"
     for op in ("put", "get"):
         cells = [f"{label} ({path})", op]
         for target in ("mooncake", "redis"):

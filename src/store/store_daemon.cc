@@ -104,6 +104,11 @@ Status RunStore(const Config& config) {
   if (!segment.ok()) {
     return Error(segment.code(), "cannot reserve the segment: " + segment.status().ToString());
   }
+  if (config.store.hugepages && (*segment)->page_kind() != transfer::PageKind::kHugeTlb) {
+    const std::string advice =
+        transfer::HugePageAdvice(so.size_bytes, transfer::FreeHugePages());
+    if (!advice.empty()) MC_LOG(INFO) << "segment on 4 KiB pages: " << advice;
+  }
   proto::SegmentDesc desc;
   desc.size_bytes = (*segment)->size_bytes();
   desc.incarnation = RandomU64();

@@ -55,6 +55,27 @@ std::string_view PageKindName(PageKind kind) {
   return "unknown";
 }
 
+uint64_t FreeHugePages() {
+  FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  unsigned long long free_pages = 0;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::sscanf(line, "HugePages_Free: %llu", &free_pages) == 1) break;
+  }
+  std::fclose(f);
+  return free_pages;
+}
+
+std::string HugePageAdvice(uint64_t segment_bytes, uint64_t free_huge_pages) {
+  const uint64_t needed = RoundUp(segment_bytes, kHugePageBytes) / kHugePageBytes;
+  if (free_huge_pages >= needed) return "";
+  return "the segment needs " + std::to_string(needed) + " free 2 MiB huge pages and " +
+         std::to_string(free_huge_pages) +
+         " are free; reserving them (sysctl vm.nr_hugepages, see mooncake-store(1)) "
+         "makes transfers faster on most machines";
+}
+
 int SweepStaleShmFiles(const std::string& dir) {
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return 0;

@@ -36,6 +36,14 @@ enum class PageKind { kHugeTlb, kTransparentHuge, kNormal };
 
 std::string_view PageKindName(PageKind kind);
 
+// Free 2 MiB huge pages (HugePages_Free of /proc/meminfo); 0 if unknown.
+uint64_t FreeHugePages();
+
+// What an operator should do so that a segment of `segment_bytes` gets huge
+// pages next time, given `free_huge_pages`: one line naming the sysctl and
+// the count, or empty when enough are free.
+std::string HugePageAdvice(uint64_t segment_bytes, uint64_t free_huge_pages);
+
 struct SegmentOptions {
   uint64_t size_bytes = 0;
   SegmentBacking backing = SegmentBacking::kMemfd;

@@ -134,3 +134,13 @@ TEST_CASE("prefault stops between chunks when asked") {
   CHECK(seg->Prefault(stop.get_token(), 1 << 20) == 0);
   CHECK(ResidentPages(seg->base(), seg->mapped_bytes()) == 0);
 }
+
+TEST_CASE("huge page advice names the count a segment needs, and is silent when enough are free") {
+  CHECK(HugePageAdvice(2ull << 30, 1024).empty());
+  CHECK(HugePageAdvice(2ull << 30, 5000).empty());
+  const std::string a = HugePageAdvice(2ull << 30, 10);
+  CHECK(a.find("needs 1024 free 2 MiB huge pages and 10 are free") != std::string::npos);
+  CHECK(a.find("vm.nr_hugepages") != std::string::npos);
+  // A segment that is not a whole number of huge pages rounds up.
+  CHECK(HugePageAdvice((4ull << 20) + 1, 2).find("needs 3 ") != std::string::npos);
+}
