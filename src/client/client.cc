@@ -143,6 +143,9 @@ class ClientImpl final : public Client {
   // Gets of BatchGet and BatchGetInto: per-key status, object sizes.
   std::vector<Status> Fetch(const std::vector<std::string>& keys, const DestFn& dest,
                             std::vector<uint64_t>* sizes);
+  // Tells the master the reads of `keys` that it granted are done.
+  void ReleaseLeases(const std::vector<std::string>& keys,
+                     const std::vector<proto::BatchItem<proto::GetReplicaListReply>>& lists);
 
   Config config_;
   std::unique_ptr<rpc::MasterClient> link_;
@@ -363,11 +366,27 @@ std::vector<Status> ClientImpl::Fetch(const std::vector<std::string>& keys, cons
   }
   // Fast path: the first replica of every key moves in one concurrent batch.
   // Otherwise (or if it fails), key by key through every replica in turn.
-  if (planned_all && Run(planned).ok()) return out;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (out[i].ok() && lists[i].status.ok()) out[i] = ReadObject(lists[i].value, bufs[i].data());
+  if (!planned_all || !Run(planned).ok()) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (out[i].ok() && lists[i].status.ok()) out[i] = ReadObject(lists[i].value, bufs[i].data());
+    }
   }
+  ReleaseLeases(keys, lists);
   return out;
+}
+
+void ClientImpl::ReleaseLeases(
+    const std::vector<std::string>& keys,
+    const std::vector<proto::BatchItem<proto::GetReplicaListReply>>& lists) {
+  // Done reading: the master may evict these now rather than at the end of
+  // their leases. Sent without waiting; if it is lost the leases run out.
+  std::vector<proto::KeyRequest> done;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (lists[i].status.ok()) done.push_back({id_, keys[i]});
+  }
+  if (done.empty()) return;
+  Status st = link_->ReleaseLeases(done);
+  if (!st.ok()) MC_LOG(DEBUG) << "releasing read leases: " << st.ToString();
 }
 
 std::vector<Result<std::vector<uint8_t>>> ClientImpl::BatchGet(const std::vector<std::string>& keys) {

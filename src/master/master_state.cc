@@ -156,9 +156,24 @@ ObjectDump MasterState::Dump(const ObjectIt& it) const {
   return d;
 }
 
-void MasterState::GrantLease(ObjectRecord& rec, uint64_t now_us) {
+void MasterState::GrantLease(ObjectRecord& rec, uint64_t now_us, const proto::ClientId* reader) {
   assert(rec.complete());
-  rec.deadline_us = std::max(rec.deadline_us, now_us + config_.default_kv_lease_ttl_us);
+  const uint64_t until = now_us + config_.default_kv_lease_ttl_us;
+  if (!Leased(rec, now_us)) rec.set_readers(0);  // a new lease: no earlier read counts
+  if (reader != nullptr && rec.readers() != ObjectRecord::kReadersUnknown) {
+    if (rec.readers() + 1 == ObjectRecord::kReadersUnknown || reads_.size() >= kMaxTrackedReads) {
+      rec.set_readers(ObjectRecord::kReadersUnknown);
+    } else {
+      ReadGrant& g = reads_[ReadKey{*reader, IdOf(rec)}];
+      // Left from an earlier lease of this client: whatever it counted in
+      // the object stays counted, which can only keep the lease longer.
+      if (g.deadline_us <= now_us) g.count = 0;
+      ++g.count;
+      g.deadline_us = until;
+      rec.set_readers(static_cast<uint8_t>(rec.readers() + 1));
+    }
+  }
+  rec.deadline_us = std::max(rec.deadline_us, until);
   if (rec.has(ObjectRecord::kPinCounted))  // reading a pinned object keeps it pinned
     rec.pin_expiry_us = std::max(rec.pin_expiry_us, now_us + config_.default_kv_soft_pin_ttl_us);
   policy_->OnAccess(IdOf(rec));
@@ -356,7 +371,7 @@ Result<proto::GetReplicaListReply> MasterState::GetReplicaList(const proto::KeyR
     return Count(counters_.get_replica_list,
                  R(Error(ErrorCode::REPLICA_IS_NOT_READY,
                          "key " + Quoted(req.key) + " is still being written")));
-  GrantLease(rec, now_us);
+  GrantLease(rec, now_us, &req.client);
   return Count(counters_.get_replica_list,
                R(proto::GetReplicaListReply{DescribeReplicas(rec), rec.size_bytes,
                                             config_.default_kv_lease_ttl_us}));
@@ -367,8 +382,41 @@ Result<bool> MasterState::ExistKey(const proto::KeyRequest& req, uint64_t now_us
   if (it == objects_.end()) policy_->OnMiss(std::hash<std::string_view>()(req.key));
   if (it == objects_.end() || !it->second.complete())
     return Count(counters_.exist_key, Result<bool>(false));
-  GrantLease(it->second, now_us);
+  GrantLease(it->second, now_us, nullptr);
   return Count(counters_.exist_key, Result<bool>(true));
+}
+
+void MasterState::ReleaseLeases(const std::vector<proto::KeyRequest>& reqs, uint64_t now_us) {
+  for (const proto::KeyRequest& req : reqs) {
+    auto it = objects_.find(req.key);
+    if (it == objects_.end() || !it->second.complete()) continue;
+    ObjectRecord& rec = it->second;
+    auto g = reads_.find(ReadKey{req.client, IdOf(rec)});
+    if (g == reads_.end()) continue;
+    // Within its own lease, this read is still counted in the object: the
+    // lease has not lapsed since (it outlasts every grant), so no newer
+    // lease reset the count. Past it, it may not be.
+    const bool counted = g->second.deadline_us > now_us;
+    if (!counted || --g->second.count == 0) reads_.erase(g);
+    const uint8_t readers = rec.readers();
+    if (!counted || readers == 0 || readers == ObjectRecord::kReadersUnknown) continue;
+    rec.set_readers(static_cast<uint8_t>(readers - 1));
+    if (readers == 1) rec.deadline_us = now_us;  // the last read is done: the lease ends
+  }
+}
+
+void MasterState::SweepReads(uint64_t now_us) {
+  if (reads_.empty()) return;
+  const size_t buckets = reads_.bucket_count();
+  const size_t budget = std::max<size_t>(64, buckets / 32);  // all of them every 32 ticks
+  std::vector<ReadKey> expired;
+  for (size_t n = 0; n < budget && n < buckets; ++n) {
+    const size_t b = read_sweep_bucket_++ % buckets;
+    for (auto it = reads_.begin(b); it != reads_.end(b); ++it) {
+      if (it->second.deadline_us <= now_us) expired.push_back(it->first);
+    }
+  }
+  for (const ReadKey& k : expired) reads_.erase(k);
 }
 
 // ---- removal -----------------------------------------------------------------

@@ -17,6 +17,9 @@
 //   nothing evictable is left or the object can never fit.
 // - Reads (GetReplicaList, ExistKey) grant a lease; leased and in-flight
 //   objects are never evicted, and leased ones are removed only by force.
+//   A lease ends at its TTL, or earlier once every GetReplicaList of it was
+//   released (ReleaseLeases) by its client within its own TTL. ExistKey's
+//   lease guards no bytes (it describes no replica), so a release can end it.
 // - Tick expires dead clients (their segments are unmounted), discards puts
 //   neither ended nor revoked within `put_timeout_us`, expires soft pins and
 //   evicts in the background above the high watermark.
@@ -99,7 +102,15 @@ class MasterState {
   Result<std::vector<proto::BatchItem<bool>>> BatchExistKey(
       const std::vector<proto::KeyRequest>& reqs, uint64_t now_us);
 
+  // The clients are done reading these keys (see the rules above). Never
+  // fails: a key not found, never leased by that client, or whose lease
+  // ran out is skipped.
+  void ReleaseLeases(const std::vector<proto::KeyRequest>& reqs, uint64_t now_us);
+
   TickReport Tick(uint64_t now_us);
+
+  // Reads tracked for release (tests).
+  size_t tracked_reads() const { return reads_.size(); }
 
   MasterCounters counters() const;
   uint64_t view_version() const { return view_version_; }
@@ -148,7 +159,11 @@ class MasterState {
   uint64_t BufferSize(const ObjectRecord& rec, uint32_t index) const;
   std::vector<proto::ReplicaDesc> DescribeReplicas(const ObjectRecord& rec) const;
   ObjectDump Dump(const ObjectIt& it) const;
-  void GrantLease(ObjectRecord& rec, uint64_t now_us);
+  // `reader`: the client of a GetReplicaList, whose release counts; null
+  // for ExistKey.
+  void GrantLease(ObjectRecord& rec, uint64_t now_us, const proto::ClientId* reader);
+  // Forgets tracked reads whose lease ran out, a slice of the table per call.
+  void SweepReads(uint64_t now_us);
   bool Leased(const ObjectRecord& rec, uint64_t now_us) const;
   bool Pinned(const ObjectRecord& rec, uint64_t now_us) const;
   bool OwnerAlive(const Segment& seg, uint64_t now_us) const;
@@ -186,6 +201,27 @@ class MasterState {
   // revoke it. Kept beside the records so complete objects pay nothing.
   std::unordered_map<uint32_t, proto::ClientId> put_owners_;
   std::vector<Timer> pin_expiries_;   // live soft pins, min-heap
+
+  // Reads not released yet, by client and object: their number and the
+  // lease of the last one. Only a release within that lease counts.
+  struct ReadKey {
+    proto::ClientId client;
+    ObjectId object;
+    bool operator==(const ReadKey&) const = default;
+  };
+  struct ReadKeyHash {
+    size_t operator()(const ReadKey& k) const {
+      return static_cast<size_t>((k.client.hi ^ (k.client.lo * 0x9e3779b97f4a7c15ull)) +
+                                 k.object * 0xc2b2ae3d27d4eb4full);
+    }
+  };
+  struct ReadGrant {
+    uint64_t deadline_us = 0;
+    uint32_t count = 0;
+  };
+  static constexpr size_t kMaxTrackedReads = 1 << 20;  // beyond: leases end by time
+  std::unordered_map<ReadKey, ReadGrant, ReadKeyHash> reads_;
+  size_t read_sweep_bucket_ = 0;
 
   std::vector<std::unique_ptr<Segment>> segments_;  // by id; null: free id
   std::vector<uint32_t> free_segment_ids_;

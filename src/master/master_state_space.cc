@@ -263,6 +263,7 @@ TickReport MasterState::Tick(uint64_t now_us) {
   report.expired_clients = ExpireClients(now_us, &report.unmounted_segments);
   report.discarded_puts = DiscardZombiePuts(now_us);
   report.expired_pins = ExpirePins(now_us);
+  SweepReads(now_us);
   const uint64_t target = BackgroundEvictionBytes({.capacity_bytes = capacity_bytes_,
                                                     .allocated_bytes = allocated_bytes_,
                                                     .high_watermark_ratio =

@@ -118,6 +118,112 @@ TEST_CASE("objects larger than the stripe size are striped across segments in ob
   CHECK(h.state->DumpObjects(true)[0].replicas[1].size() == 4);
 }
 
+namespace {
+// A get's lease by `client`; its release.
+bool Read(Harness& h, uint64_t client, const std::string& key) {
+  return h.state->GetReplicaList({Client(client), key}, h.now_us).ok();
+}
+void Done(Harness& h, uint64_t client, const std::string& key) {
+  h.state->ReleaseLeases({{Client(client), key}}, h.now_us);
+}
+// Leased: a remove without force is refused (and changes nothing).
+bool Leased(Harness& h, const std::string& key) {
+  return h.state->Remove({key, false}, h.now_us).code() == ErrorCode::OBJECT_HAS_LEASE;
+}
+}  // namespace
+
+TEST_CASE("a released read ends its lease at once, so the object can be evicted") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s1", 4 * kMiB).ok());
+  REQUIRE(h.Put("a", 2 * kMiB).ok());
+  REQUIRE(Read(h, 1, "a"));
+  CHECK(h.state->tracked_reads() == 1);
+  CHECK(h.Start("b", 3 * kMiB).code() == ErrorCode::NO_AVAILABLE_HANDLE);  // a is leased
+  Done(h, 1, "a");
+  CHECK(h.state->tracked_reads() == 0);
+  REQUIRE(h.Start("b", 3 * kMiB).ok());  // no time passed
+  CHECK(h.listener.evicted == std::vector<std::string>{"a"});
+}
+
+TEST_CASE("a lease with several reads ends only when the last of them is released") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s1", 64 * kMiB).ok());
+  REQUIRE(h.Put("k", kMiB).ok());
+  REQUIRE(Read(h, 1, "k"));
+  REQUIRE(Read(h, 2, "k"));
+  REQUIRE(Read(h, 2, "k"));  // the same client twice: two reads
+  Done(h, 1, "k");
+  Done(h, 1, "k");  // a second release of one read counts for nothing
+  Done(h, 3, "k");  // nor does one by a client that never read
+  Done(h, 2, "nope");
+  CHECK(Leased(h, "k"));
+  Done(h, 2, "k");
+  CHECK(Leased(h, "k"));
+  Done(h, 2, "k");
+  CHECK_FALSE(Leased(h, "k"));  // and the remove went through
+}
+
+TEST_CASE("a release that comes after its own lease ran out never ends a newer read's lease") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s1", 64 * kMiB).ok());
+  REQUIRE(h.Put("k", kMiB).ok());
+  REQUIRE(Read(h, 1, "k"));
+  h.Advance(h.config.default_kv_lease_ttl_us);  // client 1's lease is over
+  REQUIRE(Read(h, 2, "k"));                     // a new lease
+  Done(h, 1, "k");                              // late
+  CHECK(Leased(h, "k"));
+  // Client 1 reads again within client 2's lease: both count.
+  h.Advance(1);
+  REQUIRE(Read(h, 1, "k"));
+  Done(h, 2, "k");
+  CHECK(Leased(h, "k"));
+  Done(h, 1, "k");
+  CHECK_FALSE(Leased(h, "k"));
+}
+
+TEST_CASE("ExistKey's lease ends with the released get, or by time alone") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s1", 64 * kMiB).ok());
+  REQUIRE(h.Put("e", kMiB).ok());
+  REQUIRE(h.Put("g", kMiB).ok());
+  REQUIRE(h.Exists("e"));
+  Done(h, 1, "e");  // nothing to release: ExistKey is not a read of bytes
+  CHECK(Leased(h, "e"));
+  REQUIRE(h.Exists("g"));
+  REQUIRE(Read(h, 1, "g"));
+  Done(h, 1, "g");
+  CHECK_FALSE(Leased(h, "g"));
+}
+
+TEST_CASE("past the reads an object can count, its lease ends by time only") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s1", 64 * kMiB).ok());
+  REQUIRE(h.Put("k", kMiB).ok());
+  const uint64_t readers = ObjectRecord::kReadersUnknown + 2;
+  for (uint64_t c = 1; c <= readers; ++c) REQUIRE(Read(h, c, "k"));
+  for (uint64_t c = 1; c <= readers; ++c) Done(h, c, "k");
+  CHECK(Leased(h, "k"));
+  CHECK(h.state->tracked_reads() == 0);
+  h.Advance(h.config.default_kv_lease_ttl_us);
+  CHECK_FALSE(Leased(h, "k"));
+}
+
+TEST_CASE("reads never released are forgotten once their lease is over") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s1", 64 * kMiB).ok());
+  for (int i = 0; i < 100; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    REQUIRE(h.Put(key, 4096).ok());
+    REQUIRE(Read(h, 1, key));
+  }
+  CHECK(h.state->tracked_reads() == 100);
+  h.Tick();
+  CHECK(h.state->tracked_reads() == 100);  // still leased
+  h.Advance(h.config.default_kv_lease_ttl_us);
+  for (int t = 0; t < 64 && h.state->tracked_reads() > 0; ++t) h.Tick();
+  CHECK(h.state->tracked_reads() == 0);
+}
+
 TEST_CASE("a lease blocks remove and eviction until it expires") {
   Harness h;
   REQUIRE(h.Mount(1, "s1", 4 * kMiB).ok());

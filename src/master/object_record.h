@@ -60,12 +60,23 @@ class ObjectRecord {
   bool complete() const { return flags & kComplete; }
   bool has(uint8_t flag) const { return flags & flag; }
 
+  // Complete: reads (GetReplicaList) of the current lease not released yet,
+  // in the spare bits of `flags`. kReadersUnknown: too many to count, so
+  // the lease ends by time only.
+  static constexpr uint8_t kReadersUnknown = 31;
+  uint8_t readers() const { return flags >> kReaderShift; }
+  void set_readers(uint8_t n) {
+    flags = static_cast<uint8_t>((flags & kFlagBits) | (n << kReaderShift));
+  }
+
   uint64_t size_bytes = 0;
   // Complete: the lease expiry (0: never leased). In flight: the time after
   // which the put is discarded. Shared because an object is never both.
   uint64_t deadline_us = 0;
   uint64_t pin_expiry_us = 0;  // complete and soft-pinned: pin expiry
  private:
+  static constexpr int kReaderShift = 3;
+  static constexpr uint8_t kFlagBits = (1 << kReaderShift) - 1;
   void Release() {
     if (buffer_count > 1) delete[] buf_.many;
     buffer_count = 0;

@@ -180,6 +180,12 @@ Result<proto::Batch<proto::BatchItem<bool>>> MasterService::BatchExistKey(
   return state_->BatchExistKey(req, clock_.NowUs());
 }
 
+Status MasterService::ReleaseLeases(const proto::Batch<proto::KeyRequest>& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  state_->ReleaseLeases(req, clock_.NowUs());
+  return Status::Ok();
+}
+
 master::TickReport MasterService::Tick() {
   std::lock_guard<std::mutex> lock(mu_);
   master::TickReport r = state_->Tick(clock_.NowUs());

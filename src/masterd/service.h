@@ -47,6 +47,7 @@ class MasterService final : public rpc::Handler {
       const proto::Batch<proto::KeyRequest>& req) override;
   Result<proto::Batch<proto::BatchItem<bool>>> BatchExistKey(
       const proto::Batch<proto::KeyRequest>& req) override;
+  Status ReleaseLeases(const proto::Batch<proto::KeyRequest>& req) override;
 
   master::TickReport Tick();
   master::MasterCounters Counters() const;

@@ -118,6 +118,7 @@ MC_PROTO_OP(BatchPutRevoke, Batch<KeyRequest>, Batch<Status>)
 MC_PROTO_OP(BatchGetReplicaList, Batch<KeyRequest>, Batch<BatchItem<GetReplicaListReply>>)
 MC_PROTO_OP(BatchExistKey, Batch<KeyRequest>, Batch<BatchItem<bool>>)
 MC_PROTO_OP(BatchRemove, Batch<RemoveRequest>, Batch<Status>)
+MC_PROTO_OP(ReleaseLeases, Batch<KeyRequest>, Empty)  // a notification: no reply is sent
 #undef MC_PROTO_OP
 
 // ---- whole payloads ---------------------------------------------------------

@@ -27,6 +27,8 @@ bool IsKnownOpcode(uint16_t value) {
   return false;
 }
 
+bool IsNotification(Opcode op) { return op == Opcode::kReleaseLeases; }
+
 void EncodeFrameHeader(const FrameHeader& h, uint8_t out[kFrameHeaderBytes]) {
   auto put = [&](size_t at, uint64_t v, int n) {
     for (int i = 0; i < n; ++i) out[at + i] = static_cast<uint8_t>((v >> (8 * i)) & 0xff);

@@ -53,7 +53,8 @@ inline constexpr uint8_t kKnownFlags = kFlagReply;
   X(BatchPutRevoke, 0x0042)      \
   X(BatchGetReplicaList, 0x0043) \
   X(BatchExistKey, 0x0044)       \
-  X(BatchRemove, 0x0045)
+  X(BatchRemove, 0x0045)         \
+  X(ReleaseLeases, 0x0046)
 
 enum class Opcode : uint16_t {
 #define MC_PROTO_OPCODE_ENUM(name, value) k##name = value,
@@ -64,6 +65,9 @@ enum class Opcode : uint16_t {
 // "PutStart"; "Unknown" for a value not listed.
 std::string_view OpcodeName(Opcode op);
 bool IsKnownOpcode(uint16_t value);
+// A notification is a request the server never answers (ReleaseLeases): the
+// client does not wait, and the server drops its result, errors included.
+bool IsNotification(Opcode op);
 
 struct FrameHeader {
   uint8_t version = kProtocolVersion;

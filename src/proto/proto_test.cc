@@ -107,7 +107,11 @@ TEST_CASE("a frame header round-trips and is 20 little-endian bytes") {
   CHECK(*back == h);
   CHECK(OpcodeName(Opcode::kBatchPutStart) == "BatchPutStart");
   CHECK(IsKnownOpcode(0x0045));
-  CHECK_FALSE(IsKnownOpcode(0x0046));
+  CHECK(IsKnownOpcode(0x0046));
+  CHECK(OpcodeName(Opcode::kReleaseLeases) == "ReleaseLeases");
+  CHECK_FALSE(IsKnownOpcode(0x0047));
+  CHECK(IsNotification(Opcode::kReleaseLeases));
+  CHECK_FALSE(IsNotification(Opcode::kBatchGetReplicaList));
 }
 
 TEST_CASE("bad frame headers are refused with the reason") {

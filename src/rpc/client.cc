@@ -213,6 +213,25 @@ Result<std::string> MasterClient::Call(Opcode op, std::string_view request_paylo
   }
 }
 
+Status MasterClient::Notify(Opcode op, std::string_view request_payload) {
+  uint64_t deadline = MonotonicUs() + options_.rpc_timeout_us;
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, Acquire(deadline));
+  Status st = c->Send(op, c->next_request_id++, request_payload, deadline);
+  if (!st.ok()) {
+    Release(nullptr);
+    return Error(ErrorCode::RPC_FAIL, std::string(OpcodeName(op)) + " to master at " +
+                                          options_.master + ": sending: " + st.message());
+  }
+  Release(std::move(c));
+  return Status::Ok();
+}
+
+Status MasterClient::ReleaseLeases(const Batch<KeyRequest>& req) {
+  std::string payload;
+  EncodePayload(req, &payload);
+  return Notify(Opcode::kReleaseLeases, payload);
+}
+
 #define MC_CLIENT_STATUS(name, Req)                                      \
   Status MasterClient::name(const Req& req) {                           \
     auto r = Invoke<Opcode::k##name>(req);                               \

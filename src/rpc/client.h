@@ -61,6 +61,13 @@ class MasterClient {
   Result<Batch<BatchItem<GetReplicaListReply>>> BatchGetReplicaList(const Batch<KeyRequest>& req);
   Result<Batch<BatchItem<bool>>> BatchExistKey(const Batch<KeyRequest>& req);
   Result<Batch<Status>> BatchRemove(const Batch<RemoveRequest>& req);
+  // A notification: returns once the frame is sent (the master answers
+  // nothing). An error means it may not have arrived; the leases then end
+  // by time, as they would without it.
+  Status ReleaseLeases(const Batch<KeyRequest>& req);
+
+  // Sends a notification frame (IsNotification) without waiting.
+  Status Notify(Opcode op, std::string_view request_payload);
 
   // Sends one request frame and returns the reply payload (status + body).
   // The typed methods above are this plus the codecs.

@@ -82,6 +82,10 @@ Result<Batch<Status>> Handler::BatchRemove(const Batch<RemoveRequest>& req) {
   return EachItem<Status>(req, [&](const auto& r) { return Remove(r); });
 }
 
+Status Handler::ReleaseLeases(const Batch<KeyRequest>&) {
+  return Unsupported("ReleaseLeases");
+}
+
 void Dispatch(Handler& h, Opcode op, std::string_view payload, std::string* out) {
 #define MC_SERVE(name, call) \
   case Opcode::k##name:      \
@@ -105,6 +109,7 @@ void Dispatch(Handler& h, Opcode op, std::string_view payload, std::string* out)
     MC_SERVE(BatchGetReplicaList, h.BatchGetReplicaList(req))
     MC_SERVE(BatchExistKey, h.BatchExistKey(req))
     MC_SERVE(BatchRemove, h.BatchRemove(req))
+    MC_SERVE(ReleaseLeases, h.ReleaseLeases(req))
     case Opcode::kConnectionError:
     case Opcode::kHello:
     case Opcode::kAuth:

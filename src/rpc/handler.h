@@ -42,6 +42,9 @@ class Handler {
       const Batch<KeyRequest>& req);
   virtual Result<Batch<BatchItem<bool>>> BatchExistKey(const Batch<KeyRequest>& req);
   virtual Result<Batch<Status>> BatchRemove(const Batch<RemoveRequest>& req);
+  // A notification (the server sends no reply): the client is done reading
+  // these keys, so their leases may end early.
+  virtual Status ReleaseLeases(const Batch<KeyRequest>& req);
 };
 
 // Decodes `payload` as the request of `op`, calls `handler` and appends the

@@ -70,6 +70,12 @@ class TestHandler : public Handler {
   Result<ClusterStatusReply> ClusterStatus() override {
     return ClusterStatusReply{100, 10, 1, 0, 1, {{"seg", "127.0.0.1:1", 100, 10}}};
   }
+  // Counts, then fails: a notification's error must not come back either.
+  Status ReleaseLeases(const Batch<KeyRequest>& r) override {
+    released += r.size();
+    return Error(ErrorCode::INTERNAL_ERROR, "counted");
+  }
+  std::atomic<uint64_t> released{0};
 
  private:
   std::mutex mu_;
@@ -422,6 +428,29 @@ TEST_CASE("a half-sent frame is cut off when the frame timeout passes (slowloris
   clock.AdvanceUs(ServerOptions{}.handshake_timeout_us + 1);
   CHECK(silent.ClosedByPeer());
   CHECK(MasterClient(ts.Client()).Ping({}).ok());
+}
+
+TEST_CASE("a notification (ReleaseLeases) gets no reply, even when it fails, and the connection serves on") {
+  TestServer ts;
+  Raw raw(ts.address());
+  raw.Handshake();
+  std::string release, exist;
+  EncodePayload(Batch<KeyRequest>{{{1, 2}, "a"}, {{1, 2}, "b"}}, &release);
+  EncodePayload(KeyRequest{{1, 2}, "k"}, &exist);
+  raw.SendFrame(Opcode::kReleaseLeases, 5, release);
+  raw.SendFrame(Opcode::kExistKey, 6, exist);
+  auto f = raw.Read();  // the first frame back answers the request after it
+  REQUIRE(f.ok());
+  CHECK(f->first.request_id == 6);
+  CHECK(ts.handler.released == 2);
+  // MasterClient returns once it is sent; its pooled connection stays usable.
+  MasterClient c(ts.Client());
+  for (int i = 0; i < 3; ++i) {
+    CHECK(c.ReleaseLeases({{{1, 2}, "x"}}).ok());
+    CHECK(c.ExistKey({{1, 2}, "x"}).ok());
+  }
+  CHECK(WaitUntil([&] { return ts.handler.released == 5; }));
+  CHECK(ts.server->stats().accepted == 2);  // the raw peer and one pooled connection
 }
 
 TEST_CASE("requests pipeline on one connection and replies come back in order") {

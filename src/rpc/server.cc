@@ -297,6 +297,12 @@ class Server::Loop {
                                   proto::VersionMismatchMessage(h.version, proto::kProtocolVersion)));
     }
     s_->counters_->requests.fetch_add(1, std::memory_order_relaxed);
+    if (proto::IsNotification(h.opcode)) {
+      // No reply, so nothing for the reply gate to hold either.
+      std::string dropped;
+      Dispatch(*s_->handler_, h.opcode, payload, &dropped);
+      return;
+    }
     ++round_requests_;
     size_t at = BeginReply(&c->out, h.opcode, h.request_id);
     Dispatch(*s_->handler_, h.opcode, payload, &c->out);

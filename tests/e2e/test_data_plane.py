@@ -143,6 +143,28 @@ try:
     r = run(["put", "race", "-"], input=b"again", env=c.env)
     check(r.returncode == 5 and b"OBJECT_ALREADY_EXISTS" in r.stderr,
           "a second put of an existing key fails with OBJECT_ALREADY_EXISTS")
+
+    # A get releases its read lease when done (the lease is 10 s here): the
+    # key can be removed at once. A lease nobody released still holds.
+    for via in (["--no-shm"], []):
+        key = "released" + "".join(via)
+        check(run(["put", key, "-"], input=b"r" * 5000, env=c.env).returncode == 0, f"put {key}")
+        g = run(["get", key] + via, env=c.env)
+        check(g.returncode == 0 and g.stdout == b"r" * 5000, f"get {key} {via}")
+        # The release is a notification the master handles on its own
+        # connection: allow it a moment, far less than the lease.
+        deadline = time.time() + 3
+        while True:
+            r = run(["rm", key], env=c.env)
+            if r.returncode == 0 or time.time() > deadline:
+                break
+            time.sleep(0.1)
+        check(r.returncode == 0, f"rm {key} right after a get {via}: {r.stderr.decode().strip()}")
+    check(run(["put", "held", "-"], input=b"h", env=c.env).returncode == 0, "put held")
+    check(run(["get", "held", "--print-grants"], env=c.env).returncode == 0, "held: grants printed")
+    r = run(["rm", "held"], env=c.env)
+    check(r.returncode != 0 and b"OBJECT_HAS_LEASE" in r.stderr,
+          f"rm of a key whose lease was not released is refused: {r.stderr.decode().strip()}")
 finally:
     c.stop()
 finish()
