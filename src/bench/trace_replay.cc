@@ -54,8 +54,11 @@ class PolicyCache final : public PrefixCache {
     size_t n = 0;
     while (n < blocks.size() && ids_.count(blocks[n])) ++n;
     ForEach(blocks.first(n), [&](uint64_t b) { Access(ids_.at(b)); });
-    // The lookup that ended the prefix missed, as the live replay's exists does.
-    if (n < blocks.size()) policy_->OnMiss(blocks[n]);
+    // The live replay asks the master about every block of the request in
+    // one BatchExistKey, so each block not held is a miss the policy sees.
+    ForEach(blocks.subspan(n), [&](uint64_t b) {
+      if (!ids_.count(b)) policy_->OnMiss(b);
+    });
     return n;
   }
 
