@@ -130,6 +130,13 @@ void Done(Harness& h, uint64_t client, const std::string& key) {
 bool Leased(Harness& h, const std::string& key) {
   return h.state->Remove({key, false}, h.now_us).code() == ErrorCode::OBJECT_HAS_LEASE;
 }
+// One 64 MiB segment holding a 1 MiB object under each of `keys`.
+struct PoolOf : Harness {
+  explicit PoolOf(std::initializer_list<const char*> keys) {
+    REQUIRE(Mount(1, "s1", 64 * kMiB).ok());
+    for (const char* k : keys) REQUIRE(Put(k, kMiB).ok());
+  }
+};
 }  // namespace
 
 TEST_CASE("a released read ends its lease at once, so the object can be evicted") {
@@ -146,9 +153,7 @@ TEST_CASE("a released read ends its lease at once, so the object can be evicted"
 }
 
 TEST_CASE("a lease with several reads ends only when the last of them is released") {
-  Harness h;
-  REQUIRE(h.Mount(1, "s1", 64 * kMiB).ok());
-  REQUIRE(h.Put("k", kMiB).ok());
+  PoolOf h({"k"});
   REQUIRE(Read(h, 1, "k"));
   REQUIRE(Read(h, 2, "k"));
   REQUIRE(Read(h, 2, "k"));  // the same client twice: two reads
@@ -164,9 +169,7 @@ TEST_CASE("a lease with several reads ends only when the last of them is release
 }
 
 TEST_CASE("a release that comes after its own lease ran out never ends a newer read's lease") {
-  Harness h;
-  REQUIRE(h.Mount(1, "s1", 64 * kMiB).ok());
-  REQUIRE(h.Put("k", kMiB).ok());
+  PoolOf h({"k"});
   REQUIRE(Read(h, 1, "k"));
   h.Advance(h.config.default_kv_lease_ttl_us);  // client 1's lease is over
   REQUIRE(Read(h, 2, "k"));                     // a new lease
@@ -182,10 +185,7 @@ TEST_CASE("a release that comes after its own lease ran out never ends a newer r
 }
 
 TEST_CASE("ExistKey's lease ends with the released get, or by time alone") {
-  Harness h;
-  REQUIRE(h.Mount(1, "s1", 64 * kMiB).ok());
-  REQUIRE(h.Put("e", kMiB).ok());
-  REQUIRE(h.Put("g", kMiB).ok());
+  PoolOf h({"e", "g"});
   REQUIRE(h.Exists("e"));
   Done(h, 1, "e");  // nothing to release: ExistKey is not a read of bytes
   CHECK(Leased(h, "e"));
@@ -196,9 +196,7 @@ TEST_CASE("ExistKey's lease ends with the released get, or by time alone") {
 }
 
 TEST_CASE("past the reads an object can count, its lease ends by time only") {
-  Harness h;
-  REQUIRE(h.Mount(1, "s1", 64 * kMiB).ok());
-  REQUIRE(h.Put("k", kMiB).ok());
+  PoolOf h({"k"});
   const uint64_t readers = ObjectRecord::kReadersUnknown + 2;
   for (uint64_t c = 1; c <= readers; ++c) REQUIRE(Read(h, c, "k"));
   for (uint64_t c = 1; c <= readers; ++c) Done(h, c, "k");
