@@ -134,17 +134,18 @@ class ClientImpl final : public Client {
   // Runs planned ops: same-host ones over shm (falling back to TCP when the
   // segment cannot be mapped), the rest over TCP.
   Status Run(std::vector<Planned>& planned);
-  // The replica lists of `keys` in one master round trip (per-key status).
+  // The replica lists of `reqs` in one master round trip (per-key status).
   std::vector<proto::BatchItem<proto::GetReplicaListReply>> ReplicaLists(
-      const std::vector<std::string>& keys);
+      const std::vector<proto::KeyRequest>& reqs);
   // Where key i's bytes go, once its size is known; a shorter span than the
   // size is BUFFER_OVERFLOW for that key.
   using DestFn = std::function<std::span<uint8_t>(size_t i, uint64_t size)>;
   // Gets of BatchGet and BatchGetInto: per-key status, object sizes.
   std::vector<Status> Fetch(const std::vector<std::string>& keys, const DestFn& dest,
                             std::vector<uint64_t>* sizes);
-  // Tells the master the reads of `keys` that it granted are done.
-  void ReleaseLeases(const std::vector<std::string>& keys,
+  // Tells the master the reads it granted (of `reqs`, those `lists` says
+  // succeeded) are done; consumes `reqs`.
+  void ReleaseLeases(std::vector<proto::KeyRequest>& reqs,
                      const std::vector<proto::BatchItem<proto::GetReplicaListReply>>& lists);
 
   Config config_;
@@ -315,12 +316,9 @@ Result<uint64_t> ClientImpl::GetInto(const std::string& key, std::span<uint8_t> 
 }
 
 std::vector<proto::BatchItem<proto::GetReplicaListReply>> ClientImpl::ReplicaLists(
-    const std::vector<std::string>& keys) {
-  std::vector<proto::KeyRequest> reqs;
-  reqs.reserve(keys.size());
-  for (const auto& k : keys) reqs.push_back({id_, k});
-  std::vector<proto::BatchItem<proto::GetReplicaListReply>> lists(keys.size());
-  if (keys.size() == 1) {
+    const std::vector<proto::KeyRequest>& reqs) {
+  std::vector<proto::BatchItem<proto::GetReplicaListReply>> lists(reqs.size());
+  if (reqs.size() == 1) {
     auto r = link_->Invoke<Opcode::kGetReplicaList>(reqs[0]);
     if (r.ok()) lists[0].value = std::move(*r);
     else lists[0].status = r.status();
@@ -338,7 +336,10 @@ std::vector<Status> ClientImpl::Fetch(const std::vector<std::string>& keys, cons
                                       std::vector<uint64_t>* sizes) {
   std::vector<Status> out(keys.size());
   sizes->assign(keys.size(), 0);
-  auto lists = ReplicaLists(keys);  // one master round trip for the whole batch
+  std::vector<proto::KeyRequest> reqs;
+  reqs.reserve(keys.size());
+  for (const auto& k : keys) reqs.push_back({id_, k});
+  auto lists = ReplicaLists(reqs);  // one master round trip for the whole batch
   std::vector<std::span<uint8_t>> bufs(keys.size());
   std::vector<Planned> planned;
   bool planned_all = true;
@@ -371,21 +372,24 @@ std::vector<Status> ClientImpl::Fetch(const std::vector<std::string>& keys, cons
       if (out[i].ok() && lists[i].status.ok()) out[i] = ReadObject(lists[i].value, bufs[i].data());
     }
   }
-  ReleaseLeases(keys, lists);
+  ReleaseLeases(reqs, lists);
   return out;
 }
 
 void ClientImpl::ReleaseLeases(
-    const std::vector<std::string>& keys,
+    std::vector<proto::KeyRequest>& reqs,
     const std::vector<proto::BatchItem<proto::GetReplicaListReply>>& lists) {
   // Done reading: the master may evict these now rather than at the end of
   // their leases. Sent without waiting; if it is lost the leases run out.
-  std::vector<proto::KeyRequest> done;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (lists[i].status.ok()) done.push_back({id_, keys[i]});
+  size_t granted = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    if (!lists[i].status.ok()) continue;
+    if (granted != i) reqs[granted] = std::move(reqs[i]);
+    ++granted;
   }
-  if (done.empty()) return;
-  Status st = link_->ReleaseLeases(done);
+  if (granted == 0) return;
+  reqs.resize(granted);
+  Status st = link_->ReleaseLeases(reqs);
   if (!st.ok()) MC_LOG(DEBUG) << "releasing read leases: " << st.ToString();
 }
 
