@@ -36,6 +36,11 @@ struct MasterCounters {
   uint64_t expired_clients = 0;
   uint64_t discarded_puts = 0;
   uint64_t expired_pins = 0;
+
+  // Read-lease releases (ReleaseLeases): reads whose release counted, and
+  // leases that ended early because their last counted read was released.
+  uint64_t released_reads = 0;
+  uint64_t leases_ended_by_release = 0;
 };
 
 }  // namespace mc::master

@@ -400,8 +400,12 @@ void MasterState::ReleaseLeases(const std::vector<proto::KeyRequest>& reqs, uint
     if (!counted || --g->second.count == 0) reads_.erase(g);
     const uint8_t readers = rec.readers();
     if (!counted || readers == 0 || readers == ObjectRecord::kReadersUnknown) continue;
+    ++counters_.released_reads;
     rec.set_readers(static_cast<uint8_t>(readers - 1));
-    if (readers == 1) rec.deadline_us = now_us;  // the last read is done: the lease ends
+    if (readers == 1) {  // the last read is done: the lease ends
+      rec.deadline_us = now_us;
+      ++counters_.leases_ended_by_release;
+    }
   }
 }
 

@@ -162,10 +162,14 @@ TEST_CASE("a lease with several reads ends only when the last of them is release
   Done(h, 3, "k");  // nor does one by a client that never read
   Done(h, 2, "nope");
   CHECK(Leased(h, "k"));
+  CHECK(h.state->counters().released_reads == 1);  // client 1's, once
   Done(h, 2, "k");
   CHECK(Leased(h, "k"));
+  CHECK(h.state->counters().leases_ended_by_release == 0);
   Done(h, 2, "k");
   CHECK_FALSE(Leased(h, "k"));  // and the remove went through
+  CHECK(h.state->counters().released_reads == 3);
+  CHECK(h.state->counters().leases_ended_by_release == 1);
 }
 
 TEST_CASE("a release that comes after its own lease ran out never ends a newer read's lease") {

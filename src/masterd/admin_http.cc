@@ -59,6 +59,11 @@ std::string RenderMetrics(const MasterService& service) {
   p.Counter("master_expired_clients_total", "Clients declared dead", static_cast<double>(c.expired_clients));
   p.Counter("master_discarded_puts_total", "Puts neither ended nor revoked in time",
             static_cast<double>(c.discarded_puts));
+  p.Counter("master_released_reads_total", "Gets whose read-lease release the master counted",
+            static_cast<double>(c.released_reads));
+  p.Counter("master_leases_ended_by_release_total",
+            "Read leases that ended before their TTL because every counted get released them",
+            static_cast<double>(c.leases_ended_by_release));
   return p.str();
 }
 

@@ -10,6 +10,7 @@ import concurrent.futures as cf
 import hashlib
 import os
 import random
+import re
 import signal
 import sys
 import time
@@ -160,6 +161,10 @@ try:
                 break
             time.sleep(0.1)
         check(r.returncode == 0, f"rm {key} right after a get {via}: {r.stderr.decode().strip()}")
+    status, body = c.admin("/metrics")
+    ended = re.search(rb"^master_leases_ended_by_release_total (\d+)", body, re.M)
+    check(status == 200 and ended is not None and int(ended.group(1)) >= 2,
+          f"/metrics counts the leases the two gets released: {ended and ended.group(0)}")
     check(run(["put", "held", "-"], input=b"h", env=c.env).returncode == 0, "put held")
     check(run(["get", "held", "--print-grants"], env=c.env).returncode == 0, "held: grants printed")
     r = run(["rm", "held"], env=c.env)
