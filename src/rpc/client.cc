@@ -183,25 +183,35 @@ Status MasterClient::Handshake(Conn* c, uint64_t deadline_us) {
   return Status::Ok();
 }
 
+Status MasterClient::Dropped(Opcode op, const Status& st, const char* when) {
+  Release(nullptr);  // the stream is in an unknown state: drop it
+  ErrorCode code = st.code() == ErrorCode::RPC_TIMEOUT ? ErrorCode::RPC_TIMEOUT : ErrorCode::RPC_FAIL;
+  return Error(code, std::string(OpcodeName(op)) + " to master at " + options_.master + ": " +
+                         when + ": " + st.message());
+}
+
+Result<std::unique_ptr<MasterClient::Conn>> MasterClient::SendOne(Opcode op,
+                                                                  std::string_view payload,
+                                                                  uint64_t deadline_us,
+                                                                  uint64_t* id) {
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, Acquire(deadline_us));
+  *id = c->next_request_id++;
+  Status st = c->Send(op, *id, payload, deadline_us);
+  if (!st.ok()) return Dropped(op, st, "sending");
+  return c;
+}
+
 Result<std::string> MasterClient::Call(Opcode op, std::string_view request_payload) {
   uint64_t deadline = MonotonicUs() + options_.rpc_timeout_us;
-  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, Acquire(deadline));
-  uint64_t id = c->next_request_id++;
-  auto fail = [&](const Status& st, const char* when) -> Status {
-    Release(nullptr);  // the stream is in an unknown state: drop it
-    ErrorCode code = st.code() == ErrorCode::RPC_TIMEOUT ? ErrorCode::RPC_TIMEOUT : ErrorCode::RPC_FAIL;
-    return Error(code, std::string(OpcodeName(op)) + " to master at " + options_.master + ": " +
-                           when + ": " + st.message());
-  };
-  Status st = c->Send(op, id, request_payload, deadline);
-  if (!st.ok()) return fail(st, "sending");
+  uint64_t id = 0;
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, SendOne(op, request_payload, deadline, &id));
   for (;;) {
     auto h = c->ReadFrame(deadline);
-    if (!h.ok()) return fail(h.status(), "waiting for the reply");
+    if (!h.ok()) return Dropped(op, h.status(), "waiting for the reply");
     if (h->opcode == Opcode::kConnectionError) {
       auto err = DecodeReply<Empty>(c->Payload(*h), "ConnectionError");
       Status s = err.ok() ? Error(ErrorCode::PROTOCOL_ERROR, "empty ConnectionError") : err.status();
-      return fail(s, "the master closed the connection");
+      return Dropped(op, s, "the master closed the connection");
     }
     if (h->is_reply() && h->request_id == id && h->opcode == op) {
       std::string reply(c->Payload(*h));
@@ -209,19 +219,16 @@ Result<std::string> MasterClient::Call(Opcode op, std::string_view request_paylo
       Release(std::move(c));
       return reply;
     }
-    c->Consume(*h);  // a late reply to an abandoned request
+    // A late reply to an abandoned request, or a master that predates a
+    // notification answering it as an unknown opcode.
+    c->Consume(*h);
   }
 }
 
 Status MasterClient::Notify(Opcode op, std::string_view request_payload) {
-  uint64_t deadline = MonotonicUs() + options_.rpc_timeout_us;
-  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, Acquire(deadline));
-  Status st = c->Send(op, c->next_request_id++, request_payload, deadline);
-  if (!st.ok()) {
-    Release(nullptr);
-    return Error(ErrorCode::RPC_FAIL, std::string(OpcodeName(op)) + " to master at " +
-                                          options_.master + ": sending: " + st.message());
-  }
+  uint64_t id = 0;
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c,
+                      SendOne(op, request_payload, MonotonicUs() + options_.rpc_timeout_us, &id));
   Release(std::move(c));
   return Status::Ok();
 }

@@ -93,6 +93,11 @@ class MasterClient {
   Result<std::unique_ptr<Conn>> ConnectOnce(const HostPort& hp);
   Status Handshake(Conn* c, uint64_t deadline_us);
   Status Unavailable(const std::string& why) const;
+  // Acquires a connection and sends one frame on it (its request id in *id).
+  Result<std::unique_ptr<Conn>> SendOne(Opcode op, std::string_view payload, uint64_t deadline_us,
+                                        uint64_t* id);
+  // Drops the borrowed connection and names the operation in the error.
+  Status Dropped(Opcode op, const Status& st, const char* when);
 
   ClientOptions options_;
   std::mutex mu_;
