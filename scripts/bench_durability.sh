@@ -32,6 +32,24 @@ echo "# mooncake master: the cost of --data-dir, through the real binary"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores," \
   "load average $(cut -d' ' -f1-3 /proc/loadavg) (shared: other work runs beside it)"
 CLIENTS=${CLIENTS:-8 64}
+# What one durable commit costs at least on this disk, now: the median of
+# 200 fdatasync calls after a 4 KiB overwrite (the host's disk can change
+# this tenfold from one hour to the next on a shared VM).
+sync_us() {
+  python3 - "$work/sync-probe" <<'PY'
+import os, statistics, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+block = b"x" * 4096
+os.pwrite(fd, block * 64, 0); os.fsync(fd)
+times = []
+for i in range(200):
+    t = time.perf_counter(); os.pwrite(fd, block, (i % 64) * 4096); os.fdatasync(fd)
+    times.append(time.perf_counter() - t)
+os.close(fd); os.unlink(sys.argv[1])
+print(f"{statistics.median(times) * 1e6:.0f}")
+PY
+}
+echo "fdatasync of a 4 KiB overwrite: median $(sync_us) us (before the puts)"
 echo "disk: $(df -T "$work" | awk 'NR==2 {print $2}') under $work; puts: bench --metadata-only --op put," \
   "--threads (clients) $CLIENTS, --duration $DURATION, median of $RUNS runs"
 echo
@@ -57,6 +75,7 @@ for batch in 1 32; do
 done
 done
 
+echo "fdatasync of a 4 KiB overwrite: median $(sync_us) us (after the puts)"
 echo
 dir="$work/state"; rm -rf "$dir"
 start_master "$dir"; start_store
