@@ -18,6 +18,9 @@
 # would (mooncake-store(1), HUGE PAGES), and puts the old value back at exit;
 # "off" leaves the system as it is. The 4 MiB workloads also run once more
 # on a store with --no-hugepages, so both figures are in the table.
+# TRACE_RUNS: replays per pool size and watermark (default RUNS; fresh random
+# key names each time, so the eviction policy's hash sample differs).
+# ONLY=trace runs the trace replays alone (eviction policy work).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +32,9 @@ trace=${TRACE:-$here/../shared/traces/synthetic_trace.jsonl}
 block_size=${BLOCK_SIZE:-64kb}
 segment=${SEGMENT:-2gb}
 trace_lease=${TRACE_LEASE:-100ms}
+trace_runs=${TRACE_RUNS:-$runs}
+only=${ONLY:-}
+case $only in ""|trace) ;; *) echo "bench_suite: ONLY must be empty or trace, not '$only'" >&2; exit 2 ;; esac
 hugepages=${HUGEPAGES:-auto}
 case $hugepages in auto|off) ;; *) echo "bench_suite: HUGEPAGES must be auto or off, not '$hugepages'" >&2; exit 2 ;; esac
 work=$(mktemp -d /tmp/mooncake-bench-suite.XXXXXX)
@@ -139,6 +145,7 @@ warm_ops=$(( 2 * segment_bytes / (4 << 20) ))
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
+if [ "$only" != trace ]; then
 run_case put_get_4m_same_host redis --op put,get --value-size 4mb --duration "$duration"
 run_case put_get_4m_tcp redis --op put,get --value-size 4mb --duration "$duration" --no-shm
 run_case put_get_4k_b32 redis --op put,get --value-size 4kb --batch 32 --duration "$duration"
@@ -153,24 +160,28 @@ for t in 1 8; do
   done
 done
 
+fi
+
 # Trace replay: pools of 2048..16384 blocks, one fresh cluster each.
 block_bytes=$(bytes_of "$block_size")
 # Each pool runs twice: with the master's default eviction high watermark
 # (0.90: background eviction keeps a tenth of the pool free so puts rarely
 # wait) and with 1.0 (evict only when a put needs room), which gives the
 # policy the whole pool, the capacity the exact-LRU figure is computed for.
+for i in $(seq "$trace_runs"); do
 for blocks in 2048 4096 8192 16384; do
   for wm in 0.9 1.0; do
     start_cluster "$((blocks * block_bytes))" --default-kv-lease-ttl "$trace_lease" \
       --eviction-high-watermark-ratio "$wm"
-    echo "== trace at $blocks blocks, high watermark $wm" >&2
+    echo "== trace at $blocks blocks, high watermark $wm (run $i/$trace_runs)" >&2
     "$bin" bench --trace "$trace" --block-size "$block_size" \
-      --json "$work/trace_${blocks}_wm$wm.json" >>"$work/bench.log"
+      --json "$work/trace_${blocks}_wm$wm.$i.json" >>"$work/bench.log"
     stop_all
   done
+done
 done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
 python3 "$here/scripts/bench_table.py" "$work" "$runs" "$duration" "$started" "$load_start" \
-  "$load_end" "$trace" "$block_size" "$trace_lease" >"$out"
+  "$load_end" "$trace" "$block_size" "$trace_lease" "$trace_runs" >"$out"
 echo "bench_suite: wrote $out (raw JSON and logs in $work)" >&2

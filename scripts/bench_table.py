@@ -11,7 +11,8 @@ import platform
 import statistics
 import sys
 
-work, runs, duration, started, load_start, load_end, trace, block_size, lease = sys.argv[1:10]
+work, runs, duration, started, load_start, load_end, trace, block_size, lease, trace_runs = \
+    sys.argv[1:11]
 
 
 def machine():
@@ -52,71 +53,84 @@ keys_per_s = lambda r: r["hits"] / r["seconds"] if r["seconds"] else 0.0
 
 print("## Performance\n")
 print(f"Measured by `scripts/bench_suite.sh` on: {machine()}.\n")
-print(f"Each figure is the median of {runs} runs of {duration} per operation, every run on a fresh "
-      "local cluster (master + one store on 127.0.0.1) and a fresh local redis-server, after an "
-      "unmeasured put pass that writes the pool twice over; the pool is full and evicting while measured. "
-      "Ops count keys (a batch of 32 is 32 ops); latency is per call. `ratio` is mooncake over Redis "
-      "in keys stored or found per second. The store backs its segment with huge pages when the "
-      "system has them reserved (the suite reserves them when run as root, see mooncake-store(1)); "
-      "the page kind each store got is beside the transfer path.\n")
-print("| workload | op | mooncake keys/s | mooncake GB/s | p50 us | p99 us | hit % | redis keys/s "
-      "| redis GB/s | redis p50 us | redis p99 us | ratio |")
-print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-for name, label in [("put_get_4m_same_host", "4 MiB, same-host"), ("put_get_4m_tcp", "4 MiB, TCP (--no-shm)"),
-                    ("put_get_4k_b32", "4 KiB, batch 32"),
-                    ("put_get_4m_same_host_small", "4 MiB, same-host, store --no-hugepages"),
-                    ("put_get_4m_tcp_small", "4 MiB, TCP (--no-shm), store --no-hugepages")]:
-    docs = load(name)
-    if not docs:
-        continue
-    path = docs[0]["setup"].get("transfer_path", "?")
-    pages = sorted({open(f).read().strip() or "?"
-                    for f in glob.glob(os.path.join(work, f"{name}.*.pages"))})
-    if pages:
-        path += "; " + "/".join(pages) + " pages"
-    for op in ("put", "get"):
-        cells = [f"{label} ({path})", op]
-        for target in ("mooncake", "redis"):
-            cells += [fmt(fig(docs, target, op, keys_per_s), ",.0f"),
-                      fmt(fig(docs, target, op, lambda r: r["bytes_per_s"] / 1e9), ".2f"),
-                      fmt(fig(docs, target, op, lambda r: r["latency_us"]["p50"]), ".0f"),
-                      fmt(fig(docs, target, op, lambda r: r["latency_us"]["p99"]), ".0f")]
-            if target == "mooncake":
-                cells.append(fmt(fig(docs, target, op, hit_pct), ".1f"))
-        cells.append(fmt(fig(docs, "redis", op, lambda r: r.get("mooncake_ratio")), ".2f") + "x")
-        print("| " + " | ".join(cells) + " |")
-
-print("\nMaster alone (`--metadata-only`, 4 KiB allocations): put is PutStart + PutEnd per key, "
-      "get is GetReplicaList; `--threads N` is N connections.\n")
-print("| connections | batch | put keys/s | put p50 us | put p99 us | get keys/s | get p50 us | get p99 us |")
-print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-for t in (1, 8):
-    for b in (1, 32):
-        docs = load(f"metadata_t{t}_b{b}")
+def workload_tables():
+    print(f"Each figure is the median of {runs} runs of {duration} per operation, every run on a fresh "
+          "local cluster (master + one store on 127.0.0.1) and a fresh local redis-server, after an "
+          "unmeasured put pass that writes the pool twice over; the pool is full and evicting while measured. "
+          "Ops count keys (a batch of 32 is 32 ops); latency is per call. `ratio` is mooncake over Redis "
+          "in keys stored or found per second. The store backs its segment with huge pages when the "
+          "system has them reserved (the suite reserves them when run as root, see mooncake-store(1)); "
+          "the page kind each store got is beside the transfer path.\n")
+    print("| workload | op | mooncake keys/s | mooncake GB/s | p50 us | p99 us | hit % | redis keys/s "
+          "| redis GB/s | redis p50 us | redis p99 us | ratio |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, label in [("put_get_4m_same_host", "4 MiB, same-host"), ("put_get_4m_tcp", "4 MiB, TCP (--no-shm)"),
+                        ("put_get_4k_b32", "4 KiB, batch 32"),
+                        ("put_get_4m_same_host_small", "4 MiB, same-host, store --no-hugepages"),
+                        ("put_get_4m_tcp_small", "4 MiB, TCP (--no-shm), store --no-hugepages")]:
+        docs = load(name)
         if not docs:
             continue
-        cells = [str(t), str(b)]
+        path = docs[0]["setup"].get("transfer_path", "?")
+        pages = sorted({open(f).read().strip() or "?"
+                        for f in glob.glob(os.path.join(work, f"{name}.*.pages"))})
+        if pages:
+            path += "; " + "/".join(pages) + " pages"
         for op in ("put", "get"):
-            cells += [fmt(fig(docs, "mooncake", op, lambda r: r["ops_per_s"]), ",.0f"),
-                      fmt(fig(docs, "mooncake", op, lambda r: r["latency_us"]["p50"]), ".0f"),
-                      fmt(fig(docs, "mooncake", op, lambda r: r["latency_us"]["p99"]), ".0f")]
-        print("| " + " | ".join(cells) + " |")
+            cells = [f"{label} ({path})", op]
+            for target in ("mooncake", "redis"):
+                cells += [fmt(fig(docs, target, op, keys_per_s), ",.0f"),
+                          fmt(fig(docs, target, op, lambda r: r["bytes_per_s"] / 1e9), ".2f"),
+                          fmt(fig(docs, target, op, lambda r: r["latency_us"]["p50"]), ".0f"),
+                          fmt(fig(docs, target, op, lambda r: r["latency_us"]["p99"]), ".0f")]
+                if target == "mooncake":
+                    cells.append(fmt(fig(docs, target, op, hit_pct), ".1f"))
+            cells.append(fmt(fig(docs, "redis", op, lambda r: r.get("mooncake_ratio")), ".2f") + "x")
+            print("| " + " | ".join(cells) + " |")
 
-print(f"\nTrace replay of `{os.path.basename(trace)}` with {block_size} blocks, one run per pool "
-      f"size and high watermark, as fast as possible, the master's read lease set to {lease}: "
-      "prefix hit ratio of the live cluster beside exact LRU of the same capacity "
-      "(pool bytes / block size) on the same trace. With the default high watermark 0.9 the "
-      "master's background eviction keeps about a tenth of the pool free; 1.0 evicts only when "
-      "a put needs room, so the policy has the capacity exact LRU is given.\n")
-print("| pool blocks | high watermark | hit ratio | exact LRU | difference | requests/s | GB moved "
-      "| failed puts |")
+    print("\nMaster alone (`--metadata-only`, 4 KiB allocations): put is PutStart + PutEnd per key, "
+          "get is GetReplicaList; `--threads N` is N connections.\n")
+    print("| connections | batch | put keys/s | put p50 us | put p99 us | get keys/s | get p50 us | get p99 us |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for t in (1, 8):
+        for b in (1, 32):
+            docs = load(f"metadata_t{t}_b{b}")
+            if not docs:
+                continue
+            cells = [str(t), str(b)]
+            for op in ("put", "get"):
+                cells += [fmt(fig(docs, "mooncake", op, lambda r: r["ops_per_s"]), ",.0f"),
+                          fmt(fig(docs, "mooncake", op, lambda r: r["latency_us"]["p50"]), ".0f"),
+                          fmt(fig(docs, "mooncake", op, lambda r: r["latency_us"]["p99"]), ".0f")]
+            print("| " + " | ".join(cells) + " |")
+
+
+if glob.glob(os.path.join(work, "put_get_*.json")) or glob.glob(os.path.join(work, "metadata_*.json")):
+    workload_tables()
+else:
+    print("The workloads did not run (ONLY=trace).")
+
+print(f"\nTrace replay of `{os.path.basename(trace)}` with {block_size} blocks, {trace_runs} "
+      f"run(s) per pool size and high watermark, each on a fresh cluster with fresh key names, "
+      f"as fast as possible, the master's read lease set to {lease}: prefix hit ratio of the "
+      "live cluster beside exact LRU of the same capacity (pool bytes / block size) on the same "
+      "trace; the difference is the median run's, with the lowest and highest of all runs. "
+      "With the default high watermark 0.9 the master's background eviction keeps about a "
+      "tenth of the pool free; 1.0 evicts only when a put needs room, so the policy has the "
+      "capacity exact LRU is given.\n")
+print("| pool blocks | high watermark | hit ratio | exact LRU | difference (lowest, highest) "
+      "| requests/s | GB moved | failed puts |")
 print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for blocks in (2048, 4096, 8192, 16384):
     for wm in ("0.9", "1.0"):
-        f = os.path.join(work, f"trace_{blocks}_wm{wm}.json")
-        if not os.path.exists(f):
+        found = [os.path.join(work, f"trace_{blocks}_wm{wm}.{i}.json")
+                 for i in range(1, int(trace_runs) + 1)]
+        docs = [json.load(open(f))["trace"] for f in found if os.path.exists(f)]
+        if not docs:
             continue
-        t = json.load(open(f))["trace"]
+        docs.sort(key=lambda t: t["hit_ratio"] - t["lru_hit_ratio"])
+        t = docs[(len(docs) - 1) // 2]  # the median run (the lower one of an even count)
+        diffs = [d["hit_ratio"] - d["lru_hit_ratio"] for d in docs]
         print(f"| {t['capacity_blocks']} | {wm} | {t['hit_ratio']:.4f} | {t['lru_hit_ratio']:.4f} | "
-              f"{t['hit_ratio'] - t['lru_hit_ratio']:+.4f} | {t['requests_per_s']:,.0f} | "
-              f"{t['bytes_moved'] / 1e9:.2f} | {t['failed_blocks']} |")
+              f"{diffs[(len(docs) - 1) // 2]:+.4f} ({diffs[0]:+.4f}, {diffs[-1]:+.4f}) | "
+              f"{t['requests_per_s']:,.0f} | {t['bytes_moved'] / 1e9:.2f} | {t['failed_blocks']} |")
