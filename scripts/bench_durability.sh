@@ -23,7 +23,6 @@ DURATION=${DURATION:-3s}
 NAME=bench_durability
 # shellcheck source=scripts/bench_lib.sh
 . "$here/scripts/bench_lib.sh"
-now() { date +%s.%N; }
 
 # The master first: a store that stops cleanly unmounts, which drops its objects.
 stop_all() { kill "$master"; wait "$master" 2>/dev/null || true; kill "$store"; wait "$store" 2>/dev/null || true; }
@@ -87,8 +86,8 @@ bytes=$(cat "$dir"/master.db* | wc -c)
 echo "file: $keys objects, $bytes bytes (master.db and any -wal/-shm) = $(python3 -c "print(f'{$bytes/max($keys,1):.1f}')") bytes/object"
 times=""
 for r in $(seq "$RUNS"); do
-  t0=$(now); start_master "$dir"; t1=$(now)
-  times+="$(python3 -c "print(f'{$t1-$t0:.2f}')") "
+  start_master "$dir"
+  times+="$master_up_s "
   kill "$master"; wait "$master" 2>/dev/null || true
 done
 echo "start to serving (exec to /health answering, state loaded) with $keys objects:" \

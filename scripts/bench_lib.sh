@@ -16,13 +16,22 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# start_master DATA_DIR: sets $master, $port, $mport; returns once /health answers.
+# start_master DATA_DIR: sets $master, $port, $mport; returns once /health
+# answers, with $master_up_s the seconds from exec to that answer (the ports
+# are picked before the clock starts).
 start_master() {
   port=$(free_port); mport=$(free_port)
+  local t0=$EPOCHREALTIME
   "$BIN" master --port "$port" --metrics-port "$mport" --rpc-address 127.0.0.1 \
     --data-dir "$1" --log-level warn >>"$work/master.log" 2>&1 &
   master=$!; pids+=("$master")
-  for _ in $(seq 2000); do curl -fs "http://127.0.0.1:$mport/health" >/dev/null && return 0; sleep 0.01; done
+  for _ in $(seq 2000); do
+    if curl -fs "http://127.0.0.1:$mport/health" >/dev/null; then
+      master_up_s=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f", b - a}')
+      return 0
+    fi
+    sleep 0.01
+  done
   echo "$NAME: the master did not come up; log: $work/master.log" >&2; exit 1
 }
 
