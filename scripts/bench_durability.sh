@@ -52,10 +52,11 @@ echo "fdatasync of a 4 KiB overwrite: median $(sync_us) us (before the puts)"
 echo "disk: $(df -T "$work" | awk 'NR==2 {print $2}') under $work; puts: bench --metadata-only --op put," \
   "--threads (clients) $CLIENTS, --duration $DURATION, median of $RUNS runs"
 echo
-printf "%-8s %-6s %18s %18s %7s\n" clients batch "none puts/s" "data-dir puts/s" ratio
+printf "%-8s %-6s %18s %18s %7s %22s\n" clients batch "none puts/s" "data-dir puts/s" ratio \
+  "p99 us (none/dir)"
 for clients in $CLIENTS; do
 for batch in 1 32; do
-  declare -A all=()
+  declare -A all=() p99=()
   for r in $(seq "$RUNS"); do
     for mode in none dir; do
       dir=none; [ "$mode" = dir ] && { dir="$work/state"; rm -rf "$dir"; }
@@ -63,14 +64,16 @@ for batch in 1 32; do
       "$BIN" bench --master "127.0.0.1:$port" --metadata-only --op put --value-size 4kb \
         --threads "$clients" --batch "$batch" --duration "$DURATION" --keys 16000000 \
         --json "$work/run.json" >/dev/null
-      all[$mode]+="$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["results"][0]["ops_per_s"]))' "$work/run.json") "
+      read -r ops lat < <(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print(round(r["ops_per_s"]), round(r["latency_us"]["p99"]))' "$work/run.json")
+      all[$mode]+="$ops "; p99[$mode]+="$lat "
       stop_all
     done
   done
   n=$(median <<<"${all[none]}"); d=$(median <<<"${all[dir]}")
-  printf "%-8s %-6s %18s %18s %6s%%   (none: %s; data-dir: %s)\n" "$clients" "$batch" "$n" "$d" \
-    "$(python3 -c "print(f'{100*$d/$n:.1f}')")" "${all[none]}" "${all[dir]}"
-  unset all
+  printf "%-8s %-6s %18s %18s %6s%% %22s   (none: %s; data-dir: %s)\n" "$clients" "$batch" "$n" "$d" \
+    "$(python3 -c "print(f'{100*$d/$n:.1f}')")" "$(median <<<"${p99[none]}")/$(median <<<"${p99[dir]}")" \
+    "${all[none]}" "${all[dir]}"
+  unset all p99
 done
 done
 
