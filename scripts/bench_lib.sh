@@ -4,7 +4,7 @@
 # master plus one store on 127.0.0.1 for metadata-only runs. The caller sets
 # BIN (the mooncake binary), OBJECTS (the store is sized for that many 4 KiB
 # objects) and NAME (for messages and the work directory) first.
-work=$(mktemp -d "/tmp/mooncake-$NAME.XXXXXX")
+work=$(mktemp -d "${TMPDIR:-/tmp}/mooncake-$NAME.XXXXXX")  # TMPDIR: where the state file lives
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
