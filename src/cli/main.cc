@@ -42,10 +42,17 @@ constexpr Entry kCommands[] = {
 // them (madvise mode is enough) only when the tunable is set before the
 // process starts, so `mooncake master` re-executes itself once with it,
 // unless GLIBC_TUNABLES is already set (the operator's choice wins).
+// top_pad: each I/O thread's arena otherwise grows and shrinks its heap in
+// small steps as request buffers come and go, and every regrowth faults
+// (and, with huge pages, clears) fresh pages; growing by 64 MiB cut the
+// master's CPU per metadata-only put from 10.6 to 6.8 us (batches of 32)
+// and 50 to 42 us (single keys) for about 50 MiB more resident memory.
+constexpr char kMasterTunables[] = "glibc.malloc.hugetlb=1:glibc.malloc.top_pad=67108864";
+
 void UseHugePagesForHeap(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "master") != 0) return;
   if (std::getenv("GLIBC_TUNABLES") != nullptr) return;
-  if (setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", 1) != 0) return;
+  if (setenv("GLIBC_TUNABLES", kMasterTunables, 1) != 0) return;
   execv("/proc/self/exe", argv);
   unsetenv("GLIBC_TUNABLES");  // exec failed (no /proc): run as we are
 }
