@@ -31,7 +31,14 @@ class TestHandler : public Handler {
     return r.segment.name.empty() ? Error(ErrorCode::INVALID_PARAMS, "empty segment name")
                                   : Status::Ok();
   }
-  Result<PingReply> Ping(const PingRequest& r) override { return PingReply{r.client.hi == 7, 42}; }
+  Result<PingReply> Ping(const PingRequest& r) override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      ++ping_threads[std::this_thread::get_id()];
+    }
+    return PingReply{r.client.hi == 7, 42};
+  }
+  std::map<std::thread::id, int> ping_threads;  // which I/O thread answered how many pings
   Result<PutStartReply> PutStart(const PutStartRequest& r) override {
     std::lock_guard<std::mutex> l(mu_);
     if (!keys_.emplace(r.key, r.size_bytes).second)
@@ -515,6 +522,18 @@ TEST_CASE("a client reconnects after the master restarts, and many threads share
   Server again(so, &h);
   REQUIRE(again.Start().ok());
   CHECK(c.Ping({}).ok());
+}
+
+TEST_CASE("connections are dealt out to the I/O threads in turn, not all to the one that woke") {
+  TestServer ts;  // two I/O threads
+  // Eight clients, one connection each. Left to epoll, each connect wakes
+  // whichever loop waits first, usually the same one every time.
+  std::vector<std::unique_ptr<MasterClient>> clients;
+  for (int i = 0; i < 8; ++i) clients.push_back(std::make_unique<MasterClient>(ts.Client()));
+  for (auto& c : clients) REQUIRE(c->Ping({}).ok());
+  std::vector<int> per_thread;
+  for (auto& [id, n] : ts.handler.ping_threads) per_thread.push_back(n);
+  CHECK(per_thread == std::vector<int>{4, 4});
 }
 
 TEST_CASE("connections past the limit are refused with a reason") {

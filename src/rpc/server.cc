@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <list>
+#include <mutex>
 #include <unordered_map>
 
 #include "common/log.h"
@@ -22,6 +23,7 @@ namespace mc::rpc {
 struct Server::Counters {
   std::atomic<uint64_t> accepted{0}, refused{0}, active{0}, requests{0}, protocol_errors{0},
       auth_failures{0}, timeouts{0}, bytes_received{0};
+  std::atomic<uint64_t> next_loop{0};  // round robin of accepted connections
   std::atomic<bool> stopping{false};
 };
 
@@ -86,6 +88,7 @@ class Server::Loop {
  public:
   explicit Loop(Server* s) : s_(s), clock_(s->options_.clock ? *s->options_.clock : SystemClock::Instance()) {}
   ~Loop() {
+    for (int fd : handoff_) ::close(fd);  // handed over after this loop stopped
     if (epfd_ >= 0) ::close(epfd_);
     if (wakefd_ >= 0) ::close(wakefd_);
   }
@@ -125,6 +128,7 @@ class Server::Loop {
           uint64_t count;
           ssize_t r = ::read(wakefd_, &count, sizeof count);  // drain
           (void)r;
+          AdoptHandedOff();
         } else {
           OnEvent(static_cast<Conn*>(tag), events[i].events);
         }
@@ -141,9 +145,29 @@ class Server::Loop {
       s_->counters_->active.fetch_sub(1);
     }
     conns_.clear();
+    std::lock_guard<std::mutex> lock(handoff_mu_);
+    for (int fd : handoff_) {  // accepted for this loop, never served
+      ::close(fd);
+      s_->counters_->active.fetch_sub(1);
+    }
+    handoff_.clear();
+  }
+
+  // Gives this loop a connection another loop accepted (any thread).
+  void HandOff(int fd) {
+    {
+      std::lock_guard<std::mutex> lock(handoff_mu_);
+      handoff_.push_back(fd);
+    }
+    Wake();
   }
 
  private:
+  // Whichever loop epoll wakes for the listening socket accepts everything
+  // queued on it, so a burst of connects (a client pool opening) would all
+  // land on one loop and leave the others idle. Accepted connections are
+  // dealt out round robin instead; a loop's own share is adopted here, the
+  // others' are handed to them.
   void Accept() {
     for (;;) {
       int fd = ::accept4(s_->listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -161,17 +185,37 @@ class Server::Loop {
         ::close(fd);
         continue;
       }
-      SetNoDelay(fd);
-      auto c = std::make_unique<Conn>();
-      c->fd = fd;
-      c->serial = next_serial_++;
-      c->accepted_us = c->last_activity_us = clock_.NowUs();
-      Conn* raw = c.get();
-      conns_[fd] = std::move(c);
-      SetEvents(raw, EPOLLIN, true);
-      k.active.fetch_add(1);
-      k.accepted.fetch_add(1);  // last: tests wait on it to know accepted_us is set
+      k.active.fetch_add(1);  // now, so the limit above counts handed-off ones too
+      const auto& loops = s_->loops_;
+      Loop* to = loops[k.next_loop.fetch_add(1, std::memory_order_relaxed) % loops.size()].get();
+      if (to == this) {
+        Adopt(fd);
+      } else {
+        to->HandOff(fd);
+      }
     }
+  }
+
+  void AdoptHandedOff() {
+    std::vector<int> fds;
+    {
+      std::lock_guard<std::mutex> lock(handoff_mu_);
+      fds.swap(handoff_);
+    }
+    for (int fd : fds) Adopt(fd);
+  }
+
+  // Serves an accepted connection (already counted in `active`) on this loop.
+  void Adopt(int fd) {
+    SetNoDelay(fd);
+    auto c = std::make_unique<Conn>();
+    c->fd = fd;
+    c->serial = next_serial_++;
+    c->accepted_us = c->last_activity_us = clock_.NowUs();
+    Conn* raw = c.get();
+    conns_[fd] = std::move(c);
+    SetEvents(raw, EPOLLIN, true);
+    s_->counters_->accepted.fetch_add(1);  // last: tests wait on it to know accepted_us is set
   }
 
   void SetEvents(Conn* c, uint32_t events, bool add = false) {
@@ -444,6 +488,8 @@ class Server::Loop {
   int epfd_ = -1;
   int wakefd_ = -1;
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
+  std::mutex handoff_mu_;
+  std::vector<int> handoff_;  // connections other loops accepted for this one
   struct HeldReply {
     int fd;
     uint64_t serial;
