@@ -8,8 +8,13 @@
 #
 #   scripts/bench_durability.sh [RUNS=3] [OBJECTS=1000000]
 #
-# Puts: `mooncake bench --metadata-only --op put` (one PutStart plus one
-# PutEnd per key, no bytes move), with CLIENTS connections (default "8 64":
+# Puts, for each kind in PUTS (default "metadata-only data"):
+#   metadata-only: `mooncake bench --metadata-only --op put`, one PutStart
+#     plus one PutEnd per key and no bytes moved: the master's worst case,
+#     where the journal's cost is all there is;
+#   data: `mooncake bench --op put` with 4 KiB values written into the
+#     store's segment (the same-host path), which is what clients do;
+# with CLIENTS connections (default "8 64":
 # group commit shares each fsync among the clients waiting, so its worth
 # shows with many), batch 1 and 32, DURATION each, a fresh master and store
 # per run; the median of RUNS runs. Every process it starts is stopped by
@@ -54,9 +59,17 @@ print(f"{statistics.median(times) * 1e6:.0f}")
 PY
 }
 echo "fdatasync of a 4 KiB overwrite: median $(sync_us) us (before the puts)"
-echo "disk: $(df -T "$work" | awk 'NR==2 {print $2}') under $work; puts: bench --metadata-only --op put," \
+PUTS=${PUTS:-metadata-only data}
+echo "disk: $(df -T "$work" | awk 'NR==2 {print $2}') under $work; puts: bench --op put --value-size 4kb," \
   "--threads (clients) $CLIENTS, --duration $DURATION, median of $RUNS runs"
+for kind in $PUTS; do
+case $kind in
+  metadata-only) flags=(--metadata-only) ;;
+  data) flags=() ;;
+  *) echo "$NAME: PUTS: unknown kind '$kind' (metadata-only or data)" >&2; exit 2 ;;
+esac
 echo
+echo "## puts: $kind"
 printf "%-8s %-6s %18s %18s %7s %22s\n" clients batch "none puts/s" "data-dir puts/s" ratio \
   "p99 us (none/dir)"
 for clients in $CLIENTS; do
@@ -66,7 +79,7 @@ for batch in 1 32; do
     for mode in none dir; do
       dir=none; [ "$mode" = dir ] && { dir="$work/state"; rm -rf "$dir"; }
       start_master "$dir"; start_store
-      "$BIN" bench --master "127.0.0.1:$port" --metadata-only --op put --value-size 4kb \
+      "$BIN" bench --master "127.0.0.1:$port" "${flags[@]}" --op put --value-size 4kb \
         --threads "$clients" --batch "$batch" --duration "$DURATION" --keys 16000000 \
         --json "$work/run.json" >/dev/null
       read -r ops lat < <(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print(round(r["ops_per_s"]), round(r["latency_us"]["p99"]))' "$work/run.json")
@@ -79,6 +92,7 @@ for batch in 1 32; do
     "$(python3 -c "print(f'{100*$d/$n:.1f}')")" "$(median <<<"${p99[none]}")/$(median <<<"${p99[dir]}")" \
     "${all[none]}" "${all[dir]}"
   unset all p99
+done
 done
 done
 
