@@ -79,8 +79,11 @@ void AdaptivePolicy::OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_byte
   live_.PushMru(Live(list), slot);
   LinkNewest(slot);
   live_index_.Insert(id, slot);
-  if (duel_) duel_->OnReference(key_hash);
   tracked_high_water_ = std::max(tracked_high_water_, live_index_.size());
+  if (duel_) {
+    duel_->SetTrackedHighWater(tracked_high_water_);
+    duel_->OnReference(key_hash);
+  }
 }
 
 void AdaptivePolicy::OnAccess(ObjectId id) {

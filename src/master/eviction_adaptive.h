@@ -13,8 +13,8 @@
 // `ghost_limit_objects()`.
 //
 // ARC cannot act like LRU, and LRU wins on some recency-friendly workloads
-// (long multi-turn chats on a large cache). So a PolicyDuel replays a sample
-// of keys through small shadow LRU and ARC caches, and while the LRU shadow
+// (long multi-turn chats on a large cache). So a PolicyDuel replays the keys
+// (a sample of them, in a large cache) through shadow LRU and ARC caches, and while the LRU shadow
 // is ahead victims come from the least recent end of one recency order over
 // T1 and T2 (ghosts and p keep being maintained, so switching back is free).
 //

@@ -11,14 +11,31 @@ PolicyDuel::PolicyDuel()
 PolicyDuel::~PolicyDuel() = default;
 
 void PolicyDuel::SetCapacity(size_t cache_objects) {
-  capacity_objects_ = std::max(kMinShadowObjects, cache_objects >> kSampleShift);
+  capacity_objects_ = std::max(kMinShadowObjects, cache_objects >> shift_);
+  score_limit_ = static_cast<int32_t>(
+      std::clamp<size_t>(capacity_objects_, kMinScoreLimit, INT32_MAX / 2));
+  score_ = std::clamp(score_, -score_limit_, score_limit_);
+}
+
+void PolicyDuel::SetTrackedHighWater(size_t objects) {
+  unsigned shift = shift_;
+  while (shift < kMaxSampleShift && (objects >> (shift + 1)) >= kShadowObjects) ++shift;
+  if (shift == shift_) return;
+  // The shadows hold keys the sparser sample no longer sees; they would sit
+  // there as dead weight, so both start over, alike, from empty.
+  shift_ = shift;
+  lru_index_ = {};
+  lru_nodes_ = {};
+  lru_list_ = {};
+  arc_ = std::make_unique<AdaptivePolicy>(0, /*duel=*/false);
+  if (capacity_objects_ != SIZE_MAX) SetCapacity(capacity_objects_ << shift);
 }
 
 void PolicyDuel::OnReference(uint64_t key_hash) {
   if (!Sampled(key_hash)) return;
   int lru_hit = LruReference(key_hash) ? 1 : 0;
   int arc_hit = ArcReference(key_hash) ? 1 : 0;
-  score_ = std::clamp(score_ + lru_hit - arc_hit, -kScoreLimit, kScoreLimit);
+  score_ = std::clamp(score_ + lru_hit - arc_hit, -score_limit_, score_limit_);
 }
 
 bool PolicyDuel::LruReference(uint64_t key_hash) {
@@ -67,7 +84,7 @@ void PolicyDuel::OnMiss(uint64_t key_hash) {
     arc_->OnAccess(key_hash);
     arc_hit = 1;
   }
-  score_ = std::clamp(score_ + lru_hit - arc_hit, -kScoreLimit, kScoreLimit);
+  score_ = std::clamp(score_ + lru_hit - arc_hit, -score_limit_, score_limit_);
 }
 
 void PolicyDuel::OnRemove(uint64_t key_hash) {

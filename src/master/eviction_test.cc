@@ -165,6 +165,35 @@ TEST_CASE("policy state per object stays within the memory budget") {
   CHECK(clock_bytes <= 48);
 }
 
+TEST_CASE("the duel replays every key of a small cache and samples a large one") {
+  PolicyDuel duel;
+  CHECK(duel.sample_shift() == 0);
+  duel.SetTrackedHighWater(2 * PolicyDuel::kShadowObjects - 1);
+  CHECK(duel.sample_shift() == 0);
+  duel.SetTrackedHighWater(2 * PolicyDuel::kShadowObjects);
+  CHECK(duel.sample_shift() == 1);
+  duel.SetTrackedHighWater(size_t{1} << 30);
+  CHECK(duel.sample_shift() == PolicyDuel::kMaxSampleShift);
+  duel.SetTrackedHighWater(10);  // a cache that shrank: the sample stays sparse
+  CHECK(duel.sample_shift() == PolicyDuel::kMaxSampleShift);
+
+  // Through the policy: a cache of 1000 objects feeds the duel every key, so
+  // its shadows fill with all of them; at 300k objects only 1 key in 8 is
+  // replayed and the shadows hold about an eighth of the cache's keys.
+  for (size_t objects : {size_t{1000}, size_t{300000}}) {
+    CAPTURE(objects);
+    AdaptivePolicy p(0);
+    for (ObjectId id = 1; id <= objects; ++id) p.OnInsert(id, id * 0x9e3779b97f4a7c15ULL, 4096);
+    size_t before = p.memory_bytes();
+    AdaptivePolicy plain(0, /*duel=*/false);
+    for (ObjectId id = 1; id <= objects; ++id) plain.OnInsert(id, id * 0x9e3779b97f4a7c15ULL, 4096);
+    double shadow_per_object = double(before - plain.memory_bytes()) / double(objects);
+    MESSAGE("duel bytes per real object: " << shadow_per_object);
+    if (objects == 1000) CHECK(shadow_per_object > 60);   // every key, in two shadows
+    else CHECK(shadow_per_object < 30);                   // 1 key in 8
+  }
+}
+
 TEST_CASE("policies track exactly what a model says under random operations") {
   uint64_t seed = SeedFromEnv();
   std::mt19937_64 rng(seed);
