@@ -140,7 +140,8 @@ std::optional<ObjectId> AdaptivePolicy::NextVictim(
   target_t1_bytes_ = std::min(target_t1_bytes_, cache_bytes_);
   if (duel_) duel_->SetCapacity(cache_objects_);
   uint32_t slot;
-  if (evicting_by_recency()) {
+  const bool by_recency = evicting_by_recency();
+  if (by_recency) {
     slot = FindEvictableByRecency(evictable);
   } else {
     bool from_t1 = t1_.count > 0 && t1_.bytes > target_t1_bytes_;
@@ -148,6 +149,10 @@ std::optional<ObjectId> AdaptivePolicy::NextVictim(
     if (slot == kNoSlot) slot = FindEvictable(from_t1 ? t2_ : t1_, evictable);
   }
   if (slot == kNoSlot) return std::nullopt;
+  if (stats_.victims > 0 && by_recency != last_by_recency_) ++stats_.mode_switches;
+  last_by_recency_ = by_recency;
+  ++stats_.victims;
+  if (by_recency) ++stats_.victims_by_recency;
 
   LiveNode n = live_[slot];
   live_.Unlink(Live(n.list), slot);

@@ -51,6 +51,7 @@ class AdaptivePolicy final : public EvictionPolicy {
       const std::function<bool(ObjectId)>& evictable) override;
   std::string_view name() const override { return "adaptive"; }
   size_t tracked() const override { return live_index_.size(); }
+  EvictionStats stats() const override { return stats_; }
 
   bool Tracks(ObjectId id) const { return live_index_.Find(id) != eviction::kNoSlot; }
   // True while the duel says plain recency is winning.
@@ -108,6 +109,8 @@ class AdaptivePolicy final : public EvictionPolicy {
   uint64_t cache_bytes_ = 0;        // c: live bytes when a round of victims last began
   size_t cache_objects_ = 0;        // live objects then
   bool in_round_ = false;           // no insert since the last victim
+  bool last_by_recency_ = false;    // the mode of the last victim
+  EvictionStats stats_;
   uint64_t target_t1_bytes_ = 0;    // p
   eviction::NodeList t1_, t2_, b1_, b2_;
   uint32_t oldest_ = eviction::kNoSlot;

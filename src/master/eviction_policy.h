@@ -20,6 +20,16 @@ namespace mc::master {
 // Stable handle of an object inside the master while it exists.
 using ObjectId = uint64_t;
 
+// What a policy has done, for the master's metrics.
+struct EvictionStats {
+  uint64_t victims = 0;
+  // Of `victims`: chosen by plain recency because the adaptive policy's duel
+  // had exact LRU ahead (0 for policies without a duel).
+  uint64_t victims_by_recency = 0;
+  // Times the adaptive policy went from ARC's lists to plain recency or back.
+  uint64_t mode_switches = 0;
+};
+
 class EvictionPolicy {
  public:
   virtual ~EvictionPolicy() = default;
@@ -45,6 +55,7 @@ class EvictionPolicy {
   virtual std::string_view name() const = 0;
   // Number of live objects tracked.
   virtual size_t tracked() const = 0;
+  virtual EvictionStats stats() const { return {}; }
 };
 
 // "lru" (approximate LRU) or "adaptive" (the default); nullptr if unknown.

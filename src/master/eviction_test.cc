@@ -4,8 +4,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <set>
+#include <unordered_map>
 #include <vector>
 
 #include "master/eviction_adaptive.h"
@@ -192,6 +194,49 @@ TEST_CASE("the duel replays every key of a small cache and samples a large one")
     if (objects == 1000) CHECK(shadow_per_object > 60);   // every key, in two shadows
     else CHECK(shadow_per_object < 30);                   // 1 key in 8
   }
+}
+
+TEST_CASE("the adaptive policy counts its victims by mode, and its switches") {
+  // A cache of 100 objects driven as the master drives it.
+  AdaptivePolicy p(0);
+  std::unordered_map<uint64_t, ObjectId> held;  // key -> id
+  std::unordered_map<ObjectId, uint64_t> keys;  // id -> key
+  ObjectId next = 1;
+  auto touch = [&](uint64_t key) {
+    if (auto it = held.find(key); it != held.end()) return p.OnAccess(it->second);
+    p.OnMiss(key);
+    if (held.size() == 100) {
+      std::optional<ObjectId> v = p.NextVictim(kAll);
+      REQUIRE(v.has_value());
+      held.erase(keys.at(*v));
+      keys.erase(*v);
+    }
+    held[key] = next;
+    keys[next] = key;
+    p.OnInsert(next++, key, 1);
+  };
+  // Before the duel has seen the two shadows differ it is a tie, and a tie
+  // goes to recency.
+  for (uint64_t key = 1; key <= 110; ++key) touch(key);
+  CHECK(p.stats().victims == 10);
+  CHECK(p.stats().victims_by_recency == 10);
+  CHECK(p.stats().mode_switches == 0);
+  // 70 hot keys, each read twice in a row (so ARC holds them in T2) and
+  // again only after 70 one-off keys: too far apart for LRU (140 distinct
+  // keys in a cache of 100), while ARC evicts the one-off keys instead.
+  for (uint64_t round = 0; round < 40; ++round) {
+    for (uint64_t h = 0; h < 70; ++h) {
+      touch(1000 + h);
+      touch(1000 + h);
+      touch(100000 + round * 70 + h);
+    }
+  }
+  EvictionStats s = p.stats();
+  MESSAGE("victims " << s.victims << ", by recency " << s.victims_by_recency << ", switches "
+                     << s.mode_switches);
+  CHECK_FALSE(p.evicting_by_recency());
+  CHECK(s.mode_switches >= 1);
+  CHECK(s.victims_by_recency < s.victims / 2);
 }
 
 TEST_CASE("policies track exactly what a model says under random operations") {

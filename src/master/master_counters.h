@@ -31,6 +31,10 @@ struct MasterCounters {
   uint64_t successful_evictions = 0;
   uint64_t evicted_keys = 0;
   uint64_t evicted_bytes = 0;
+  // The eviction policy's own view (EvictionStats): victims it chose by
+  // plain recency, and how often its duel changed its mode.
+  uint64_t victims_by_recency = 0;
+  uint64_t eviction_mode_switches = 0;
 
   // Housekeeping done by Tick.
   uint64_t expired_clients = 0;

@@ -508,6 +508,9 @@ MasterCounters MasterState::counters() const {
   c.soft_pinned_count = soft_pinned_count_;
   c.active_clients = clients_.size();
   c.segment_count = segment_ids_.size();
+  const EvictionStats e = policy_->stats();
+  c.victims_by_recency = e.victims_by_recency;
+  c.eviction_mode_switches = e.mode_switches;
   return c;
 }
 

@@ -56,6 +56,12 @@ std::string RenderMetrics(const MasterService& service) {
   // so dashboards built for it work and promtool stays satisfied.
   p.Gauge("master_evicted_key_count", "Objects evicted since start", static_cast<double>(c.evicted_keys));
   p.Gauge("master_evicted_size_bytes", "Bytes evicted since start", static_cast<double>(c.evicted_bytes));
+  p.Counter("master_eviction_recency_victims_total",
+            "Objects the adaptive policy evicted by plain recency, while its duel had exact LRU ahead",
+            static_cast<double>(c.victims_by_recency));
+  p.Counter("master_eviction_mode_switches_total",
+            "Times the adaptive policy switched between ARC's lists and plain recency",
+            static_cast<double>(c.eviction_mode_switches));
   p.Counter("master_expired_clients_total", "Clients declared dead", static_cast<double>(c.expired_clients));
   p.Counter("master_discarded_puts_total", "Puts neither ended nor revoked in time",
             static_cast<double>(c.discarded_puts));

@@ -57,7 +57,8 @@ TEST_CASE("metrics text names what dashboards expect") {
                            "master_soft_pin_key_count", "master_active_clients",
                            "master_put_start_requests_total", "master_put_start_failures_total",
                            "master_successful_evictions_total", "master_evicted_key_count",
-                           "master_evicted_size_bytes"}) {
+                           "master_evicted_size_bytes", "master_eviction_recency_victims_total",
+                           "master_eviction_mode_switches_total"}) {
     CHECK_MESSAGE(text.find(std::string("\n") + name + " ") != std::string::npos, name);
   }
   CHECK(text.find("master_total_capacity_bytes 67108864") != std::string::npos);
