@@ -14,7 +14,8 @@
 #     where the journal's cost is all there is;
 #   data: `mooncake bench --op put` with 4 KiB values written into the
 #     store's segment (the same-host path), which is what clients do;
-# with CLIENTS connections (default "8 64":
+# KEY_NAMES (counter, the default, or hashed: see mooncake-bench(1)
+# --key-names), with CLIENTS connections (default "8 64":
 # group commit shares each fsync among the clients waiting, so its worth
 # shows with many), batch 1 and 32, DURATION each, a fresh master and store
 # per run; the median of RUNS runs. Every process it starts is stopped by
@@ -61,7 +62,7 @@ PY
 echo "fdatasync of a 4 KiB overwrite: median $(sync_us) us (before the puts)"
 PUTS=${PUTS:-metadata-only data}
 echo "disk: $(df -T "$work" | awk 'NR==2 {print $2}') under $work; puts: bench --op put --value-size 4kb," \
-  "--threads (clients) $CLIENTS, --duration $DURATION, median of $RUNS runs"
+  "--threads (clients) $CLIENTS, --key-names ${KEY_NAMES:-counter}, --duration $DURATION, median of $RUNS runs"
 for kind in $PUTS; do
 case $kind in
   metadata-only) flags=(--metadata-only) ;;
@@ -80,6 +81,7 @@ for batch in 1 32; do
       dir=none; [ "$mode" = dir ] && { dir="$work/state"; rm -rf "$dir"; }
       start_master "$dir"; start_store
       "$BIN" bench --master "127.0.0.1:$port" "${flags[@]}" --op put --value-size 4kb \
+        --key-names "${KEY_NAMES:-counter}" \
         --threads "$clients" --batch "$batch" --duration "$DURATION" --keys 16000000 \
         --json "$work/run.json" >/dev/null
       read -r ops lat < <(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print(round(r["ops_per_s"]), round(r["latency_us"]["p99"]))' "$work/run.json")

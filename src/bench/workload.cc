@@ -145,8 +145,16 @@ Result<std::vector<Op>> ParseOps(std::string_view list) {
 void KeySpace::Name(uint64_t index, std::string* out) const {
   out->assign(prefix_);
   char digits[24];
-  int n = std::snprintf(digits, sizeof digits, "%llu",
-                        static_cast<unsigned long long>(wraps_ ? index % keys_ : index));
+  uint64_t v = wraps_ ? index % keys_ : index;
+  if (hashed_) {  // the splitmix64 finaliser: invertible, so names stay distinct
+    v ^= v >> 30;
+    v *= 0xbf58476d1ce4e5b9ULL;
+    v ^= v >> 27;
+    v *= 0x94d049bb133111ebULL;
+    v ^= v >> 31;
+  }
+  int n = std::snprintf(digits, sizeof digits, hashed_ ? "%016llx" : "%llu",
+                        static_cast<unsigned long long>(v));
   out->append(digits, static_cast<size_t>(n));
 }
 

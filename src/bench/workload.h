@@ -42,8 +42,11 @@ struct WorkloadOptions {
 // stays bounded the way eviction bounds mooncake's pool.
 class KeySpace {
  public:
-  KeySpace(std::string prefix, uint64_t keys, bool wraps)
-      : prefix_(std::move(prefix)), keys_(keys), wraps_(wraps) {}
+  // `hashed`: the name's number is a bijective mix of the index (16 hex
+  // digits), so successive keys scatter as hash-named keys of an engine do;
+  // otherwise it is the index in decimal.
+  KeySpace(std::string prefix, uint64_t keys, bool wraps, bool hashed = false)
+      : prefix_(std::move(prefix)), keys_(keys), wraps_(wraps), hashed_(hashed) {}
   void Name(uint64_t index, std::string* out) const;
   uint64_t ClaimPuts(uint64_t n) { return next_put_.fetch_add(n); }
   // Reads pick from the last `keys` indexes put before the phase began.
@@ -56,6 +59,7 @@ class KeySpace {
   std::string prefix_;
   uint64_t keys_;
   bool wraps_;
+  bool hashed_;
   std::atomic<uint64_t> next_put_{0};
   uint64_t read_lo_ = 0, read_hi_ = 0;
 };

@@ -89,6 +89,28 @@ TEST_CASE("names wrap at the key count on an overwriting target, not otherwise")
   CHECK(b == "p13");
 }
 
+TEST_CASE("hashed names are distinct, scattered, and wrap like counter names") {
+  KeySpace hashed("p", 10, false, true), wraps("p", 10, true, true);
+  std::set<std::string> names;
+  std::string name, previous;
+  size_t adjacent = 0;  // successive names that share their first digit
+  for (uint64_t i = 0; i < 10000; ++i) {
+    hashed.Name(i, &name);
+    CHECK(name.size() == 17);
+    if (!previous.empty() && name[1] == previous[1]) ++adjacent;
+    names.insert(name);
+    previous = name;
+  }
+  CHECK(names.size() == 10000);
+  CHECK(adjacent < 1000);  // about 1 in 16 by chance; counter names: nearly all
+  std::string a, b;
+  wraps.Name(13, &a);
+  wraps.Name(3, &b);
+  CHECK(a == b);
+  hashed.Name(13, &b);
+  CHECK(a != b);
+}
+
 TEST_CASE("ops lists parse in order; unknown names are refused") {
   auto ops = ParseOps("put,get,exists,mixed");
   REQUIRE(ops.ok());

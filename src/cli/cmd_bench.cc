@@ -44,6 +44,7 @@ struct BenchArgs {
   uint64_t ops = 0;
   uint64_t keys = 1000;
   std::string distribution = "uniform";
+  std::string key_names = "counter";
   bool metadata_only = false;
   bool blackhole = false;
   std::string json;
@@ -61,6 +62,7 @@ struct Plan {
   uint64_t block_size = 0;
   std::string redis;  // host:port, empty: no comparison
   std::string prefix;  // of every key this run writes
+  bool hashed_names = false;
   std::string mode;    // cluster, metadata-only, blackhole
 };
 
@@ -84,6 +86,7 @@ Result<Plan> MakePlan(const BenchArgs& a, CLI::App& sub) {
   p.workload.ops = a.ops;
   p.workload.keys = a.keys;
   p.workload.zipf = a.distribution == "zipf";
+  p.hashed_names = a.key_names == "hashed";
   p.workload.progress = true;
   if (a.metadata_only && a.blackhole) return Usage("--metadata-only and --blackhole exclude each other");
   p.mode = a.metadata_only ? "metadata-only" : a.blackhole ? "blackhole" : "cluster";
@@ -111,6 +114,7 @@ void AddOptions(CLI::App& sub, BenchArgs& a) {
   sub.add_option("--ops", a.ops, "Run each operation over this many keys instead of for --duration")->type_name("N");
   sub.add_option("--keys", a.keys, "Keys reads pick from (capped to what fits in the pool)")->type_name("N")->capture_default_str();
   sub.add_option("--distribution", a.distribution, "Which keys reads pick")->type_name("CHOICE")->check(CLI::IsMember({"uniform", "zipf"}))->capture_default_str();
+  sub.add_option("--key-names", a.key_names, "Key names end in a counter, or in a hash of it (scattered, as engines' hashed keys are)")->type_name("CHOICE")->check(CLI::IsMember({"counter", "hashed"}))->capture_default_str();
   sub.add_flag("--metadata-only", a.metadata_only, "Exercise the master alone: PutStart/PutEnd, GetReplicaList, ExistKey; no bytes move");
   sub.add_flag("--blackhole", a.blackhole, "Run against a backend that drops writes and misses reads (no cluster)");
   sub.add_option("--json", a.json, "Also write the results as JSON to FILE")->type_name("FILE");
@@ -185,6 +189,7 @@ std::vector<SetupField> MakeSetup(const Config& config, const Plan& plan, const 
   else s.push_back({"duration_s", std::to_string(double(plan.workload.duration_us) / 1e6), true});
   s.push_back({"keys", num(plan.workload.keys), true});
   s.push_back({"distribution", a.distribution});
+  s.push_back({"key_names", a.key_names});
   s.push_back({"replicas", num(config.client.replicas), true});
   if (!plan.redis.empty()) s.push_back({"compare", a.compare});
   return s;
@@ -194,7 +199,7 @@ std::vector<SetupField> MakeSetup(const Config& config, const Plan& plan, const 
 // first op that reads gets the key set written first (not measured).
 Result<std::vector<OpResult>> RunOps(const Plan& plan, const TargetFactory& factory,
                                      const std::string& name, bool overwrites) {
-  KeySpace keys(plan.prefix, plan.workload.keys, overwrites);
+  KeySpace keys(plan.prefix, plan.workload.keys, overwrites, plan.hashed_names);
   std::vector<OpResult> out;
   if (plan.ops.front() != Op::kPut) {
     WorkloadOptions preload = plan.workload;

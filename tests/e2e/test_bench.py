@@ -4,6 +4,7 @@ replay with a hit ratio known by hand, and --compare against a local
 redis-server. Runs are --ops bounded, so the whole test takes seconds; no
 figure is asserted, only that work was done and reported."""
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -49,7 +50,8 @@ for args, name in [(["--op", "frobnicate"], "frobnicate"), (["--threads", "0"], 
                    (["--duration", "1s", "--ops", "5"], "--ops"),
                    (["--compare", "http://127.0.0.1:1"], "redis://"),
                    (["--metadata-only", "--blackhole"], "--blackhole"),
-                   (["--value-size", "12xb"], "--value-size"), (["--distribution", "pareto"], "distribution")]:
+                   (["--value-size", "12xb"], "--value-size"), (["--distribution", "pareto"], "distribution"),
+                   (["--key-names", "random"], "--key-names")]:
     r = run(["bench"] + args)
     err = r.stderr.decode().strip()
     check(r.returncode == 2 and len(err.splitlines()) == 1 and name in err,
@@ -93,6 +95,14 @@ try:
         check(doc["setup"]["mode"] == "metadata-only", "setup names the metadata-only mode")
         check(all(x["bytes_per_s"] == 0 and x["hits"] == 600 for x in doc["results"]),
               "metadata-only moves no bytes and every key is found")
+    r, doc = bench(["--metadata-only", "--op", "put,get", "--ops", "300", "--batch", "16",
+                    "--value-size", "4kb", "--key-names", "hashed"], env=c.env)
+    if check(shape_ok(doc, ["put", "get"]), "--key-names hashed: JSON of the specified shape"):
+        check(doc["setup"].get("key_names") == "hashed", "setup names the hashed key names")
+        check(all(x["hits"] == 300 for x in doc["results"]), "hashed names: every key put is found")
+        names = run(["ls"], env=c.env).stdout.decode().split()
+        hashed = [n for n in names if re.fullmatch(r"bench-[0-9a-f]{8}-[0-9a-f]{16}", n)]
+        check(len(hashed) == 300, f"the pool holds 300 keys named by 16 hex digits ({len(hashed)})")
 
     # ---- a tiny trace with a hit ratio known by hand ---------------------------
     trace = os.path.join(tmp, "t.jsonl")
