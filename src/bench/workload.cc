@@ -9,6 +9,8 @@
 #include <random>
 #include <thread>
 
+#include "master/eviction_table.h"
+
 namespace mc::bench {
 
 namespace {
@@ -146,13 +148,7 @@ void KeySpace::Name(uint64_t index, std::string* out) const {
   out->assign(prefix_);
   char digits[24];
   uint64_t v = wraps_ ? index % keys_ : index;
-  if (hashed_) {  // the splitmix64 finaliser: invertible, so names stay distinct
-    v ^= v >> 30;
-    v *= 0xbf58476d1ce4e5b9ULL;
-    v ^= v >> 27;
-    v *= 0x94d049bb133111ebULL;
-    v ^= v >> 31;
-  }
+  if (hashed_) v = master::eviction::MixBits(v);  // invertible: names stay distinct
   int n = std::snprintf(digits, sizeof digits, hashed_ ? "%016llx" : "%llu",
                         static_cast<unsigned long long>(v));
   out->append(digits, static_cast<size_t>(n));

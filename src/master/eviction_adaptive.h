@@ -14,9 +14,10 @@
 //
 // ARC cannot act like LRU, and LRU wins on some recency-friendly workloads
 // (long multi-turn chats on a large cache). So a PolicyDuel replays the keys
-// (a sample of them, in a large cache) through shadow LRU and ARC caches, and while the LRU shadow
-// is ahead victims come from the least recent end of one recency order over
-// T1 and T2 (ghosts and p keep being maintained, so switching back is free).
+// (a sample of them, in a large cache) through shadow LRU and ARC caches,
+// and while the LRU shadow is ahead victims come from the least recent end
+// of one recency order over T1 and T2 (ghosts and p keep being maintained,
+// so switching back is free).
 //
 // O(1) per insert/access/remove; a victim costs O(objects skipped). About 40
 // bytes per live object plus ~16-24 of index, ~24+16 per ghost. Not thread-safe.

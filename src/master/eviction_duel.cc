@@ -11,6 +11,7 @@ PolicyDuel::PolicyDuel()
 PolicyDuel::~PolicyDuel() = default;
 
 void PolicyDuel::SetCapacity(size_t cache_objects) {
+  cache_objects_ = cache_objects;
   capacity_objects_ = std::max(kMinShadowObjects, cache_objects >> shift_);
   score_limit_ = static_cast<int32_t>(
       std::clamp<size_t>(capacity_objects_, kMinScoreLimit, INT32_MAX / 2));
@@ -28,7 +29,7 @@ void PolicyDuel::SetTrackedHighWater(size_t objects) {
   lru_nodes_ = {};
   lru_list_ = {};
   arc_ = std::make_unique<AdaptivePolicy>(0, /*duel=*/false);
-  if (capacity_objects_ != SIZE_MAX) SetCapacity(capacity_objects_ << shift);
+  if (cache_objects_ != SIZE_MAX) SetCapacity(cache_objects_);
 }
 
 void PolicyDuel::OnReference(uint64_t key_hash) {

@@ -52,6 +52,7 @@ class PolicyDuel {
   // start over then, the score is kept).
   void SetTrackedHighWater(size_t objects);
   unsigned sample_shift() const { return shift_; }
+  size_t shadow_capacity() const { return capacity_objects_; }
   // A tie goes to recency: exact LRU is the bar the policy must never fall
   // below, so ARC has to earn the lead (measured with trace_sim over the
   // shared trace and 48 synthetic ones: fewer cases below LRU, same gains).
@@ -73,7 +74,8 @@ class PolicyDuel {
   bool ArcReference(uint64_t key_hash);
 
   unsigned shift_ = 0;                  // sample 1 key in 2^shift_
-  size_t capacity_objects_ = SIZE_MAX;  // unbounded until the cache fills
+  size_t cache_objects_ = SIZE_MAX;     // the real cache's, once it has filled
+  size_t capacity_objects_ = SIZE_MAX;  // the shadows': unbounded until then
   int32_t score_limit_ = kMinScoreLimit;
   int32_t score_ = 0;                   // > 0: LRU shadow has been hitting more
   eviction::NodeList lru_list_;

@@ -178,6 +178,14 @@ TEST_CASE("the duel replays every key of a small cache and samples a large one")
   CHECK(duel.sample_shift() == PolicyDuel::kMaxSampleShift);
   duel.SetTrackedHighWater(10);  // a cache that shrank: the sample stays sparse
   CHECK(duel.sample_shift() == PolicyDuel::kMaxSampleShift);
+  // A cache whose size is known when the sample gets sparser: the shadows
+  // shrink with it at once.
+  PolicyDuel known;
+  known.SetCapacity(100000);
+  CHECK(known.shadow_capacity() == 100000);
+  known.SetTrackedHighWater(100000);
+  CHECK(known.sample_shift() == 2);
+  CHECK(known.shadow_capacity() == 25000);
 
   // Through the policy: a cache of 1000 objects feeds the duel every key, so
   // its shadows fill with all of them; at 300k objects only 1 key in 8 is
