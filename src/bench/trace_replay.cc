@@ -70,7 +70,10 @@ class PolicyCache final : public PrefixCache {
         return;
       }
       if (capacity_ == 0) return;
-      if (ids_.size() == capacity_) Evict();
+      if (ids_.size() == capacity_) {
+        Evict();
+        puts_evicted_ = true;
+      }
       master::ObjectId id = next_id_++;
       ids_.emplace(b, id);
       blocks_.emplace(id, b);
@@ -121,7 +124,9 @@ class PolicyCache final : public PrefixCache {
         {.capacity_bytes = capacity_ * kBlockBytes,
          .allocated_bytes = ids_.size() * kBlockBytes,
          .high_watermark_ratio = pool_.high_watermark_ratio,
-         .eviction_ratio = pool_.eviction_ratio});
+         .eviction_ratio = pool_.eviction_ratio,
+         .puts_evicted = puts_evicted_});
+    puts_evicted_ = false;
     for (uint64_t freed = 0; freed < target && !ids_.empty(); freed += kBlockBytes) Evict();
     puts_since_tick_ = 0;
   }
@@ -131,6 +136,7 @@ class PolicyCache final : public PrefixCache {
   TouchOrder order_;
   PoolModel pool_;
   uint64_t puts_since_tick_ = 0;
+  bool puts_evicted_ = false;  // since the last tick
   uint64_t puts_ = 0;
   std::unordered_map<master::ObjectId, uint64_t> leased_until_;  // id -> puts_
   master::ObjectId next_id_ = 1;

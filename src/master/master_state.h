@@ -242,6 +242,7 @@ class MasterState {
 
   uint64_t allocated_bytes_ = 0;
   uint64_t capacity_bytes_ = 0;
+  bool puts_evicted_since_tick_ = false;  // see BackgroundEvictionBytes
   uint64_t soft_pinned_count_ = 0;
   uint64_t view_version_ = 1;
   MasterCounters counters_;

@@ -105,7 +105,10 @@ Result<std::vector<uint64_t>> MasterState::PlaceOrEvict(std::string_view key,
     if (capacity_bytes_ - allocated_bytes_ >= need && hole >= smallest)
       placed = TryPlace(size_bytes, replicas, now_us, &packed);
   }
-  if (evicted_keys > 0) ++counters_.successful_evictions;
+  if (evicted_keys > 0) {
+    ++counters_.successful_evictions;
+    puts_evicted_since_tick_ = true;
+  }
   if (!placed && evicted_keys > 0) placed = TryPlace(size_bytes, replicas, now_us, &packed);
   if (placed) return packed;
   return Error(ErrorCode::NO_AVAILABLE_HANDLE,
@@ -268,7 +271,9 @@ TickReport MasterState::Tick(uint64_t now_us) {
                                                     .allocated_bytes = allocated_bytes_,
                                                     .high_watermark_ratio =
                                                         config_.eviction_high_watermark_ratio,
-                                                    .eviction_ratio = config_.eviction_ratio});
+                                                    .eviction_ratio = config_.eviction_ratio,
+                                                    .puts_evicted = puts_evicted_since_tick_});
+  puts_evicted_since_tick_ = false;
   if (target > 0) report.evicted_bytes = EvictBytes(target, now_us, &report.evicted_keys);
   counters_.expired_clients += report.expired_clients;
   counters_.discarded_puts += report.discarded_puts;
