@@ -115,9 +115,13 @@ print(f"\nTrace replay of `{os.path.basename(trace)}` with {block_size} blocks, 
       f"as fast as possible, the master's read lease set to {lease}: prefix hit ratio of the "
       "live cluster beside exact LRU of the same capacity (pool bytes / block size) on the same "
       "trace; the difference is the median run's, with the lowest and highest of all runs. "
-      "With the default high watermark 0.9 the master's background eviction keeps about a "
-      "tenth of the pool free; 1.0 evicts only when a put needs room, so the policy has the "
-      "capacity exact LRU is given.\n")
+      "With a high watermark of 1.0 the master evicts only when a put needs room. With the "
+      "default 0.9 a background round every 100 ms frees the pool down to 90%, but only "
+      "after a tick in which no put had to evict; a replay as fast as possible keeps puts "
+      "evicting, so once the pool is full both watermarks leave the policy the capacity "
+      "exact LRU is given. At a pace the rounds keep up with, the policy would work with "
+      "about 90% of the pool against exact LRU's 100% (trace_sim --puts-per-tick models "
+      "that).\n")
 print("| pool blocks | high watermark | hit ratio | exact LRU | difference (lowest, highest) "
       "| requests/s | GB moved | failed puts |")
 print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
