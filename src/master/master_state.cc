@@ -107,11 +107,12 @@ void MasterState::EraseObject(ObjectIt it, RemoveReason reason, bool notify) {
   if (rec.complete() && notify) policy_->OnRemove(IdOf(rec));
   if (rec.has(ObjectRecord::kPinCounted)) --soft_pinned_count_;
   const bool durable = rec.complete();
+  const uint64_t tag = rec.listener_tag;
   free_slots_.push_back(rec.slot);
   ++slots_[rec.slot].generation;
   std::string key = listener_ != nullptr && durable ? it->first : std::string();
   objects_.erase(it);
-  if (listener_ != nullptr && durable) listener_->OnObjectRemoved(key, reason);
+  if (listener_ != nullptr && durable) listener_->OnObjectRemoved(key, tag, reason);
 }
 
 uint32_t MasterState::Stripes(uint64_t size_bytes) const {
@@ -145,7 +146,8 @@ std::vector<proto::ReplicaDesc> MasterState::DescribeReplicas(const ObjectRecord
 // and the descriptors' endpoint and path strings are not needed here.
 ObjectDump MasterState::Dump(const ObjectIt& it) const {
   const ObjectRecord& rec = it->second;
-  ObjectDump d{it->first, rec.size_bytes, rec.complete(), rec.has(ObjectRecord::kSoftPin), {}};
+  ObjectDump d{it->first, rec.size_bytes, rec.complete(), rec.has(ObjectRecord::kSoftPin), {},
+               rec.listener_tag};
   const uint32_t stripes = Stripes(rec.size_bytes);
   const uint64_t* b = rec.buffers();
   d.replicas.resize(rec.replicas);
@@ -320,7 +322,7 @@ Status MasterState::DoPutEnd(const proto::KeyRequest& req, uint64_t now_us) {
     std::push_heap(pin_expiries_.begin(), pin_expiries_.end(), std::greater<>());
   }
   policy_->OnInsert(IdOf(rec), std::hash<std::string_view>()(it->first), rec.size_bytes);
-  if (listener_ != nullptr) listener_->OnObjectCommitted(Dump(it));
+  if (listener_ != nullptr) rec.listener_tag = listener_->OnObjectCommitted(Dump(it));
   return Status::Ok();
 }
 

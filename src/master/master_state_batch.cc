@@ -133,7 +133,7 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
   if (!object.complete) return bad("only complete objects are durable");
   if (object.size_bytes == 0 || object.replicas.empty() || object.replicas.size() > kMaxReplicas)
     return bad("size and replica count must be positive");
-  // Keys in order (as a journal holds them) go at the end: no search.
+  // Keys in increasing order go at the end without a search.
   ObjectIt hint = objects_.end();
   if (!objects_.empty() && !(objects_.rbegin()->first < key)) {
     hint = objects_.lower_bound(key);
@@ -198,6 +198,7 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
   rec.replicas = static_cast<uint8_t>(object.replicas.size());
   rec.flags = ObjectRecord::kComplete | (object.soft_pin ? ObjectRecord::kSoftPin : 0);
   rec.SetBuffers(packed.data(), static_cast<uint32_t>(packed.size()));
+  rec.listener_tag = object.listener_tag;
   if (bulk_loading_) {
     for (size_t i = 0; i < packed.size(); ++i)
       bulk_ranges_.push_back({BufferSegment(packed[i]), BufferOffset(packed[i]),

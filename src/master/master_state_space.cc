@@ -205,7 +205,7 @@ void MasterState::DropReplicasOn(ObjectIt it, const std::vector<bool>& dropping)
   if (rec.replicas == 0) {
     EraseObject(it, RemoveReason::kReplicasLost, true);
   } else if (rec.complete() && listener_ != nullptr) {
-    listener_->OnObjectCommitted(Dump(it));
+    rec.listener_tag = listener_->OnObjectCommitted(Dump(it));
   }
 }
 

@@ -16,8 +16,11 @@ struct RecordingListener : StateListener {
   std::vector<std::string> mounted, unmounted, committed, evicted, removed, lost;
   void OnSegmentMounted(const SegmentDump& s) override { mounted.push_back(s.desc.name); }
   void OnSegmentUnmounted(std::string_view n) override { unmounted.emplace_back(n); }
-  void OnObjectCommitted(const ObjectDump& o) override { committed.push_back(o.key); }
-  void OnObjectRemoved(std::string_view key, RemoveReason why) override {
+  uint64_t OnObjectCommitted(const ObjectDump& o) override {
+    committed.push_back(o.key);
+    return 0;
+  }
+  void OnObjectRemoved(std::string_view key, uint64_t, RemoveReason why) override {
     auto& to = why == RemoveReason::kEvicted ? evicted
                : why == RemoveReason::kRemoved ? removed : lost;
     to.emplace_back(key);

@@ -1,5 +1,5 @@
 // ObjectRecord: the master's compact per-object record (internal to the
-// master state machine). 40 bytes plus, for objects with more than one
+// master state machine). 48 bytes plus, for objects with more than one
 // buffer, one heap array of 8 bytes per buffer.
 //
 // A buffer is packed into 64 bits: the segment id (24 bits, segment ids are
@@ -74,6 +74,7 @@ class ObjectRecord {
   // which the put is discarded. Shared because an object is never both.
   uint64_t deadline_us = 0;
   uint64_t pin_expiry_us = 0;  // complete and soft-pinned: pin expiry
+  uint64_t listener_tag = 0;   // complete: see ObjectDump::listener_tag
  private:
   static constexpr int kReaderShift = 3;
   static constexpr uint8_t kFlagBits = (1 << kReaderShift) - 1;
@@ -93,6 +94,6 @@ class ObjectRecord {
   uint32_t slot = 0;  // index in the slot table; ObjectId = generation << 32 | slot
 };
 
-static_assert(sizeof(ObjectRecord) == 40, "keep the per-object record compact");
+static_assert(sizeof(ObjectRecord) == 48, "keep the per-object record compact");
 
 }  // namespace mc::master

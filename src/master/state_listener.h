@@ -1,5 +1,5 @@
 // StateListener: the seam through which the master's durable state changes
-// can be journaled (a SQLite journal is planned) and replayed.
+// are journaled (masterd::Journal, in SQLite) and replayed.
 //
 // Durable state is the mounted segments and the complete objects with the
 // exact location of every buffer; in-flight puts, leases and liveness are
@@ -35,6 +35,11 @@ struct ObjectDump {
   bool soft_pin = false;
   // Replicas, each its buffers in object order.
   std::vector<std::vector<BufferLocation>> replicas;
+  // The listener's own handle for the object's durable record, as its last
+  // OnObjectCommitted returned it (0: none yet). The state keeps it with the
+  // object and hands it back, so a journal can find the record without an
+  // index of its own.
+  uint64_t listener_tag = 0;
 };
 
 struct SegmentDump {
@@ -54,9 +59,13 @@ class StateListener {
   virtual void OnSegmentMounted(const SegmentDump& segment) = 0;
   virtual void OnSegmentUnmounted(std::string_view segment_name) = 0;
   // An object became complete, or lost some replicas and kept others: its
-  // durable record is now `object` (an upsert).
-  virtual void OnObjectCommitted(const ObjectDump& object) = 0;
-  virtual void OnObjectRemoved(std::string_view key, RemoveReason reason) = 0;
+  // durable record is now `object` (an upsert; object.listener_tag is the
+  // handle returned for it before, 0 the first time). Returns the handle to
+  // keep with the object.
+  virtual uint64_t OnObjectCommitted(const ObjectDump& object) = 0;
+  // `listener_tag`: the handle the object's last OnObjectCommitted returned.
+  virtual void OnObjectRemoved(std::string_view key, uint64_t listener_tag,
+                               RemoveReason reason) = 0;
 };
 
 }  // namespace mc::master

@@ -14,8 +14,32 @@ namespace mc::masterd {
 
 namespace {
 
-// Version 1. Upgrades: a later version adds its migration from each older
-// version to SqliteDb's schema check; a file of a newer version is refused.
+// Version 2: objects are a log, keyed by a row id that grows with every
+// object committed, not by key (version 1). Engines name blocks by hashes,
+// and a table keyed by those puts every new object on a different page: a
+// commit of n objects then wrote about n pages to the WAL (and the
+// checkpoints as many back). Appended rows share the last pages; a remove
+// finds its row by the id the master keeps with the object, and evictions,
+// which take old objects, mostly empty old pages together.
+// Upgrades: each older version has a step in kMigrations; a file of a newer
+// version is refused.
+#define MC_OBJECTS_COLUMNS                                                       \
+  " id INTEGER PRIMARY KEY, key BLOB NOT NULL, size_bytes INTEGER NOT NULL,"   \
+  " soft_pin INTEGER NOT NULL, replicas INTEGER NOT NULL, buffers BLOB NOT NULL," \
+  " row_check INTEGER NOT NULL"
+
+// v1 -> v2: the rows keep their values (row_check does not cover the id) and
+// get ids in key order.
+const metadata::SqliteMigration kMigrations[] = {
+    {.from = 1,
+     .sql = "CREATE TABLE objects_v2 (" MC_OBJECTS_COLUMNS ");"
+            "INSERT INTO objects_v2(key, size_bytes, soft_pin, replicas, buffers, row_check)"
+            " SELECT key, size_bytes, soft_pin, replicas, buffers, row_check FROM objects"
+            " ORDER BY key;"
+            "DROP TABLE objects;"
+            "ALTER TABLE objects_v2 RENAME TO objects"},
+};
+
 const metadata::SqliteSchema kSchema{
     .kind = "mooncake master state",
     .version = kJournalSchemaVersion,
@@ -27,11 +51,11 @@ const metadata::SqliteSchema kSchema{
         " incarnation INTEGER NOT NULL, size_bytes INTEGER NOT NULL,"
         " hostname TEXT NOT NULL, endpoint TEXT NOT NULL, shm_path TEXT NOT NULL,"
         " access_key BLOB NOT NULL, row_check INTEGER NOT NULL);"
-        "CREATE TABLE objects ("
-        " key BLOB PRIMARY KEY, size_bytes INTEGER NOT NULL, soft_pin INTEGER NOT NULL,"
-        " replicas INTEGER NOT NULL, buffers BLOB NOT NULL, row_check INTEGER NOT NULL)"
-        " WITHOUT ROWID",
+        "CREATE TABLE objects (" MC_OBJECTS_COLUMNS ")",
+    .migrations = kMigrations,
+    .migration_count = std::size(kMigrations),
 };
+#undef MC_OBJECTS_COLUMNS
 
 // The last change this thread queued, per journal (tests run several).
 struct OwnChange {
@@ -91,7 +115,8 @@ void BindText(sqlite3_stmt* s, int i, const std::string& v) {
 struct Journal::Change {
   enum class Kind : uint8_t { kMount, kUnmount, kPutObject, kRemoveObject } kind;
   uint32_t segment_id = 0;
-  std::string key;      // object key (kPutObject, kRemoveObject)
+  uint64_t row = 0;     // objects.id (kPutObject, kRemoveObject)
+  std::string key;      // object key (kPutObject; kRemoveObject of a row never given)
   std::string buffers;  // kPutObject: encoded buffer records
   uint64_t size_bytes = 0;
   uint32_t replicas = 0;
@@ -104,8 +129,9 @@ struct Journal::Statements {
   sqlite3_stmt* unmount = nullptr;
   sqlite3_stmt* put = nullptr;
   sqlite3_stmt* remove = nullptr;
+  sqlite3_stmt* remove_by_key = nullptr;
   ~Statements() {
-    for (sqlite3_stmt* s : {mount, unmount, put, remove}) sqlite3_finalize(s);
+    for (sqlite3_stmt* s : {mount, unmount, put, remove, remove_by_key}) sqlite3_finalize(s);
   }
 };
 
@@ -113,8 +139,9 @@ Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path,
                                                uint64_t stripe_size_bytes) {
   MC_ASSIGN_OR_RETURN(std::unique_ptr<metadata::SqliteDb> db,
                       metadata::SqliteDb::Open(path, kSchema));
-  // The page cache SQLite keeps: objects are keyed by name, so commits touch
-  // pages all over the table, and the default 2 MiB thrashes past ~100k objects.
+  // The page cache SQLite keeps: removes touch pages all over the table
+  // when objects leave in another order than they came, and the default
+  // 2 MiB thrashes past ~100k objects.
   MC_RETURN_IF_ERROR(db->Exec(("PRAGMA cache_size = -" + std::to_string(kJournalCacheKiB)).c_str()));
   std::unique_ptr<Journal> j(new Journal(std::move(db), stripe_size_bytes));
   MC_RETURN_IF_ERROR(j->Prepare());
@@ -145,10 +172,11 @@ Status Journal::Prepare() {
       &stmts_->mount));
   MC_RETURN_IF_ERROR(db_->Prepare("DELETE FROM segments WHERE id = ?1", &stmts_->unmount));
   MC_RETURN_IF_ERROR(db_->Prepare(
-      "INSERT OR REPLACE INTO objects(key, size_bytes, soft_pin, replicas, buffers, row_check)"
-      " VALUES(?1,?2,?3,?4,?5,?6)",
+      "INSERT OR REPLACE INTO objects(id, key, size_bytes, soft_pin, replicas, buffers,"
+      " row_check) VALUES(?1,?2,?3,?4,?5,?6,?7)",
       &stmts_->put));
-  return db_->Prepare("DELETE FROM objects WHERE key = ?1", &stmts_->remove);
+  MC_RETURN_IF_ERROR(db_->Prepare("DELETE FROM objects WHERE id = ?1", &stmts_->remove));
+  return db_->Prepare("DELETE FROM objects WHERE key = ?1", &stmts_->remove_by_key);
 }
 
 // ---- listener (under the master's lock) ---------------------------------------
@@ -172,8 +200,10 @@ void Journal::OnSegmentUnmounted(std::string_view segment_name) {
   Append(std::move(c));
 }
 
-void Journal::OnObjectCommitted(const master::ObjectDump& object) {
+uint64_t Journal::OnObjectCommitted(const master::ObjectDump& object) {
   Change c{Change::Kind::kPutObject};
+  // A new object appends; one that lost replicas rewrites its row.
+  c.row = object.listener_tag != 0 ? object.listener_tag : next_row_++;
   c.key = object.key;
   c.size_bytes = object.size_bytes;
   c.soft_pin = object.soft_pin;
@@ -187,13 +217,18 @@ void Journal::OnObjectCommitted(const master::ObjectDump& object) {
       w.U64(b.offset);
     }
   }
+  const uint64_t row = c.row;
   Append(std::move(c));
+  return row;
 }
 
-void Journal::OnObjectRemoved(std::string_view key, master::RemoveReason reason) {
+void Journal::OnObjectRemoved(std::string_view key, uint64_t listener_tag,
+                              master::RemoveReason reason) {
   (void)reason;
   Change c{Change::Kind::kRemoveObject};
-  c.key = std::string(key);
+  c.row = listener_tag;
+  assert(c.row != 0 && "every durable object was committed or loaded through the journal");
+  if (c.row == 0) c.key = std::string(key);  // found by a scan, but found
   Append(std::move(c));
 }
 
@@ -299,18 +334,24 @@ Status Journal::Commit(const std::vector<Change>& batch) {
         st = db_->Step(stmts_->unmount, what);
         break;
       case Change::Kind::kPutObject:
-        BindText(stmts_->put, 1, c.key);
-        sqlite3_bind_int64(stmts_->put, 2, AsI64(c.size_bytes));
-        sqlite3_bind_int(stmts_->put, 3, c.soft_pin ? 1 : 0);
-        sqlite3_bind_int(stmts_->put, 4, static_cast<int>(c.replicas));
-        BindText(stmts_->put, 5, c.buffers);
-        sqlite3_bind_int64(stmts_->put, 6,
+        sqlite3_bind_int64(stmts_->put, 1, AsI64(c.row));
+        BindText(stmts_->put, 2, c.key);
+        sqlite3_bind_int64(stmts_->put, 3, AsI64(c.size_bytes));
+        sqlite3_bind_int(stmts_->put, 4, c.soft_pin ? 1 : 0);
+        sqlite3_bind_int(stmts_->put, 5, static_cast<int>(c.replicas));
+        BindText(stmts_->put, 6, c.buffers);
+        sqlite3_bind_int64(stmts_->put, 7,
                            ObjectCheck(c.key, c.size_bytes, c.soft_pin, c.replicas, c.buffers));
         st = db_->Step(stmts_->put, what);
         break;
       case Change::Kind::kRemoveObject:
-        BindText(stmts_->remove, 1, c.key);
-        st = db_->Step(stmts_->remove, what);
+        if (c.row != 0) {
+          sqlite3_bind_int64(stmts_->remove, 1, AsI64(c.row));
+          st = db_->Step(stmts_->remove, what);
+        } else {
+          BindText(stmts_->remove_by_key, 1, c.key);
+          st = db_->Step(stmts_->remove_by_key, what);
+        }
         break;
     }
     if (!st.ok()) break;
@@ -430,7 +471,8 @@ Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadSta
                             const std::map<uint32_t, std::string>& names) {
   sqlite3_stmt* s = nullptr;
   MC_RETURN_IF_ERROR(
-      db_->Prepare("SELECT key, size_bytes, soft_pin, replicas, buffers, row_check FROM objects",
+      db_->Prepare("SELECT key, size_bytes, soft_pin, replicas, buffers, row_check, id"
+                   " FROM objects ORDER BY id",
                    &s));
   state.BeginBulkLoad();
   int rc;
@@ -441,6 +483,14 @@ Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadSta
     o.size_bytes = AsU64(s, 1);
     o.soft_pin = sqlite3_column_int(s, 2) != 0;
     o.complete = true;
+    o.listener_tag = AsU64(s, 6);
+    if (sqlite3_column_int64(s, 6) <= 0) {
+      st = Error(ErrorCode::INTERNAL_ERROR, path_ + ": object row '" + o.key + "': id " +
+                                                std::to_string(sqlite3_column_int64(s, 6)) +
+                                                " is not positive");
+      break;
+    }
+    next_row_ = std::max(next_row_, o.listener_tag + 1);
     const int64_t replicas = sqlite3_column_int64(s, 3);
     const std::string buffers = Text(s, 4);
     const size_t count = buffers.size() / kBufferRecordBytes;

@@ -43,7 +43,7 @@ namespace mc::masterd {
 
 // PRAGMA application_id of a master state file: "MCMS".
 constexpr uint32_t kJournalApplicationId = 0x4d434d53;
-constexpr int kJournalSchemaVersion = 1;
+constexpr int kJournalSchemaVersion = 2;
 // Changes written in one transaction at most; more wait for the next one.
 constexpr size_t kMaxChangesPerCommit = 1u << 16;
 // SQLite page cache of the journal's connection.
@@ -93,8 +93,10 @@ class Journal final : public master::StateListener {
   // master::StateListener (called under the master's lock).
   void OnSegmentMounted(const master::SegmentDump& segment) override;
   void OnSegmentUnmounted(std::string_view segment_name) override;
-  void OnObjectCommitted(const master::ObjectDump& object) override;
-  void OnObjectRemoved(std::string_view key, master::RemoveReason reason) override;
+  // Returns the object's row id (objects.id), which the state keeps.
+  uint64_t OnObjectCommitted(const master::ObjectDump& object) override;
+  void OnObjectRemoved(std::string_view key, uint64_t listener_tag,
+                       master::RemoveReason reason) override;
 
   struct Change;
 
@@ -120,6 +122,7 @@ class Journal final : public master::StateListener {
   // object rows use instead of the name.
   std::map<std::string, uint32_t, std::less<>> segment_ids_;
   uint32_t next_segment_id_ = 1;
+  uint64_t next_row_ = 1;  // objects.id of the next new object
 
   mutable std::mutex mu_;
   std::condition_variable work_cv_;  // writer: changes queued or stopping

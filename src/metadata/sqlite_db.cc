@@ -5,6 +5,8 @@
 #include <cassert>
 #include <cstdio>
 
+#include "common/log.h"
+
 namespace mc::metadata {
 
 namespace {
@@ -79,12 +81,43 @@ Status SqliteDb::CheckSchema(const SqliteSchema& schema) {
     sql += "COMMIT";
     return Exec(sql.c_str());
   }
+  if (version > 0 && version < schema.version) return Upgrade(schema, version);
   if (version != schema.version) {
     return Error(ErrorCode::INTERNAL_ERROR,
                  path_ + ": " + schema.kind + " schema version " + std::to_string(version) +
                      ", this mooncake reads version " + std::to_string(schema.version) +
                      " (a newer mooncake wrote it; run that version, or move the file away)");
   }
+  return Status::Ok();
+}
+
+Status SqliteDb::Upgrade(const SqliteSchema& schema, int64_t version) {
+  const int64_t from = version;
+  std::string sql = "BEGIN;";
+  while (version < schema.version) {
+    const SqliteMigration* step = nullptr;
+    for (size_t i = 0; i < schema.migration_count; ++i)
+      if (schema.migrations[i].from == version) step = &schema.migrations[i];
+    if (step == nullptr)
+      return Error(ErrorCode::INTERNAL_ERROR,
+                   path_ + ": " + schema.kind + " schema version " + std::to_string(version) +
+                       " has no upgrade to version " + std::to_string(schema.version) +
+                       ", which this mooncake reads");
+    sql += step->sql;
+    sql += ";";
+    ++version;
+  }
+  sql += "PRAGMA user_version = " + std::to_string(schema.version) + ";COMMIT";
+  Status st = Exec(sql.c_str());
+  if (!st.ok()) {
+    (void)Exec("ROLLBACK");
+    return Error(ErrorCode::INTERNAL_ERROR,
+                 path_ + ": upgrading the " + schema.kind + " schema from version " +
+                     std::to_string(from) + " to " + std::to_string(schema.version) +
+                     " failed (the file is unchanged): " + st.message());
+  }
+  MC_LOG(INFO) << path_ << ": upgraded the " << schema.kind << " schema from version " << from
+               << " to " << schema.version;
   return Status::Ok();
 }
 

@@ -23,18 +23,30 @@ struct sqlite3_stmt;
 
 namespace mc::metadata {
 
+// Upgrades a file of schema version `from` to version `from + 1`.
+struct SqliteMigration {
+  int from = 0;
+  const char* sql = "";
+};
+
 struct SqliteSchema {
   const char* kind = "";           // what the file holds, for messages
   int version = 1;                 // PRAGMA user_version this code reads and writes
   uint32_t application_id = 0;     // PRAGMA application_id; 0: none claimed or checked
   const char* create_sql = "";     // creates the tables in an empty file
+  // A file of an older version is upgraded at open, in place, in one
+  // transaction, through these steps (in any order); a version with no
+  // step from it is refused.
+  const SqliteMigration* migrations = nullptr;
+  size_t migration_count = 0;
 };
 
 class SqliteDb {
  public:
-  // Opens (creating if needed) `path` and checks or creates the schema.
-  // INTERNAL_ERROR naming the file: unreadable, not a database, another
-  // program's database, another schema version, or in use by another process.
+  // Opens (creating if needed) `path` and checks, creates or upgrades the
+  // schema. INTERNAL_ERROR naming the file: unreadable, not a database,
+  // another program's database, a newer schema version (or an older one
+  // with no upgrade), a failed upgrade, or in use by another process.
   static Result<std::unique_ptr<SqliteDb>> Open(const std::string& path,
                                                 const SqliteSchema& schema);
   ~SqliteDb();
@@ -57,6 +69,7 @@ class SqliteDb {
   SqliteDb(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
   Status Init(const SqliteSchema& schema);
   Status CheckSchema(const SqliteSchema& schema);
+  Status Upgrade(const SqliteSchema& schema, int64_t version);
   Result<int64_t> QueryInt(const char* sql);
   Status ExpectText(const char* sql, const std::string& expected);
 
