@@ -239,6 +239,33 @@ try:
           "with the master back, its state and the stores' memory serve reads again "
           + r.stderr.decode().strip()[:160])
     check(all(s.poll() is None for s in c.stores), "the stores survived every master crash")
+
+    # A state file of schema version 1 (objects keyed by key, no row id), as
+    # an older mooncake left it: the master upgrades it in place at start and
+    # serves the same objects.
+    before = layout(c)
+    os.kill(c.master.pid, signal.SIGKILL)
+    c.master.wait()
+    db = sqlite3.connect(os.path.join(data_dir, "master.db"))
+    db.executescript(
+        "BEGIN;"
+        "CREATE TABLE objects_v1 (key BLOB PRIMARY KEY, size_bytes INTEGER NOT NULL,"
+        " soft_pin INTEGER NOT NULL, replicas INTEGER NOT NULL, buffers BLOB NOT NULL,"
+        " row_check INTEGER NOT NULL) WITHOUT ROWID;"
+        "INSERT INTO objects_v1 SELECT key, size_bytes, soft_pin, replicas, buffers, row_check"
+        " FROM objects;"
+        "DROP TABLE objects; ALTER TABLE objects_v1 RENAME TO objects;"
+        "PRAGMA user_version = 1; COMMIT;")
+    db.close()
+    c.start_master()
+    upgraded = "upgraded the mooncake master state schema from version 1 to 2" in \
+        open(c.master_log).read()
+    check(upgraded and layout(c) == before,
+          f"a version 1 state file is upgraded at start and loads the same {len(before)} objects")
+    bad = [k for k in kept + ["final/key"]
+           if run(["get", k], env=env).stdout != acked.get(k, final)]
+    check(not bad, f"after the upgrade the {len(kept) + 1} objects read back identical "
+          + " ".join(bad[:5]))
 finally:
     # The master first: stores stopping cleanly unmount their segments, which
     # (rightly) removes their objects from the state.
