@@ -65,12 +65,28 @@ std::string Fingerprint(const MasterState& s) {
   return out;
 }
 
+// Opens the file with a fresh journal and state, loads it, and returns the
+// state's fingerprint.
+std::string ReloadedFingerprint(const std::string& path, const MasterConfig& config) {
+  auto journal = masterd::Journal::Open(path, config.stripe_size_bytes);
+  REQUIRE(journal.ok());
+  auto state = NewState(config, journal->get());
+  REQUIRE((*journal)->LoadInto(*state, kNow).ok());
+  return Fingerprint(*state);
+}
+
 // Runs `sql` on the file behind the journal's back, as another program (or
 // damage) would; returns the number of rows it changed.
-int ExecBehindJournal(const std::string& path, const char* sql) {
+int ExecBehindJournal(const std::string& path, const char* sql,
+                      std::vector<std::string>* first_column = nullptr) {
   sqlite3* raw = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
-  REQUIRE(sqlite3_exec(raw, sql, nullptr, nullptr, nullptr) == SQLITE_OK);
+  auto collect = [](void* out, int, char** values, char**) {
+    static_cast<std::vector<std::string>*>(out)->emplace_back(values[0] ? values[0] : "");
+    return 0;
+  };
+  REQUIRE(sqlite3_exec(raw, sql, first_column ? +collect : nullptr, first_column, nullptr) ==
+          SQLITE_OK);
   const int changed = sqlite3_changes(raw);
   sqlite3_close(raw);
   return changed;
@@ -124,11 +140,7 @@ TEST_CASE("journal reloads segments and complete objects exactly; in-flight puts
   REQUIRE((*journal)->WaitDurable().ok());
   const std::string after = Fingerprint(*state);
   journal->reset();
-  auto again = masterd::Journal::Open(db.path, config.stripe_size_bytes);
-  REQUIRE(again.ok());
-  auto state2 = NewState(config, again->get());
-  REQUIRE((*again)->LoadInto(*state2, kNow).ok());
-  CHECK(Fingerprint(*state2) == after);
+  CHECK(ReloadedFingerprint(db.path, config) == after);
 }
 
 TEST_CASE("a store back with a new incarnation loses the old incarnation's objects") {
@@ -277,17 +289,8 @@ void DowngradeToV1(const std::string& path) {
 }
 
 std::vector<std::string> KeysByRow(const std::string& path) {
-  sqlite3* raw = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
-  sqlite3_stmt* s = nullptr;
-  REQUIRE(sqlite3_prepare_v2(raw, "SELECT key FROM objects ORDER BY id", -1, &s, nullptr) ==
-          SQLITE_OK);
   std::vector<std::string> keys;
-  while (sqlite3_step(s) == SQLITE_ROW)
-    keys.emplace_back(static_cast<const char*>(sqlite3_column_blob(s, 0)),
-                      static_cast<size_t>(sqlite3_column_bytes(s, 0)));
-  sqlite3_finalize(s);
-  sqlite3_close(raw);
+  ExecBehindJournal(path, "SELECT CAST(key AS TEXT) FROM objects ORDER BY id", &keys);
   return keys;
 }
 
@@ -367,20 +370,11 @@ TEST_CASE("a version 1 file is upgraded in place at open and loads the same stat
     REQUIRE((*journal)->WaitDurable().ok());
     before = Fingerprint(*state);
   }
-  sqlite3* raw = nullptr;
-  REQUIRE(sqlite3_open(db.path.c_str(), &raw) == SQLITE_OK);
-  sqlite3_stmt* s = nullptr;
-  REQUIRE(sqlite3_prepare_v2(raw, "PRAGMA user_version", -1, &s, nullptr) == SQLITE_OK);
-  REQUIRE(sqlite3_step(s) == SQLITE_ROW);
-  CHECK(sqlite3_column_int(s, 0) == masterd::kJournalSchemaVersion);
-  sqlite3_finalize(s);
-  sqlite3_close(raw);
+  std::vector<std::string> version;
+  ExecBehindJournal(db.path, "PRAGMA user_version", &version);
+  CHECK(version == std::vector<std::string>{std::to_string(masterd::kJournalSchemaVersion)});
   CHECK(KeysByRow(db.path).back() == "k3");
-  auto journal = masterd::Journal::Open(db.path, config.stripe_size_bytes);
-  REQUIRE(journal.ok());
-  auto state = NewState(config, journal->get());
-  REQUIRE((*journal)->LoadInto(*state, kNow).ok());
-  CHECK(Fingerprint(*state) == before);
+  CHECK(ReloadedFingerprint(db.path, config) == before);
 }
 
 TEST_CASE("a version 1 file that cannot be upgraded is left as it was") {
