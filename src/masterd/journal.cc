@@ -483,13 +483,14 @@ Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadSta
     o.size_bytes = AsU64(s, 1);
     o.soft_pin = sqlite3_column_int(s, 2) != 0;
     o.complete = true;
-    o.listener_tag = AsU64(s, 6);
-    if (sqlite3_column_int64(s, 6) <= 0) {
-      st = Error(ErrorCode::INTERNAL_ERROR, path_ + ": object row '" + o.key + "': id " +
-                                                std::to_string(sqlite3_column_int64(s, 6)) +
-                                                " is not positive");
+    const int64_t row = sqlite3_column_int64(s, 6);
+    if (row <= 0) {
+      st = Error(ErrorCode::INTERNAL_ERROR,
+                 path_ + ": object row '" + o.key + "': id " + std::to_string(row) +
+                     " is not positive");
       break;
     }
+    o.listener_tag = static_cast<uint64_t>(row);
     next_row_ = std::max(next_row_, o.listener_tag + 1);
     const int64_t replicas = sqlite3_column_int64(s, 3);
     const std::string buffers = Text(s, 4);
