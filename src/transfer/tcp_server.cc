@@ -24,7 +24,12 @@ struct TcpDataServer::Counters {
 namespace {
 
 constexpr size_t kDrainChunkBytes = 256 << 10;
-constexpr int kListenBacklog = 128;
+// Connections the kernel completes before the accept loop takes them. Each
+// client opens up to `streams` (8) connections per store at once, so 64
+// clients starting together send 512 SYNs; past the backlog the kernel drops
+// them and the client's connect waits out a 1 s SYN retransmit, long enough
+// for a put's write grant to expire. Linux caps it at net.core.somaxconn.
+constexpr int kListenBacklog = 1024;
 constexpr int kReapIntervalMs = 1000;
 
 std::string PeerName(int fd) {

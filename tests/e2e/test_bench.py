@@ -87,6 +87,18 @@ try:
             check(get["bytes_per_s"] > 0 and doc["results"][0]["value_size"] == 65536,
                   "get moved bytes of the value size")
 
+    # ---- many TCP clients starting at once --------------------------------------
+    # 64 clients, each striping its batch over 8 connections to the store, all
+    # connecting in the same instant: 512 connects in a burst. None may be
+    # dropped: a dropped SYN is sent again only after 1 s, long enough for a
+    # put's write grant to run out, and the put then fails.
+    r, doc = bench(["--op", "put", "--no-shm", "--value-size", "4kb", "--threads", "64",
+                    "--batch", "32", "--ops", "8192"], env=c.env, timeout=120)
+    if check(shape_ok(doc, ["put"]), f"64 TCP clients at once: a report ({r.stderr.decode()[-300:]})"):
+        put = doc["results"][0]
+        check(put["ops"] == 8192 and put["errors"] == 0,
+              f"64 TCP clients at once: all 8192 puts succeed ({put['errors']} errors)")
+
     # ---- the master alone -----------------------------------------------------
     r, doc = bench(["--metadata-only", "--op", "put,get,exists", "--ops", "600", "--batch", "16",
                     "--threads", "2", "--value-size", "4kb"], env=c.env)
