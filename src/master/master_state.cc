@@ -106,13 +106,14 @@ void MasterState::EraseObject(ObjectIt it, RemoveReason reason, bool notify) {
   FreeBuffers(rec, nullptr);
   if (rec.complete() && notify) policy_->OnRemove(IdOf(rec));
   if (rec.has(ObjectRecord::kPinCounted)) --soft_pinned_count_;
-  const bool durable = rec.complete();
-  const uint64_t tag = rec.listener_tag;
+  // The listener hears of it while the key still lives in the index, so
+  // nothing is copied for it.
+  if (listener_ != nullptr && rec.complete()) {
+    listener_->OnObjectRemoved(it->first, rec.listener_tag, reason);
+  }
   free_slots_.push_back(rec.slot);
   ++slots_[rec.slot].generation;
-  std::string key = listener_ != nullptr && durable ? it->first : std::string();
   objects_.erase(it);
-  if (listener_ != nullptr && durable) listener_->OnObjectRemoved(key, tag, reason);
 }
 
 uint32_t MasterState::Stripes(uint64_t size_bytes) const {
