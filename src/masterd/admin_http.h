@@ -19,11 +19,14 @@
 
 namespace mc::masterd {
 
+class Journal;
 class MasterService;
 
 class AdminHttp {
  public:
-  explicit AdminHttp(MasterService& service);
+  // `journal`: the master's, whose figures /metrics adds; null with
+  // --data-dir none. Both must outlive the server.
+  explicit AdminHttp(MasterService& service, const Journal* journal = nullptr);
   ~AdminHttp();
   Status Start(const std::string& host, uint16_t port);
   void Stop();
@@ -33,7 +36,8 @@ class AdminHttp {
   std::unique_ptr<Impl> impl_;
 };
 
-// The Prometheus text for the service's counters (exposed for tests).
-std::string RenderMetrics(const MasterService& service);
+// The Prometheus text for the service's counters and, given one, the
+// journal's (exposed for tests).
+std::string RenderMetrics(const MasterService& service, const Journal* journal = nullptr);
 
 }  // namespace mc::masterd

@@ -128,10 +128,11 @@ double PutsPerSecond(const std::string& db_path, int batch, double seconds) {
   if (failures > 0) std::fprintf(stderr, "durability_bench: %llu failed calls\n",
                                  static_cast<unsigned long long>(failures.load()));
   if (journal) {
+    const masterd::Journal::Stats js = journal->stats();
+    const uint64_t commits = std::max<uint64_t>(js.commits, 1);
     std::printf("    (durable run: %llu commits, %.0f puts per commit, %.2f ms per commit)\n",
-                static_cast<unsigned long long>(journal->commits()),
-                static_cast<double>(puts) / std::max<uint64_t>(journal->commits(), 1),
-                1000.0 * seconds / std::max<uint64_t>(journal->commits(), 1));
+                static_cast<unsigned long long>(js.commits),
+                static_cast<double>(puts) / commits, 1000.0 * seconds / commits);
     RemoveDb(db_path);
   }
   return rate;

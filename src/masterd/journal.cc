@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <chrono>
 
 #include "common/log.h"
 #include "masterd/service.h"
@@ -264,9 +265,9 @@ Status Journal::failure() const {
   return failure_;
 }
 
-uint64_t Journal::commits() const {
+Journal::Stats Journal::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return commits_;
+  return {.commits = commits_, .changes = durable_, .commit_seconds = commit_seconds_};
 }
 
 void Journal::WriterLoop() {
@@ -286,11 +287,14 @@ void Journal::WriterLoop() {
       }
       upto = appended_ - pending_.size();
     }
+    const auto started = std::chrono::steady_clock::now();
     Status st = Commit(batch);
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
     batch.clear();
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++commits_;
+      commit_seconds_ += took.count();
       if (st.ok()) {
         durable_ = upto;
         durable_seen_.store(upto, std::memory_order_release);

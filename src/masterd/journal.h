@@ -87,7 +87,13 @@ class Journal final : public master::StateListener {
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   void SetCommitCallback(std::function<void()> on_commit);
   Status failure() const;
-  uint64_t commits() const;
+  // What the master's /metrics exports of the journal.
+  struct Stats {
+    uint64_t commits = 0;         // transactions committed, one fdatasync of the WAL each
+    uint64_t changes = 0;         // changes in them
+    double commit_seconds = 0;    // time spent committing (SQLite's writes and the fdatasync)
+  };
+  Stats stats() const;
   const std::string& path() const { return path_; }
 
   // master::StateListener (called under the master's lock).
@@ -132,6 +138,7 @@ class Journal final : public master::StateListener {
   uint64_t last_free_ = 0;  // the last queued change that freed space
   uint64_t durable_ = 0;   // changes committed so far
   uint64_t commits_ = 0;
+  double commit_seconds_ = 0;
   Status failure_;
   bool stopping_ = false;
   std::mutex callback_mu_;

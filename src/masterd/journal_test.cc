@@ -119,7 +119,7 @@ TEST_CASE("journal reloads segments and complete objects exactly; in-flight puts
     for (int i = 0; i < 60; i += 4) (void)state->Remove({"k" + std::to_string(i), true}, kNow);
     REQUIRE(state->UnmountSegment({Client(3), "s2"}, kNow).ok());  // drops replicas on s2
     REQUIRE((*journal)->WaitDurable().ok());
-    CHECK((*journal)->commits() >= 1);
+    CHECK((*journal)->stats().commits >= 1);
     before = Fingerprint(*state);
     for (const auto& o : state->DumpObjects(true))
       for (const auto& r : o.replicas)

@@ -96,7 +96,7 @@ int RunMaster(const Config& config) {
     MC_LOG(INFO) << "embedded metadata server listening on " << mcfg.host << ":" << meta->port();
   }
 
-  AdminHttp admin(service);
+  AdminHttp admin(service, journal->get());
   Status st = admin.Start(mc.rpc_address, mc.metrics_port);
   if (!st.ok()) {
     std::fprintf(stderr, "mooncake master: %s\n", st.ToString().c_str());

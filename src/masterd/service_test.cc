@@ -1,9 +1,14 @@
 #include "masterd/service.h"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <regex>
 
 #include "common/capability.h"
 #include "masterd/admin_http.h"
+#include "masterd/journal.h"
 
 using namespace mc;
 
@@ -63,6 +68,44 @@ TEST_CASE("metrics text names what dashboards expect") {
   }
   CHECK(text.find("master_total_capacity_bytes 67108864") != std::string::npos);
   CHECK(svc.Summary().find("Storage: 0 B / 64.00 MB (0.0%) | Keys: 0 (soft-pinned: 0)") == 0);
+}
+
+TEST_CASE("with a journal, metrics count its commits, changes and commit time") {
+  char tmpl[] = "/tmp/mc-service-test-XXXXXX";
+  const int fd = ::mkstemp(tmpl);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  const std::string path = tmpl;
+  std::remove(path.c_str());
+  {
+    ManualClock clock;
+    MasterConfig config;
+    auto journal = masterd::Journal::Open(path, config.stripe_size_bytes);
+    REQUIRE(journal.ok());
+    masterd::MasterService svc(config, clock, journal->get());
+    CHECK(masterd::RenderMetrics(svc).find("master_journal_") == std::string::npos);
+    REQUIRE(svc.MountSegment(Mount("s1", "k")).ok());
+    for (const char* key : {"a", "b", "c"}) {
+      REQUIRE(svc.PutStart({{1, 2}, key, 1000, {}}).ok());
+      REQUIRE(svc.PutEnd({{1, 2}, key}).ok());
+    }
+    REQUIRE(svc.Remove({"b", false}).ok());
+    REQUIRE((*journal)->WaitDurable().ok());
+    const std::string text = masterd::RenderMetrics(svc, journal->get());
+    auto value = [&](const char* name) {
+      std::smatch m;
+      const std::regex re(std::string("\n") + name + " ([0-9.e+-]+)\n");
+      REQUIRE_MESSAGE(std::regex_search(text, m, re), name);
+      return std::stod(m[1]);
+    };
+    // The mount, three puts and a remove; in at least one commit, which took time.
+    CHECK(value("master_journal_changes_total") == 5);
+    const double commits = value("master_journal_commits_total");
+    CHECK(commits >= 1);
+    CHECK(commits <= 5);
+    CHECK(value("master_journal_commit_seconds_total") > 0);
+  }
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
 }
 
 TEST_CASE("query of a missing key names OBJECT_NOT_FOUND") {

@@ -18,8 +18,10 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import sqlite3
+import subprocess
 import threading
 import time
 import urllib.parse
@@ -192,6 +194,18 @@ try:
     value = os.urandom(200000)
     check(run(["put", "after/crash", "-"], input=value, env=env).returncode == 0 and
           run(["get", "after/crash"], env=env).stdout == value, "a put after recovery works")
+    # The journal's figures on /metrics, counted since the last restart.
+    commits = metric(c, "master_journal_commits_total")
+    changes = metric(c, "master_journal_changes_total")
+    check(commits is not None and changes is not None and 1 <= commits <= changes,
+          f"/metrics counts the journal's commits ({commits}) and changes ({changes})")
+    promtool = shutil.which("promtool")
+    if check(promtool is not None, "promtool is installed"):
+        status, body = c.admin("/metrics")
+        p = subprocess.run([promtool, "check", "metrics"], input=body,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        check(status == 200 and p.returncode == 0,
+              "promtool check metrics passes with the journal's: " + p.stdout.decode().strip()[:300])
 
     # A store whose process restarted (new incarnation, same endpoint) loses
     # its old objects instead of serving stale bytes.
