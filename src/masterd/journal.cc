@@ -144,6 +144,8 @@ Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path,
   // when objects leave in another order than they came, and the default
   // 2 MiB thrashes past ~100k objects.
   MC_RETURN_IF_ERROR(db->Exec(("PRAGMA cache_size = -" + std::to_string(kJournalCacheKiB)).c_str()));
+  // SqliteDb::Open's first transaction created the WAL.
+  MC_RETURN_IF_ERROR(db->PresizeWal(kWalPresizeBytes));
   std::unique_ptr<Journal> j(new Journal(std::move(db), stripe_size_bytes));
   MC_RETURN_IF_ERROR(j->Prepare());
   j->writer_ = std::thread([p = j.get()] { p->WriterLoop(); });

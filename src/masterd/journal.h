@@ -48,6 +48,10 @@ constexpr int kJournalSchemaVersion = 2;
 constexpr size_t kMaxChangesPerCommit = 1u << 16;
 // SQLite page cache of the journal's connection.
 constexpr uint64_t kJournalCacheKiB = 64 * 1024;
+// The WAL is extended with zeros to this size at open (see SqliteDb::PresizeWal):
+// SQLite's automatic checkpoint every 1000 pages keeps it near 4 MiB, and a
+// commit that crosses that mark runs past it by its own pages.
+constexpr uint64_t kWalPresizeBytes = 8ull << 20;
 
 class Journal final : public master::StateListener {
  public:

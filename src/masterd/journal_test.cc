@@ -391,3 +391,60 @@ TEST_CASE("a version 1 file that cannot be upgraded is left as it was") {
   ExecBehindJournal(db.path, "DROP TABLE objects_v2");
   CHECK(masterd::Journal::Open(db.path, kMiB).ok());
 }
+
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(),
+                                                                 static_cast<std::streamsize>(bytes.size()));
+}
+
+}  // namespace
+
+TEST_CASE("the WAL is extended with zeros at open, and frames before the zeros are recovered") {
+  TempDb db;
+  TempDb image;  // what a crash leaves: the files as they are, WAL not checkpointed
+  const MasterConfig config = SmallStripes();
+  std::string before;
+  {
+    auto journal = masterd::Journal::Open(db.path, config.stripe_size_bytes);
+    REQUIRE(journal.ok());
+    // Extended before the first commit, so commits overwrite.
+    CHECK(ReadFile(db.path + "-wal").size() == masterd::kWalPresizeBytes);
+    auto state = NewState(config, journal->get());
+    REQUIRE(state->MountSegment({Client(1), Segment("s0", 64 * kMiB)}, kNow).ok());
+    for (int i = 0; i < 50; ++i) {
+      const std::string key = "w" + std::to_string(i);
+      REQUIRE(state->PutStart({Client(1), key, kMiB / 2, {1, false}}, kNow).ok());
+      REQUIRE(state->PutEnd({Client(1), key}, kNow).ok());
+      REQUIRE((*journal)->WaitDurable().ok());  // one commit each: many frames
+    }
+    REQUIRE(state->Remove({"w7", false}, kNow).ok());
+    REQUIRE((*journal)->WaitDurable().ok());
+    before = Fingerprint(*state);
+    // The committed state is in the WAL's frames, ahead of the zeros.
+    WriteFile(image.path, ReadFile(db.path));
+    std::string wal = ReadFile(db.path + "-wal");
+    REQUIRE(wal.size() == masterd::kWalPresizeBytes);
+    const size_t last = wal.find_last_not_of('\0');
+    REQUIRE(last != std::string::npos);
+    // Cut the copy after its last frame, so that the open extends it again
+    // behind frames that must survive it.
+    constexpr size_t kHeader = 32, kFrame = 24 + 4096;
+    const size_t frames = (last + 1 - kHeader + kFrame - 1) / kFrame;
+    CHECK(frames >= 50);
+    wal.resize(kHeader + frames * kFrame);
+    WriteFile(image.path + "-wal", wal);
+  }
+  auto journal = masterd::Journal::Open(image.path, config.stripe_size_bytes);
+  REQUIRE(journal.ok());
+  auto state = NewState(config, journal->get());
+  REQUIRE((*journal)->LoadInto(*state, kNow).ok());
+  CHECK(Fingerprint(*state) == before);
+  CHECK(state->DumpObjects(true).size() == 49);
+}

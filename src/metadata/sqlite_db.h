@@ -53,6 +53,9 @@ class SqliteDb {
   SqliteDb(const SqliteDb&) = delete;
   SqliteDb& operator=(const SqliteDb&) = delete;
 
+  // Extends the WAL (path + "-wal", which Open creates) with zeros to
+  // `bytes`, so that commits overwrite blocks the file already has.
+  Status PresizeWal(uint64_t bytes);
   Status Exec(const char* sql);
   Status Prepare(const char* sql, sqlite3_stmt** stmt);
   // Runs a prepared write to completion, then resets it and clears bindings.
