@@ -18,19 +18,28 @@ median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR
 
 # start_master DATA_DIR: sets $master, $port, $mport; returns once /health
 # answers, with $master_up_s the seconds from exec to that answer (the ports
-# are picked before the clock starts).
+# are picked before the clock starts). A port picked free can be taken by a
+# client's connection before the master binds it (the TCP runs open
+# thousands); a master that exits at start is started again on new ports.
 start_master() {
-  port=$(free_port); mport=$(free_port)
-  local t0=$EPOCHREALTIME
-  "$BIN" master --port "$port" --metrics-port "$mport" --rpc-address 127.0.0.1 \
-    --data-dir "$1" --log-level warn >>"$work/master.log" 2>&1 &
-  master=$!; pids+=("$master")
-  for _ in $(seq 2000); do
-    if curl -fs "http://127.0.0.1:$mport/health" >/dev/null; then
-      master_up_s=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f", b - a}')
-      return 0
-    fi
-    sleep 0.01
+  local attempt
+  for attempt in 1 2 3; do
+    port=$(free_port); mport=$(free_port)
+    local t0=$EPOCHREALTIME
+    "$BIN" master --port "$port" --metrics-port "$mport" --rpc-address 127.0.0.1 \
+      --data-dir "$1" --log-level warn >>"$work/master.log" 2>&1 &
+    master=$!; pids+=("$master")
+    for _ in $(seq 2000); do
+      if curl -fs "http://127.0.0.1:$mport/health" >/dev/null; then
+        master_up_s=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f", b - a}')
+        return 0
+      fi
+      kill -0 "$master" 2>/dev/null || break
+      sleep 0.01
+    done
+    kill -0 "$master" 2>/dev/null && break  # running but not answering: give up
+    wait "$master" 2>/dev/null || true
+    echo "$NAME: the master exited at start (attempt $attempt); log: $work/master.log" >&2
   done
   echo "$NAME: the master did not come up; log: $work/master.log" >&2; exit 1
 }

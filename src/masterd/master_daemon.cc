@@ -96,18 +96,19 @@ int RunMaster(const Config& config) {
     MC_LOG(INFO) << "embedded metadata server listening on " << mcfg.host << ":" << meta->port();
   }
 
-  AdminHttp admin(service, journal->get());
-  Status st = admin.Start(mc.rpc_address, mc.metrics_port);
-  if (!st.ok()) {
-    std::fprintf(stderr, "mooncake master: %s\n", st.ToString().c_str());
-    return 1;
-  }
-
+  // RPC first: /health answers only once the master serves, so a check of
+  // it (or a start-up time measured by it) means what it says.
   std::unique_ptr<JournalGate> gate;
   if (*journal) gate = std::make_unique<JournalGate>(**journal);
   auto rpc = StartRpcServer(service, config, gate.get());
   if (!rpc.ok()) {
     std::fprintf(stderr, "mooncake master: %s\n", rpc.status().ToString().c_str());
+    return 1;
+  }
+  AdminHttp admin(service, journal->get());
+  if (Status st = admin.Start(mc.rpc_address, mc.metrics_port); !st.ok()) {
+    std::fprintf(stderr, "mooncake master: %s\n", st.ToString().c_str());
+    (*rpc)->Stop();
     return 1;
   }
   MC_LOG(INFO) << "master listening on " << mc.rpc_address << ":" << mc.rpc_port

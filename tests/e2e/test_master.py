@@ -9,10 +9,11 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 
 from cluster import Cluster
-from harness import check, finish, http, run, wait_until
+from harness import check, finish, free_port, http, run, wait_until
 
 c = Cluster(stores=2, segment="64mb",
             extra_master=["--client-ttl", "2s", "--metrics-log-interval", "1s"])
@@ -101,6 +102,16 @@ try:
     bad = dict(env, MOONCAKE_MASTER="127.0.0.1:1")
     r = run(["get", "x", "--rpc-retries", "1"], env=bad, timeout=30)
     check(r.returncode == 4 and b"unavailable" in r.stderr, "an unreachable master: exit 4, 'unavailable'")
+
+    # A master whose RPC port is taken stops at once, naming the port.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        rpc_port = taken.getsockname()[1]
+        r = run(["master", "--port", str(rpc_port), "--metrics-port", str(free_port()),
+                 "--rpc-address", "127.0.0.1", "--data-dir", "none"], timeout=30)
+        check(r.returncode == 1 and f"127.0.0.1:{rpc_port}".encode() in r.stderr,
+              f"a taken RPC port: exit 1 naming it ({r.returncode}: {r.stderr.decode().strip()[-200:]})")
 finally:
     c.stop()
 finish()
