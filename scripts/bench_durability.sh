@@ -8,12 +8,14 @@
 #
 #   scripts/bench_durability.sh [RUNS=3] [OBJECTS=1000000]
 #
-# Puts, for each kind in PUTS (default "metadata-only data"):
+# Puts, for each kind in PUTS (default "metadata-only data data-tcp"):
 #   metadata-only: `mooncake bench --metadata-only --op put`, one PutStart
 #     plus one PutEnd per key and no bytes moved: the master's worst case,
 #     where the journal's cost is all there is;
 #   data: `mooncake bench --op put` with 4 KiB values written into the
 #     store's segment (the same-host path), which is what clients do;
+#   data-tcp: the same over TCP (--no-shm), the reference's own put
+#     configuration (FIELD.md: one host, TCP, 4 KiB values, batch 32);
 # KEY_NAMES (counter, the default, or hashed: see mooncake-bench(1)
 # --key-names), with CLIENTS connections (default "8 64":
 # group commit shares each fsync among the clients waiting, so its worth
@@ -60,14 +62,15 @@ print(f"{statistics.median(times) * 1e6:.0f}")
 PY
 }
 echo "fdatasync of a 4 KiB overwrite: median $(sync_us) us (before the puts)"
-PUTS=${PUTS:-metadata-only data}
+PUTS=${PUTS:-metadata-only data data-tcp}
 echo "disk: $(df -T "$work" | awk 'NR==2 {print $2}') under $work; puts: bench --op put --value-size 4kb," \
   "--threads (clients) $CLIENTS, --key-names ${KEY_NAMES:-counter}, --duration $DURATION, median of $RUNS runs"
 for kind in $PUTS; do
 case $kind in
   metadata-only) flags=(--metadata-only) ;;
   data) flags=() ;;
-  *) echo "$NAME: PUTS: unknown kind '$kind' (metadata-only or data)" >&2; exit 2 ;;
+  data-tcp) flags=(--no-shm) ;;
+  *) echo "$NAME: PUTS: unknown kind '$kind' (metadata-only, data or data-tcp)" >&2; exit 2 ;;
 esac
 echo
 echo "## puts: $kind"
