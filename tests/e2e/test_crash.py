@@ -11,9 +11,14 @@ incarnation loses its objects instead of serving stale bytes; clients facing
 a dead master fail with "master unavailable" and exit code 4; a damaged or
 foreign state file makes the master refuse to start, naming the file.
 
-MC_SEED replays a run; MC_CRASH_CYCLES sets the number of kill -9 cycles
-(default 3, which keeps the test well under 3 minutes on 2 cores).
+    python3 tests/e2e/test_crash.py [--cycles N] [--seed S]
+
+--cycles (or MC_CRASH_CYCLES) sets the number of kill -9 cycles (default 3,
+which keeps the test well under 3 minutes on 2 cores); --seed (or MC_SEED)
+replays a run, whose seed the first line prints. MOONCAKE_BIN names the
+binary (meson test sets it).
 """
+import argparse
 import json
 import os
 import random
@@ -29,11 +34,20 @@ import urllib.parse
 from cluster import Cluster
 from harness import check, finish, free_port, run, start, stop, tempdir, wait_until
 
-SEED = int(os.environ.get("MC_SEED") or random.randrange(1 << 30))
-CYCLES = int(os.environ.get("MC_CRASH_CYCLES") or 3)
+_args = argparse.ArgumentParser(description="kill -9 crash test of the durable master")
+_args.add_argument("--cycles", type=int, default=int(os.environ.get("MC_CRASH_CYCLES") or 3),
+                   help="kill -9 cycles (default: MC_CRASH_CYCLES or 3)")
+_args.add_argument("--seed", type=int,
+                   default=int(os.environ.get("MC_SEED") or random.randrange(1 << 30)),
+                   help="replay the run with this seed (default: MC_SEED or random)")
+_opts = _args.parse_args()
+if _opts.cycles < 1:
+    _args.error("--cycles: at least 1")
+SEED = _opts.seed
+CYCLES = _opts.cycles
 WORKERS = 4
 ALIGN = 64  # the master's allocation alignment
-print(f"crash test: seed {SEED} (MC_SEED to replay), {CYCLES} cycles (MC_CRASH_CYCLES)")
+print(f"crash test: seed {SEED} (--seed to replay), {CYCLES} cycles (--cycles for more)")
 
 EXIT_NOT_FOUND, EXIT_UNAVAILABLE = 3, 4
 
