@@ -154,7 +154,25 @@ def check_allocations(c, what):
     return objects
 
 
+# The checker takes a missing acknowledged put for lost data, so the pool
+# must never evict: each store gets room for the load's growth, about 8 MB
+# of live objects a cycle. Evictions and the peak use are read from each
+# master before it is killed, so a run that filled the pool says so.
+SEGMENT_MB = 128 + 16 * max(0, CYCLES - 3)
+pool = {"evicted": 0, "peak_used": 0.0}
+
+
+def note_pool(c):
+    evicted = metric(c, "master_evicted_key_count")
+    allocated = metric(c, "master_allocated_bytes")
+    capacity = metric(c, "master_total_capacity_bytes")
+    pool["evicted"] += evicted or 0
+    if allocated is not None and capacity:
+        pool["peak_used"] = max(pool["peak_used"], allocated / capacity)
+
+
 def crash_restart(c, rng):
+    note_pool(c)
     os.kill(c.master.pid, signal.SIGKILL)
     c.master.wait()
     time.sleep(rng.uniform(0.0, 0.4))  # clients meet a dead master meanwhile
@@ -162,7 +180,7 @@ def crash_restart(c, rng):
 
 
 data_dir = tempdir("mooncake-crash-")
-c = Cluster(stores=2, segment="128mb", data_dir=data_dir,
+c = Cluster(stores=2, segment=f"{SEGMENT_MB}mb", data_dir=data_dir,
             extra_master=["--client-ttl", "5s"],
             extra_store=[])
 try:
@@ -194,6 +212,9 @@ try:
 
     # One more crash right after the load, then the full check.
     crash_restart(c, rng)
+    check(pool["evicted"] == 0,
+          f"the pool never evicted (peak use {pool['peak_used']:.0%} of {2 * SEGMENT_MB} MB; "
+          f"{pool['evicted']} evictions), so every missing acknowledged put below is lost data")
     bad = [k for k, v in acked.items() if (r := run(["get", k], env=env)).returncode != 0
            or r.stdout != v]
     check(not bad, f"after {CYCLES + 1} kill -9: all {len(acked)} acknowledged puts readable "
