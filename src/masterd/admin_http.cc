@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "common/json_escape.h"
@@ -92,6 +94,7 @@ struct AdminHttp::Impl {
   MasterService& service;
   httplib::Server server;
   std::thread thread;
+  std::atomic<bool> listen_done{false};  // the accept loop returned
   explicit Impl(MasterService& s) : service(s) {}
 };
 
@@ -155,7 +158,25 @@ Status AdminHttp::Start(const std::string& host, uint16_t port) {
     return Error(ErrorCode::INVALID_PARAMS,
                  "cannot listen on " + host + ":" + std::to_string(port) + " for the admin HTTP port");
   }
-  impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
+  std::atomic<bool>& done = impl_->listen_done;
+  done = false;
+  impl_->thread = std::thread([this, &done] {
+    impl_->server.listen_after_bind();
+    done = true;
+  });
+  // httplib's stop() does nothing until the accept loop runs, so a Stop()
+  // right after Start() (a master that fails to start its next part, or is
+  // told to stop at once) would leave the loop in accept() and the join
+  // waiting for ever: wait until it runs (the loop marks itself running as
+  // it starts) or has returned.
+  while (!impl_->server.is_running() && !done) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!impl_->server.is_running()) {
+    impl_->thread.join();  // done: the loop returned
+    return Error(ErrorCode::INTERNAL_ERROR,
+                 "the admin HTTP server on " + host + ":" + std::to_string(port) + " did not start");
+  }
   return Status::Ok();
 }
 
