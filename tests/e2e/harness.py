@@ -59,11 +59,19 @@ def _child_env(env):
     return full_env
 
 
+_ports_given = set()
+
+
 def free_port():
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port on 127.0.0.1 that was free a moment ago, never one this
+    process handed out before (the kernel can give the same one twice)."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _ports_given:
+            _ports_given.add(port)
+            return port
 
 
 def run(args, input=None, env=None, timeout=60):
