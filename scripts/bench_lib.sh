@@ -13,16 +13,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A port free a moment ago, never one this run handed out before (the kernel
-# can give the same free port twice in a row).
-free_port() {
-  local p
-  while :; do
-    p=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    grep -qx "$p" "$work/ports" 2>/dev/null || break
-  done
-  echo "$p" >>"$work/ports"; echo "$p"
-}
+# shellcheck source=scripts/free_port.sh
+. "$(dirname "${BASH_SOURCE[0]}")/free_port.sh"
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 # start_master DATA_DIR: sets $master, $port, $mport; returns once /health

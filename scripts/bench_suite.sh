@@ -62,14 +62,8 @@ restore_hugepages() {
 }
 trap 'stop_all; restore_hugepages' EXIT INT TERM
 
-free_port() {  # never one handed out before in this run
-  local p
-  while :; do
-    p=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    grep -qx "$p" "$work/ports" 2>/dev/null || break
-  done
-  echo "$p" >>"$work/ports"; echo "$p"
-}
+# shellcheck source=scripts/free_port.sh
+. "$(dirname "${BASH_SOURCE[0]}")/free_port.sh"
 
 wait_for() {  # wait_for WHAT COMMAND...: up to 20 s
   local what=$1; shift
