@@ -11,32 +11,18 @@
 
 #include "master/eviction_policy.h"
 #include "master/master_test_util.h"
+#include "masterd/journal_test_util.h"
 
 using namespace mc;
 using namespace mc::master;
 using mc::master::testing::Client;
 using mc::master::testing::Segment;
+using mc::masterd::testing::TempDb;
 
 namespace {
 
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kNow = 1000000;
-
-// A fresh file name under /tmp, removed (with its WAL) at scope exit.
-struct TempDb {
-  std::string path;
-  TempDb() {
-    char tmpl[] = "/tmp/mc-journal-test-XXXXXX";
-    int fd = ::mkstemp(tmpl);
-    REQUIRE(fd >= 0);
-    ::close(fd);
-    path = tmpl;
-    std::remove(path.c_str());
-  }
-  ~TempDb() {
-    for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
-  }
-};
 
 MasterConfig SmallStripes() {
   MasterConfig c;

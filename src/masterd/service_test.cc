@@ -1,14 +1,13 @@
 #include "masterd/service.h"
 
 #include <doctest/doctest.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <regex>
 
 #include "common/capability.h"
 #include "masterd/admin_http.h"
 #include "masterd/journal.h"
+#include "masterd/journal_test_util.h"
 
 using namespace mc;
 
@@ -71,12 +70,8 @@ TEST_CASE("metrics text names what dashboards expect") {
 }
 
 TEST_CASE("with a journal, metrics count its commits, changes and commit time") {
-  char tmpl[] = "/tmp/mc-service-test-XXXXXX";
-  const int fd = ::mkstemp(tmpl);
-  REQUIRE(fd >= 0);
-  ::close(fd);
-  const std::string path = tmpl;
-  std::remove(path.c_str());
+  masterd::testing::TempDb db;
+  const std::string& path = db.path;
   {
     ManualClock clock;
     MasterConfig config;
@@ -105,7 +100,6 @@ TEST_CASE("with a journal, metrics count its commits, changes and commit time") 
     CHECK(commits <= 5);
     CHECK(value("master_journal_commit_seconds_total") > 0);
   }
-  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
 }
 
 TEST_CASE("query of a missing key names OBJECT_NOT_FOUND") {
