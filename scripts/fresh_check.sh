@@ -85,6 +85,7 @@ fi
 flock -u 8
 
 root=$(mktemp -d "$work_parent/mooncake-fresh.XXXXXX")
+chmod 755 "$root"   # mktemp makes it 0700; apt's _apt user must traverse it
 cleanup() {
   local status=$?
   if [ "${FRESH_KEEP:-0}" = 1 ]; then
@@ -127,7 +128,7 @@ timeout --kill-after=30 "$timeout_s" \
     mount --rbind /dev "$r/dev"
     mount -t tmpfs -o mode=1777 tmpfs "$r/dev/shm"
     mount -t tmpfs -o mode=1777 tmpfs "$r/tmp"
-    exec chroot "$r" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 CI="${CI:-}" \
+    exec chroot "$r" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 CI="${CI:-}" MOONCAKE_IN_FRESH_ROOT=1 \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       /bin/bash -c "cd /root/mooncake && $1" </dev/null
   ' fresh "$root" "$command"

@@ -47,9 +47,15 @@ std::string DescriptorJson(const proto::SegmentDesc& seg, uint16_t port, uint64_
          ",\"rkey\":[],\"lkey\":[]}],\"devices\":[]}";
 }
 
+// Publishes the segment descriptor for reference transfer-engine peers.
+// mooncake's own clients learn endpoints from the master, so a metadata
+// server is optional: when none was configured (the URL is the built-in
+// default) and nothing listens there, the store says so once at INFO and
+// carries on; a configured server that fails is a WARN.
 class MetadataPublisher {
  public:
-  explicit MetadataPublisher(const std::string& url) : url_(url) {
+  explicit MetadataPublisher(const std::string& url)
+      : url_(url), is_default_(url == ClusterConfig{}.metadata_server) {
     ok_ = SplitUrl(url, &base_, &path_);
     if (!ok_) MC_LOG(WARN) << "metadata server '" << url << "' is not an http:// URL; not publishing";
   }
@@ -66,13 +72,26 @@ class MetadataPublisher {
     httplib::Result r = std::strcmp(method, "PUT") == 0
                             ? cli.Put(target.c_str(), value, "application/json")
                             : cli.Delete(target.c_str());
+    if (!r && is_default_ && r.error() == httplib::Error::Connection) {
+      if (!told_absent_) {
+        MC_LOG(INFO) << "no metadata server at " << url_
+                     << " (the default; none configured): segment descriptor not published."
+                     << " mooncake clients find segments through the master; reference"
+                     << " transfer-engine peers need one (mooncake metadata-server, or"
+                     << " master --enable-http-metadata-server)";
+      }
+      told_absent_ = true;
+      return;
+    }
     if (!r || (r->status != 200 && r->status != 404)) {
       MC_LOG(WARN) << "metadata server " << url_ << ": " << method << " " << key << " failed ("
                    << (r ? std::to_string(r->status) : httplib::to_string(r.error())) << ")";
     }
   }
   std::string url_, base_, path_;
+  bool is_default_;
   bool ok_ = false;
+  bool told_absent_ = false;
 };
 
 // Mounts the segment, retrying with backoff until it works or a stop
