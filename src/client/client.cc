@@ -106,7 +106,8 @@ class ClientImpl final : public Client {
  private:
   static transfer::TcpTransportOptions TcpOptions(const Config& config) {
     transfer::TcpTransportOptions o;
-    o.streams = static_cast<int>(std::clamp<uint32_t>(config.client.tcp_streams, 1, 64));
+    // 1..kMaxTcpStreams: the config refuses anything else at start-up.
+    o.streams = static_cast<int>(config.client.tcp_streams);
     o.auth_token = config.cluster.auth_token;
     return o;
   }

@@ -203,7 +203,7 @@ Status MasterState::MountSegment(const proto::MountSegmentRequest& req, uint64_t
     return Count(counters_.mount_segment, Error(code, std::move(msg)));
   };
   if (d.name.empty()) return fail(ErrorCode::INVALID_PARAMS, "segment name is empty");
-  if (d.size_bytes < SegmentAllocator::kAlignmentBytes || d.size_bytes > kMaxSegmentBytes)
+  if (d.size_bytes < SegmentAllocator::kAlignmentBytes || d.size_bytes > kMaxAddressableSegmentBytes)
     return fail(ErrorCode::INVALID_PARAMS, "segment '" + d.name + "' size " +
                                                std::to_string(d.size_bytes) +
                                                " is outside [64 B, 64 TiB]");
@@ -223,7 +223,7 @@ Status MasterState::MountSegment(const proto::MountSegmentRequest& req, uint64_t
     // bytes) and mount the new one.
     DropSegments({found->second});
   }
-  if (free_segment_ids_.empty() && segments_.size() >= kMaxSegments)
+  if (free_segment_ids_.empty() && segments_.size() >= kMaxSegmentIds)
     return fail(ErrorCode::INVALID_PARAMS, "too many segments to mount '" + d.name + "'");
   uint32_t id;
   if (!free_segment_ids_.empty()) {

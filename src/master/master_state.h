@@ -35,6 +35,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/ceilings.h"
 #include "common/result.h"
 #include "config/config.h"
 #include "master/eviction_policy.h"
@@ -46,9 +47,8 @@
 
 namespace mc::master {
 
-// Named limits of the state machine beyond those in MasterConfig.
-constexpr uint32_t kMaxReplicas = 16;
-constexpr uint32_t kMaxBuffersPerObject = 4096;  // replicas x stripes
+// The state machine's own ceilings (kMaxReplicas, kMaxBuffersPerObject) are
+// in common/ceilings.h, where the config checks settings against them.
 
 struct TickReport {
   uint64_t expired_clients = 0;

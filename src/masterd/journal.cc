@@ -509,7 +509,7 @@ Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadSta
       st = bad("checksum mismatch (the file is damaged)");
       break;
     }
-    if (replicas <= 0 || replicas > master::kMaxReplicas ||
+    if (replicas <= 0 || replicas > kMaxReplicas ||
         buffers.size() % kBufferRecordBytes != 0 || count % replicas != 0 || count == 0) {
       st = bad("malformed buffer list (" + std::to_string(buffers.size()) + " bytes, " +
                std::to_string(replicas) + " replicas)");

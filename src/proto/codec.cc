@@ -156,7 +156,7 @@ void Decode(Reader& r, PutStartRequest* v) {
 
 void Encode(Writer& w, const PutStartReply& v) { EncodeVector(w, v.replicas); }
 void Decode(Reader& r, PutStartReply* v) {
-  DecodeVector(r, &v->replicas, kMaxReplicas, "replicas count");
+  DecodeVector(r, &v->replicas, kMaxWireReplicas, "replicas count");
 }
 
 void Encode(Writer& w, const KeyRequest& v) {
@@ -174,7 +174,7 @@ void Encode(Writer& w, const GetReplicaListReply& v) {
   w.U64(v.lease_ttl_us);
 }
 void Decode(Reader& r, GetReplicaListReply* v) {
-  DecodeVector(r, &v->replicas, kMaxReplicas, "replicas count");
+  DecodeVector(r, &v->replicas, kMaxWireReplicas, "replicas count");
   v->size_bytes = r.U64("size_bytes");
   v->lease_ttl_us = r.U64("lease_ttl_us");
 }
@@ -251,7 +251,7 @@ void Decode(Reader& r, ClusterStatusReply* v) {
   v->key_count = r.U64("key_count");
   v->soft_pinned_count = r.U64("soft_pinned_count");
   v->active_clients = r.U64("active_clients");
-  DecodeVector(r, &v->segments, kMaxSegments, "segments count");
+  DecodeVector(r, &v->segments, kMaxListedSegments, "segments count");
 }
 
 void EncodeErrorReply(const Status& status, std::string* out) {

@@ -16,17 +16,12 @@
 #include "proto/frame.h"
 #include "proto/messages.h"
 #include "proto/wire.h"
+#include "common/ceilings.h"
 
 namespace mc::proto {
 
-// Wire limits: a decoder refuses anything larger. The master applies its
-// own, smaller, configured limits (max_batch, max_key_bytes) on top.
-inline constexpr size_t kMaxStringBytes = 64u << 10;    // keys, names, paths, cursors
-inline constexpr size_t kMaxMessageBytes = 4096;        // error messages (encoder truncates)
-inline constexpr size_t kMaxBatchItems = 65536;         // batch elements, listed keys
-inline constexpr size_t kMaxReplicas = 256;             // replicas of one object
-inline constexpr size_t kMaxBuffersPerReplica = 65536;  // stripes of one replica
-inline constexpr size_t kMaxSegments = 65536;           // segments in ClusterStatus
+// Wire limits (kMaxStringBytes, kMaxBatchItems, ...) live in
+// common/ceilings.h, shared with the config that checks settings against them.
 // Elements reserved before any is decoded.
 inline constexpr size_t kReserveItems = 64;
 

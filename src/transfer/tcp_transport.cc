@@ -57,7 +57,7 @@ Status ReadHello(int fd, const std::string& peer, wire::Hello* hello) {
 
 TcpTransport::TcpTransport(TcpTransportOptions options)
     : options_(std::move(options)), workers_(std::max(options_.streams - 1, 0)) {
-  assert(options_.streams >= 1 && options_.streams <= kMaxStreams);
+  assert(options_.streams >= 1 && options_.streams <= static_cast<int>(kMaxTcpStreams));
   assert(options_.min_chunk_bytes > 0 && options_.min_chunk_bytes <= options_.max_chunk_bytes);
   assert(options_.min_read_chunk_bytes > 0);
 }

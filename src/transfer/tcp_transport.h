@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/ceilings.h"
 #include "transfer/socket_io.h"
 #include "transfer/transport.h"
 #include "transfer/worker_pool.h"
@@ -45,8 +46,8 @@ struct TcpTransportOptions {
   SocketTuning tuning;
 };
 
-// Limits checked by the constructor (asserted: a bad value is a caller bug).
-inline constexpr int kMaxStreams = 64;
+// Limits checked by the constructor (asserted: a bad value is a caller bug):
+// streams at most kMaxTcpStreams (common/ceilings.h).
 // Requests in flight per connection.
 inline constexpr size_t kPipelineDepth = 2;
 
