@@ -13,6 +13,7 @@
 #include "common/host_identity.h"
 #include "common/log.h"
 #include "common/capability.h"
+#include "common/clock.h"
 #include "transfer/access.h"
 #include "transfer/shm_transport.h"
 #include "transfer/tcp_transport.h"
@@ -116,7 +117,7 @@ class ClientImpl final : public Client {
   // what that does and does not protect).
   static transfer::ShmTransportOptions ShmOptions() {
     transfer::ShmTransportOptions o;
-    o.check = transfer::GrantBoundsCheck(WallClockUnixMs);
+    o.check = transfer::GrantBoundsCheck([] { return SystemClock::Instance().UnixMs(); });
     return o;
   }
 

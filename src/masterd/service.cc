@@ -88,7 +88,7 @@ Result<proto::PingReply> MasterService::Ping(const proto::PingRequest& req) {
 Result<proto::PutStartReply> MasterService::PutStart(const proto::PutStartRequest& req) {
   ++t_private_ops;
   std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t wall_ms = WallClockUnixMs();  // before the lease starts
+  const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
   auto r = state_->PutStart(req, clock_.NowUs());
   if (r.ok()) SignAll(&r->replicas, true, wall_ms);
   return r;
@@ -107,7 +107,7 @@ Status MasterService::PutRevoke(const proto::KeyRequest& req) {
 
 Result<proto::GetReplicaListReply> MasterService::GetReplicaList(const proto::KeyRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t wall_ms = WallClockUnixMs();  // before the lease starts
+  const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
   auto r = state_->GetReplicaList(req, clock_.NowUs());
   if (r.ok()) SignAll(&r->replicas, false, wall_ms);
   return r;
@@ -139,7 +139,7 @@ Result<proto::Batch<proto::BatchItem<proto::PutStartReply>>> MasterService::Batc
     const proto::Batch<proto::PutStartRequest>& req) {
   ++t_private_ops;
   std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t wall_ms = WallClockUnixMs();  // before the lease starts
+  const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
   auto r = state_->BatchPutStart(req, clock_.NowUs());
   if (r.ok()) {
     for (auto& item : *r) {
@@ -164,7 +164,7 @@ Result<proto::Batch<Status>> MasterService::BatchPutRevoke(
 Result<proto::Batch<proto::BatchItem<proto::GetReplicaListReply>>>
 MasterService::BatchGetReplicaList(const proto::Batch<proto::KeyRequest>& req) {
   std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t wall_ms = WallClockUnixMs();  // before the lease starts
+  const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
   auto r = state_->BatchGetReplicaList(req, clock_.NowUs());
   if (r.ok()) {
     for (auto& item : *r) {

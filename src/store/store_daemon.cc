@@ -125,7 +125,8 @@ Status RunStore(const Config& config) {
   // complete, leased replicas (common/capability.h).
   auto server = transfer::TcpDataServer::Start(
       (*segment)->base(), (*segment)->size_bytes(),
-      transfer::CapabilityCheck(desc.access_key, desc.incarnation, WallClockUnixMs), to);
+      transfer::CapabilityCheck(desc.access_key, desc.incarnation,
+                                [] { return SystemClock::Instance().UnixMs(); }), to);
   if (!server.ok()) {
     return Error(server.code(), "cannot start the data server: " + server.status().ToString());
   }

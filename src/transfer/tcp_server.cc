@@ -88,6 +88,7 @@ Result<std::unique_ptr<TcpDataServer>> TcpDataServer::Start(uint8_t* base, uint6
   s->size_bytes_ = size_bytes;
   s->check_ = std::move(check);
   s->options_ = std::move(options);
+  s->clock_ = s->options_.clock != nullptr ? s->options_.clock : &SystemClock::Instance();
   s->counters_ = std::make_unique<Counters>();
   MC_ASSIGN_OR_RETURN(s->listen_fd_, ListenTcp(s->options_.listen_host, s->options_.port,
                                                kListenBacklog, &s->port_));
@@ -197,7 +198,7 @@ void TcpDataServer::LogRefusal(int fd, OpKind op, const Status& st) {
   // A peer hammering the port with bad requests must not flood the log: at
   // most kMaxRefusalLogsPerWindow lines per window, then one line saying how
   // many were left out. The counter in stats() counts them all.
-  const uint64_t now_ms = WallClockUnixMs();
+  const uint64_t now_ms = clock_->UnixMs();
   uint64_t suppressed = 0;
   {
     std::lock_guard<std::mutex> lock(log_mu_);

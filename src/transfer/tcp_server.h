@@ -27,6 +27,7 @@
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/result.h"
 #include "transfer/socket_io.h"
 #include "transfer/transport.h"
@@ -42,6 +43,7 @@ struct TcpDataServerOptions {
   int idle_timeout_ms = 600000;            // close a connection idle this long
   std::string auth_token;                  // empty = no authentication
   SocketTuning tuning;                     // io_timeout_ms bounds a stalled frame
+  const Clock* clock = nullptr;            // wall time of the refusal log window; null: SystemClock
 };
 
 struct TcpDataServerStats {
@@ -105,6 +107,7 @@ class TcpDataServer {
   std::mutex mu_;                 // guards conns_
   std::list<Conn> conns_;
   std::unique_ptr<Counters> counters_;
+  const Clock* clock_ = nullptr;  // options_.clock or SystemClock
   std::mutex log_mu_;  // guards the refusal log window
   uint64_t refusal_window_start_ms_ = 0;
   uint64_t refusals_logged_ = 0;
