@@ -13,6 +13,7 @@
 #include "master/eviction_adaptive.h"
 #include "master/eviction_lru.h"
 #include "master/eviction_policy.h"
+#include "common/test_seed.h"
 
 using namespace mc::master;
 
@@ -24,13 +25,6 @@ std::vector<ObjectId> Drain(EvictionPolicy& p) {
   std::vector<ObjectId> out;
   while (auto v = p.NextVictim(kAll)) out.push_back(*v);
   return out;
-}
-
-uint64_t SeedFromEnv() {
-  const char* env = std::getenv("MC_SEED");
-  uint64_t seed = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-  std::printf("eviction randomized test seed %llu (MC_SEED replays)\n", (unsigned long long)seed);
-  return seed;
 }
 
 }  // namespace
@@ -248,7 +242,7 @@ TEST_CASE("the adaptive policy counts its victims by mode, and its switches") {
 }
 
 TEST_CASE("policies track exactly what a model says under random operations") {
-  uint64_t seed = SeedFromEnv();
+  uint64_t seed = mc::TestSeed("eviction randomized test");
   std::mt19937_64 rng(seed);
   for (const char* name : {"lru", "adaptive"}) {
     CAPTURE(name);

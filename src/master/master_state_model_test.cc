@@ -12,6 +12,7 @@
 
 #include "master/master_state.h"
 #include "master/master_test_util.h"
+#include "common/test_seed.h"
 
 using namespace mc;
 using namespace mc::master;
@@ -69,14 +70,6 @@ struct Model {
     if (o.pin_counted) o.pin_until = std::max(o.pin_until, now + cfg.default_kv_soft_pin_ttl_us);
   }
 };
-
-uint64_t Seed() {
-  const char* env = std::getenv("MC_SEED");
-  uint64_t seed = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-  std::printf("master model test seed %llu (replay with MC_SEED=%llu)\n",
-              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
-  return seed;
-}
 
 struct Runner {
   std::mt19937_64 rng;
@@ -326,7 +319,7 @@ struct Runner {
 }  // namespace
 
 TEST_CASE("randomized operations agree with a reference model of the master") {
-  const uint64_t seed = Seed();
+  const uint64_t seed = mc::TestSeed("master model test");
   MasterConfig cfg;
   cfg.stripe_size_bytes = 64 * kKiB;
   cfg.default_kv_soft_pin_ttl_us = 60 * kSecond;

@@ -163,8 +163,7 @@ TEST_CASE("every message type round-trips, and its truncations are refused") {
 }
 
 TEST_CASE("randomized messages round-trip (MC_SEED replays)") {
-  uint64_t seed = TestSeed();
-  std::printf("proto round-trip seed: MC_SEED=%llu\n", static_cast<unsigned long long>(seed));
+  uint64_t seed = mc::TestSeed("proto round-trip");
   RandomMessages g(seed);
   for (int i = 0; i < 300; ++i) {
     CAPTURE(i);
@@ -256,8 +255,7 @@ TEST_CASE("decoders refuse values past their limits without allocating for them"
 }
 
 TEST_CASE("random bytes decode to a value or PROTOCOL_ERROR for every type (MC_SEED replays)") {
-  uint64_t seed = TestSeed();
-  std::printf("proto random-bytes seed: MC_SEED=%llu\n", static_cast<unsigned long long>(seed));
+  uint64_t seed = mc::TestSeed("proto random-bytes");
   RandomMessages g(seed);
   for (int i = 0; i < 3000; ++i) {
     std::string bytes;

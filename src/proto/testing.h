@@ -7,6 +7,7 @@
 #include <string>
 
 #include "proto/codec.h"
+#include "common/test_seed.h"
 
 namespace mc::proto {
 
@@ -59,12 +60,6 @@ inline bool SameStatuses(const Batch<Status>& a, const Batch<Status>& b) {
   for (size_t i = 0; i < a.size(); ++i)
     if (!SameStatus(a[i], b[i])) return false;
   return true;
-}
-
-// Seed from MC_SEED if set, else random; the caller prints it.
-inline uint64_t TestSeed() {
-  if (const char* s = std::getenv("MC_SEED")) return std::strtoull(s, nullptr, 10);
-  return std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
 }
 
 // Random message values, with strings of any byte (including NUL and

@@ -389,8 +389,7 @@ TEST_CASE("bad framing gets a ConnectionError and a close; bad payloads only an 
 
 TEST_CASE("random bytes never crash the server or stop it serving (MC_SEED replays)") {
   TestServer ts;
-  uint64_t seed = TestSeed();
-  std::printf("rpc random-bytes seed: MC_SEED=%llu\n", static_cast<unsigned long long>(seed));
+  uint64_t seed = mc::TestSeed("rpc random-bytes");
   RandomMessages g(seed);
   MasterClient good(ts.Client());
   for (int i = 0; i < 60; ++i) {
