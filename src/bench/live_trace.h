@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bench/report.h"
-#include "bench/trace.h"
+#include "eviction/trace.h"
 #include "bench/workload.h"
 
 namespace mc::bench {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "master/master_state.h"
-#include "master/testing_policy.h"
+#include "eviction/testing_policy.h"
 
 using namespace mc;
 using namespace mc::master;

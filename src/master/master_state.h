@@ -38,7 +38,7 @@
 #include "common/ceilings.h"
 #include "common/result.h"
 #include "config/config.h"
-#include "master/eviction_policy.h"
+#include "eviction/policy.h"
 #include "master/master_counters.h"
 #include "master/object_record.h"
 #include "master/segment_allocator.h"

@@ -3,7 +3,7 @@
 #include <cassert>
 #include <functional>
 
-#include "master/eviction_watermark.h"
+#include "eviction/watermark.h"
 #include "master/master_state.h"
 #include "master/master_state_internal.h"
 

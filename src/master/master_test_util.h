@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "master/master_state.h"
-#include "master/testing_policy.h"
+#include "eviction/testing_policy.h"
 
 namespace mc::master::testing {
 

@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "master/eviction_policy.h"
+#include "eviction/policy.h"
 #include "master/master_test_util.h"
 #include "masterd/journal_test_util.h"
 

@@ -6,7 +6,7 @@
 #include "common/capability.h"
 #include "common/log.h"
 #include "common/units.h"
-#include "master/eviction_policy.h"
+#include "eviction/policy.h"
 
 namespace mc::masterd {
 

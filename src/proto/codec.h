@@ -15,7 +15,7 @@
 
 #include "proto/frame.h"
 #include "proto/messages.h"
-#include "proto/wire.h"
+#include "proto/byte_io.h"
 #include "common/ceilings.h"
 
 namespace mc::proto {

@@ -1,7 +1,7 @@
 // TcpDataServer: the store side of the TCP data path. Serves WRITE and READ
-// requests (format in wire.h) straight into and out of segment memory: bytes
-// are recv()'d into the destination and send()'d from the source, with no
-// intermediate copy.
+// requests (format in data_protocol.h) straight into and out of segment
+// memory: bytes are recv()'d into the destination and send()'d from the
+// source, with no intermediate copy.
 //
 // One thread accepts; each connection (persistent, at most max_connections)
 // is served by its own blocking thread, which on loopback with 2 cores beats
@@ -31,7 +31,7 @@
 #include "common/result.h"
 #include "transfer/socket_io.h"
 #include "transfer/transport.h"
-#include "transfer/wire.h"
+#include "transfer/data_protocol.h"
 
 namespace mc::transfer {
 

@@ -9,7 +9,7 @@
 #include "transfer/socket_io.h"
 #include "transfer/tcp_transport.h"
 #include "transfer/transfer_test_util.h"
-#include "transfer/wire.h"
+#include "transfer/data_protocol.h"
 
 using namespace mc::transfer;
 using mc::ErrorCode;

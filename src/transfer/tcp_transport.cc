@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "common/log.h"
-#include "transfer/wire.h"
+#include "transfer/data_protocol.h"
 
 namespace mc::transfer {
 

@@ -1,4 +1,4 @@
-// TcpTransport: the client side of the TCP data path (wire format in wire.h).
+// TcpTransport: the client side of the TCP data path (wire format in data_protocol.h).
 //
 // Keeps a small pool of persistent connections per peer. A large transfer is
 // cut into chunks (between min_chunk_bytes, or min_read_chunk_bytes for a

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/trace.h"
-#include "bench/trace_synth.h"
+#include "eviction/trace.h"
+#include "eviction/trace_synth.h"
 
 namespace {
 

@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "master/eviction_table.h"
+#include "eviction/table.h"
 
 namespace mc::master {
 

@@ -5,7 +5,7 @@
 #include <list>
 #include <unordered_map>
 
-#include "master/eviction_policy.h"
+#include "eviction/policy.h"
 
 namespace mc::master {
 

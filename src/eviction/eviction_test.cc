@@ -10,9 +10,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "master/eviction_adaptive.h"
-#include "master/eviction_lru.h"
-#include "master/eviction_policy.h"
+#include "eviction/adaptive.h"
+#include "eviction/lru.h"
+#include "eviction/policy.h"
 #include "common/test_seed.h"
 
 using namespace mc::master;

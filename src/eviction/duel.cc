@@ -1,8 +1,8 @@
-#include "master/eviction_duel.h"
+#include "eviction/duel.h"
 
 #include <algorithm>
 
-#include "master/eviction_adaptive.h"
+#include "eviction/adaptive.h"
 
 namespace mc::master {
 

@@ -3,8 +3,8 @@
 #include <list>
 #include <unordered_map>
 
-#include "bench/trace.h"
-#include "master/eviction_watermark.h"
+#include "eviction/trace.h"
+#include "eviction/watermark.h"
 
 namespace mc::bench {
 namespace {

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "master/eviction_policy.h"
+#include "eviction/policy.h"
 
 namespace mc::bench {
 

@@ -1,4 +1,4 @@
-#include "metadata/sqlite_db.h"
+#include "storage/sqlite_db.h"
 
 #include <sqlite3.h>
 
@@ -14,7 +14,7 @@
 
 #include "common/log.h"
 
-namespace mc::metadata {
+namespace mc::storage {
 
 namespace {
 // How long a statement waits for a lock held by another connection before
@@ -231,4 +231,4 @@ Status SqliteDb::ExpectText(const char* sql, const std::string& expected) {
   return Status::Ok();
 }
 
-}  // namespace mc::metadata
+}  // namespace mc::storage

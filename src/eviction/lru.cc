@@ -1,4 +1,4 @@
-#include "master/eviction_lru.h"
+#include "eviction/lru.h"
 
 #include <cassert>
 

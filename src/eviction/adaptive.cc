@@ -1,4 +1,4 @@
-#include "master/eviction_adaptive.h"
+#include "eviction/adaptive.h"
 
 #include <algorithm>
 #include <cassert>

@@ -1,7 +1,7 @@
 // MakeEvictionPolicy: the names operators write in the config.
-#include "master/eviction_adaptive.h"
-#include "master/eviction_lru.h"
-#include "master/eviction_policy.h"
+#include "eviction/adaptive.h"
+#include "eviction/lru.h"
+#include "eviction/policy.h"
 
 namespace mc::master {
 

@@ -1,7 +1,8 @@
 // BackgroundEvictionBytes: how much the master's periodic tick frees when the
 // pool is above its high watermark. A pure function of the pool's state,
-// header-only so the master's Tick and the trace simulator (src/bench/
-// trace_sim, which links the policies but not the master) run the same rule.
+// header-only so the master's Tick and the trace simulator (trace_sim, in
+// this module, which links the policies but not the master) run the same
+// rule.
 // Thread-safe (no state).
 #pragma once
 

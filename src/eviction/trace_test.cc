@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "bench/trace.h"
-#include "bench/trace_synth.h"
+#include "eviction/trace.h"
+#include "eviction/trace_synth.h"
 
 using namespace mc::bench;
 

@@ -8,8 +8,8 @@
 
 #include <vector>
 
-#include "master/eviction_policy.h"
-#include "master/eviction_table.h"
+#include "eviction/policy.h"
+#include "eviction/table.h"
 
 namespace mc::master {
 

@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "bench/trace.h"
+#include "eviction/trace.h"
 
 namespace mc::bench {
 

@@ -1,4 +1,4 @@
-#include "bench/trace_synth.h"
+#include "eviction/trace_synth.h"
 
 #include <cassert>
 #include <cmath>

@@ -1,7 +1,7 @@
 // Trace parsing: a small hand-written parser for exactly the reference's
 // one-object-per-line shape (four keys, non-negative integers, one array of
 // integers). Anything else is an error naming the line and column.
-#include "bench/trace.h"
+#include "eviction/trace.h"
 
 #include <fstream>
 #include <sstream>

@@ -21,7 +21,7 @@
 struct sqlite3;
 struct sqlite3_stmt;
 
-namespace mc::metadata {
+namespace mc::storage {
 
 // Upgrades a file of schema version `from` to version `from + 1`.
 struct SqliteMigration {
@@ -80,4 +80,4 @@ class SqliteDb {
   sqlite3* db_;
 };
 
-}  // namespace mc::metadata
+}  // namespace mc::storage

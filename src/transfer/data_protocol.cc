@@ -1,4 +1,4 @@
-#include "transfer/wire.h"
+#include "transfer/data_protocol.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

@@ -1,4 +1,4 @@
-#include "proto/wire.h"
+#include "proto/byte_io.h"
 
 namespace mc::proto {
 

@@ -25,9 +25,9 @@
 
 #include <memory>
 
-#include "master/eviction_duel.h"
-#include "master/eviction_policy.h"
-#include "master/eviction_table.h"
+#include "eviction/duel.h"
+#include "eviction/policy.h"
+#include "eviction/table.h"
 
 namespace mc::master {
 
