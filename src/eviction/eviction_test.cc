@@ -10,10 +10,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/test_seed.h"
 #include "eviction/adaptive.h"
 #include "eviction/lru.h"
 #include "eviction/policy.h"
-#include "common/test_seed.h"
 
 using namespace mc::master;
 

@@ -10,9 +10,9 @@
 #include <random>
 #include <set>
 
+#include "common/test_seed.h"
 #include "master/master_state.h"
 #include "master/master_test_util.h"
-#include "common/test_seed.h"
 
 using namespace mc;
 using namespace mc::master;
@@ -40,7 +40,7 @@ struct ModelSegment {
 };
 
 struct Model {
-  MasterConfig cfg;
+  Options cfg;
   std::map<std::string, ModelObject> objects;
   std::map<std::string, ModelSegment> segments;
   std::map<uint64_t, uint64_t> clients;  // id -> last ping
@@ -77,7 +77,7 @@ struct Runner {
   Model m;
   size_t evicted_seen = 0;
 
-  Runner(uint64_t seed, MasterConfig cfg) : rng(seed), h(cfg) { m.cfg = cfg; h.live.clear(); }
+  Runner(uint64_t seed, Options cfg) : rng(seed), h(cfg) { m.cfg = cfg; h.live.clear(); }
 
   uint64_t Pick(uint64_t n) { return rng() % n; }
   std::string Key() { return "k" + std::to_string(Pick(48)); }
@@ -320,7 +320,7 @@ struct Runner {
 
 TEST_CASE("randomized operations agree with a reference model of the master") {
   const uint64_t seed = mc::TestSeed("master model test");
-  MasterConfig cfg;
+  Options cfg;
   cfg.stripe_size_bytes = 64 * kKiB;
   cfg.default_kv_soft_pin_ttl_us = 60 * kSecond;
   MasterCounters total;

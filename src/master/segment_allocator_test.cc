@@ -1,5 +1,5 @@
-#include "master/segment_allocator.h"
 #include "common/test_seed.h"
+#include "master/segment_allocator.h"
 
 #include <doctest/doctest.h>
 

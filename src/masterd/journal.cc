@@ -8,8 +8,8 @@
 
 #include "common/log.h"
 #include "masterd/service.h"
-#include "storage/sqlite_db.h"
 #include "proto/byte_io.h"
+#include "storage/sqlite_db.h"
 
 namespace mc::masterd {
 
@@ -91,7 +91,7 @@ class RowCheck {
 };
 
 int64_t SegmentCheck(uint32_t id, const master::SegmentDump& s) {
-  const proto::SegmentDesc& d = s.desc;
+  const msg::SegmentDesc& d = s.desc;
   return RowCheck()
       .U64(id).Bytes(d.name).U64(s.owner.hi).U64(s.owner.lo).U64(d.incarnation)
       .U64(d.size_bytes).Bytes(d.hostname).Bytes(d.endpoint).Bytes(d.shm_path)
@@ -319,7 +319,7 @@ Status Journal::Commit(const std::vector<Change>& batch) {
   for (const Change& c : batch) {
     switch (c.kind) {
       case Change::Kind::kMount: {
-        const proto::SegmentDesc& d = c.segment.desc;
+        const msg::SegmentDesc& d = c.segment.desc;
         sqlite3_stmt* s = stmts_->mount;
         sqlite3_bind_int64(s, 1, c.segment_id);
         BindText(s, 2, d.name);
@@ -448,7 +448,7 @@ Status Journal::LoadSegments(master::MasterState& state, uint64_t now_us, LoadSt
     const auto id = static_cast<uint32_t>(sqlite3_column_int64(s, 0));
     master::SegmentDump d;
     d.desc.name = Text(s, 1);
-    d.owner = proto::ClientId{AsU64(s, 2), AsU64(s, 3)};
+    d.owner = msg::ClientId{AsU64(s, 2), AsU64(s, 3)};
     d.desc.incarnation = AsU64(s, 4);
     d.desc.size_bytes = AsU64(s, 5);
     d.desc.hostname = Text(s, 6);

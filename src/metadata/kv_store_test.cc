@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <random>
 
-#include "metadata/sqlite_durability.h"
 #include "common/test_seed.h"
+#include "metadata/sqlite_durability.h"
 
 using mc::ErrorCode;
 using mc::metadata::KvLimits;

@@ -11,6 +11,8 @@
 
 namespace mc::rpc {
 
+using namespace mc::proto;  // this layer speaks the wire format (a .cc, not a header)
+
 namespace {
 constexpr size_t kReadChunkBytes = 64u << 10;
 }  // namespace
@@ -233,7 +235,7 @@ Status MasterClient::Notify(Opcode op, std::string_view request_payload) {
   return Status::Ok();
 }
 
-Status MasterClient::ReleaseLeases(const Batch<KeyRequest>& req) {
+Status MasterClient::ReleaseLeases(const msg::Batch<msg::KeyRequest>& req) {
   std::string payload;
   EncodePayload(req, &payload);
   return Notify(Opcode::kReleaseLeases, payload);
@@ -244,11 +246,11 @@ Status MasterClient::ReleaseLeases(const Batch<KeyRequest>& req) {
     auto r = Invoke<Opcode::k##name>(req);                               \
     return r.ok() ? Status::Ok() : r.status();                           \
   }
-MC_CLIENT_STATUS(MountSegment, MountSegmentRequest)
-MC_CLIENT_STATUS(UnmountSegment, UnmountSegmentRequest)
-MC_CLIENT_STATUS(PutEnd, KeyRequest)
-MC_CLIENT_STATUS(PutRevoke, KeyRequest)
-MC_CLIENT_STATUS(Remove, RemoveRequest)
+MC_CLIENT_STATUS(MountSegment, msg::MountSegmentRequest)
+MC_CLIENT_STATUS(UnmountSegment, msg::UnmountSegmentRequest)
+MC_CLIENT_STATUS(PutEnd, msg::KeyRequest)
+MC_CLIENT_STATUS(PutRevoke, msg::KeyRequest)
+MC_CLIENT_STATUS(Remove, msg::RemoveRequest)
 #undef MC_CLIENT_STATUS
 
 #define MC_CLIENT_RESULT(name)                                                            \
@@ -269,8 +271,10 @@ MC_CLIENT_RESULT(BatchExistKey)
 MC_CLIENT_RESULT(BatchRemove)
 #undef MC_CLIENT_RESULT
 
-Result<RemoveAllReply> MasterClient::RemoveAll() { return Invoke<Opcode::kRemoveAll>(Empty{}); }
-Result<ClusterStatusReply> MasterClient::ClusterStatus() {
+Result<msg::RemoveAllReply> MasterClient::RemoveAll() {
+  return Invoke<Opcode::kRemoveAll>(Empty{});
+}
+Result<msg::ClusterStatusReply> MasterClient::ClusterStatus() {
   return Invoke<Opcode::kClusterStatus>(Empty{});
 }
 

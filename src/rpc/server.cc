@@ -20,6 +20,8 @@
 
 namespace mc::rpc {
 
+using namespace mc::proto;  // this layer speaks the wire format (a .cc, not a header)
+
 struct Server::Counters {
   std::atomic<uint64_t> accepted{0}, refused{0}, active{0}, requests{0}, protocol_errors{0},
       auth_failures{0}, timeouts{0}, bytes_received{0};

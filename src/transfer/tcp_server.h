@@ -29,9 +29,9 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "transfer/data_protocol.h"
 #include "transfer/socket_io.h"
 #include "transfer/transport.h"
-#include "transfer/data_protocol.h"
 
 namespace mc::transfer {
 

@@ -6,10 +6,10 @@
 #include <cstring>
 #include <limits>
 
+#include "transfer/data_protocol.h"
 #include "transfer/socket_io.h"
 #include "transfer/tcp_transport.h"
 #include "transfer/transfer_test_util.h"
-#include "transfer/data_protocol.h"
 
 using namespace mc::transfer;
 using mc::ErrorCode;

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "common/test_seed.h"
 #include "transfer/segment.h"
 #include "transfer/tcp_server.h"
-#include "common/test_seed.h"
 
 namespace mc::transfer::testing {
 

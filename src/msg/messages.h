@@ -2,7 +2,8 @@
 //
 // These are the vocabulary shared by the master's state machine
 // (src/master), the RPC layer that encodes them on the wire (src/proto,
-// src/rpc, specified in mooncake-protocol(7)) and the client library. They
+// src/rpc, specified in mooncake-protocol(7)) and the client library. A
+// module of its own, so the core speaks it without depending on the codec. They
 // carry no behaviour. Plain values: copy freely, not synchronized.
 #pragma once
 
@@ -12,7 +13,7 @@
 
 #include "common/result.h"
 
-namespace mc::proto {
+namespace mc::msg {
 
 // A client (store or pure client) process: random 128 bits chosen at start.
 struct ClientId {
@@ -122,4 +123,8 @@ struct BatchItem {
   T value{};
 };
 
-}  // namespace mc::proto
+// A batch request or reply: its elements in order.
+template <typename T>
+using Batch = std::vector<T>;
+
+}  // namespace mc::msg

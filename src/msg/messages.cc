@@ -1,8 +1,8 @@
-#include "proto/messages.h"
+#include "msg/messages.h"
 
 #include <cstdio>
 
-namespace mc::proto {
+namespace mc::msg {
 
 std::string ClientId::ToString() const {
   char buf[33];
@@ -11,4 +11,4 @@ std::string ClientId::ToString() const {
   return buf;
 }
 
-}  // namespace mc::proto
+}  // namespace mc::msg
