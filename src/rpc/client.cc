@@ -46,7 +46,8 @@ struct MasterClient::Conn {
         }
         buf.resize(end + kReadChunkBytes);
       }
-      MC_ASSIGN_OR_RETURN(size_t n, ReadSome(fd, buf.data() + end, buf.size() - end, deadline_us));
+      MC_ASSIGN_OR_RETURN(size_t n,
+                          net::ReadSome(fd, buf.data() + end, buf.size() - end, deadline_us));
       if (n == 0) return Error(ErrorCode::RPC_FAIL, "connection closed by the master");
       end += n;
     }
@@ -61,7 +62,7 @@ struct MasterClient::Conn {
     FrameHeader h{kProtocolVersion, 0, op, static_cast<uint32_t>(payload.size()), id};
     EncodeFrameHeader(h, reinterpret_cast<uint8_t*>(scratch.data()));
     scratch.append(payload);
-    return WriteAll(fd, scratch, deadline_us);
+    return net::WriteAll(fd, scratch, deadline_us);
   }
 
   // An idle connection with something to read was closed (or told off) by
@@ -90,7 +91,7 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::Acquire(uint64_t deadl
         --open_;  // stale: drop it, maybe open a fresh one below
       }
       if (open_ < options_.max_connections) break;
-      uint64_t now = MonotonicUs();
+      uint64_t now = net::MonotonicUs();
       if (now >= deadline_us) {
         return Error(ErrorCode::RPC_TIMEOUT, "all " + std::to_string(options_.max_connections) +
                                                  " connections to master " + options_.master +
@@ -116,7 +117,7 @@ void MasterClient::Release(std::unique_ptr<Conn> conn) {
 }
 
 Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectWithRetries() {
-  auto hp = ParseHostPort(options_.master);
+  auto hp = net::ParseHostPort(options_.master);
   if (!hp.ok()) return hp.status();
   uint64_t backoff_us = options_.initial_backoff_us;
   uint32_t attempts = options_.retries == 0 ? 1 : options_.retries;
@@ -137,11 +138,11 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectWithRetries() {
   return Unavailable(last.message() + " (" + std::to_string(attempts) + " attempts)");
 }
 
-Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectOnce(const HostPort& hp) {
-  MC_ASSIGN_OR_RETURN(int fd, ConnectTcp(hp, options_.rpc_timeout_us));
+Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectOnce(const net::HostPort& hp) {
+  MC_ASSIGN_OR_RETURN(int fd, net::ConnectTcp(hp, options_.rpc_timeout_us));
   auto c = std::make_unique<Conn>();
   c->fd = fd;
-  MC_RETURN_IF_ERROR(Handshake(c.get(), MonotonicUs() + options_.rpc_timeout_us));
+  MC_RETURN_IF_ERROR(Handshake(c.get(), net::MonotonicUs() + options_.rpc_timeout_us));
   return c;
 }
 
@@ -204,7 +205,7 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::SendOne(Opcode op,
 }
 
 Result<std::string> MasterClient::Call(Opcode op, std::string_view request_payload) {
-  uint64_t deadline = MonotonicUs() + options_.rpc_timeout_us;
+  uint64_t deadline = net::MonotonicUs() + options_.rpc_timeout_us;
   uint64_t id = 0;
   MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, SendOne(op, request_payload, deadline, &id));
   for (;;) {
@@ -229,8 +230,9 @@ Result<std::string> MasterClient::Call(Opcode op, std::string_view request_paylo
 
 Status MasterClient::Notify(Opcode op, std::string_view request_payload) {
   uint64_t id = 0;
-  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c,
-                      SendOne(op, request_payload, MonotonicUs() + options_.rpc_timeout_us, &id));
+  MC_ASSIGN_OR_RETURN(
+      std::unique_ptr<Conn> c,
+      SendOne(op, request_payload, net::MonotonicUs() + options_.rpc_timeout_us, &id));
   Release(std::move(c));
   return Status::Ok();
 }

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "net/socket.h"
 #include "proto/codec.h"
-#include "rpc/socket.h"
 
 namespace mc::rpc {
 
@@ -91,7 +91,7 @@ class MasterClient {
   Result<std::unique_ptr<Conn>> Acquire(uint64_t deadline_us);
   void Release(std::unique_ptr<Conn> conn);  // null: the connection was dropped
   Result<std::unique_ptr<Conn>> ConnectWithRetries();
-  Result<std::unique_ptr<Conn>> ConnectOnce(const HostPort& hp);
+  Result<std::unique_ptr<Conn>> ConnectOnce(const net::HostPort& hp);
   Status Handshake(Conn* c, uint64_t deadline_us);
   Status Unavailable(const std::string& why) const;
   // Acquires a connection and sends one frame on it (its request id in *id).

@@ -92,9 +92,9 @@ class TestHandler : public Handler {
 
 template <typename F>
 bool WaitUntil(F cond, int timeout_ms = 5000) {
-  uint64_t deadline = MonotonicUs() + timeout_ms * 1000ull;
+  uint64_t deadline = net::MonotonicUs() + timeout_ms * 1000ull;
   while (!cond()) {
-    if (MonotonicUs() > deadline) return false;
+    if (net::MonotonicUs() > deadline) return false;
     std::this_thread::yield();
     ::usleep(1000);  // waiting on another thread's I/O, not on simulated time
   }
@@ -138,12 +138,14 @@ int Unsent(int fd) {
 
 struct Raw {
   explicit Raw(const std::string& address) {
-    auto fd_or = ConnectTcp(*ParseHostPort(address), 2000000);
+    auto fd_or = net::ConnectTcp(*net::ParseHostPort(address), 2000000);
     REQUIRE(fd_or.ok());
     fd = *fd_or;
   }
   ~Raw() { ::close(fd); }
-  void Send(std::string_view bytes) { REQUIRE(WriteAll(fd, bytes, MonotonicUs() + 2000000).ok()); }
+  void Send(std::string_view bytes) {
+    REQUIRE(net::WriteAll(fd, bytes, net::MonotonicUs() + 2000000).ok());
+  }
   void SendFrame(Opcode op, uint64_t id, std::string_view payload, uint8_t version = kProtocolVersion) {
     std::string f(kFrameHeaderBytes, '\0');
     EncodeFrameHeader({version, 0, op, static_cast<uint32_t>(payload.size()), id},
@@ -152,7 +154,7 @@ struct Raw {
   }
   // Next frame, or an error if the server closed first / nothing came.
   Result<std::pair<FrameHeader, std::string>> Read(int timeout_ms = 3000) {
-    uint64_t deadline = MonotonicUs() + timeout_ms * 1000ull;
+    uint64_t deadline = net::MonotonicUs() + timeout_ms * 1000ull;
     for (;;) {
       if (buf.size() >= kFrameHeaderBytes) {
         auto h = DecodeFrameHeader(reinterpret_cast<const uint8_t*>(buf.data()), buf.size(), kMaxPayloadBytes);
@@ -164,7 +166,7 @@ struct Raw {
         }
       }
       char tmp[65536];
-      auto n = ReadSome(fd, tmp, sizeof tmp, deadline);
+      auto n = net::ReadSome(fd, tmp, sizeof tmp, deadline);
       if (!n.ok()) return n.status();
       if (*n == 0) return Error(ErrorCode::RPC_FAIL, "closed");
       buf.append(tmp, *n);
@@ -278,15 +280,15 @@ TEST_CASE("the auth token never appears on the wire") {
   const std::string token = "TOKEN-must-not-leak-0123456789";
   TestServer ts(token);
   // A one-connection proxy that records both directions.
-  auto lfd = ListenTcp("127.0.0.1", 0, 4);
+  auto lfd = net::ListenTcp("127.0.0.1", 0, 4);
   REQUIRE(lfd.ok());
-  uint16_t proxy_port = LocalPort(*lfd);
+  uint16_t proxy_port = net::LocalPort(*lfd);
   std::string captured;
   std::thread proxy([&] {
     pollfd lp{*lfd, POLLIN, 0};
     if (::poll(&lp, 1, 3000) <= 0) return;
     int a = ::accept(*lfd, nullptr, nullptr);
-    int b = *ConnectTcp(*ParseHostPort(ts.address()), 2000000);
+    int b = *net::ConnectTcp(*net::ParseHostPort(ts.address()), 2000000);
     pollfd p[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
     char buf[4096];
     for (bool open = true; open && ::poll(p, 2, 3000) > 0;) {
@@ -295,7 +297,7 @@ TEST_CASE("the auth token never appears on the wire") {
         ssize_t n = ::read(p[i].fd, buf, sizeof buf);
         if (n <= 0) { open = false; break; }
         captured.append(buf, n);
-        (void)WriteAll(p[1 - i].fd, std::string_view(buf, n), MonotonicUs() + 1000000);
+        (void)net::WriteAll(p[1 - i].fd, std::string_view(buf, n), net::MonotonicUs() + 1000000);
       }
     }
     ::close(a);

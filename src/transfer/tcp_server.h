@@ -29,8 +29,9 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "net/socket.h"
+#include "net/stream_io.h"
 #include "transfer/data_protocol.h"
-#include "transfer/socket_io.h"
 #include "transfer/transport.h"
 
 namespace mc::transfer {
@@ -42,7 +43,7 @@ struct TcpDataServerOptions {
   uint64_t max_frame_bytes = 64ull << 20;  // largest WRITE/READ length
   int idle_timeout_ms = 600000;            // close a connection idle this long
   std::string auth_token;                  // empty = no authentication
-  SocketTuning tuning;                     // io_timeout_ms bounds a stalled frame
+  net::SocketTuning tuning;                // io_timeout_us bounds a stalled frame
   const Clock* clock = nullptr;            // wall time of the refusal log window; null: SystemClock
 };
 

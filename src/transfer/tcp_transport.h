@@ -23,7 +23,8 @@
 #include <vector>
 
 #include "common/ceilings.h"
-#include "transfer/socket_io.h"
+#include "net/socket.h"
+#include "net/stream_io.h"
 #include "transfer/transport.h"
 #include "transfer/worker_pool.h"
 
@@ -41,9 +42,9 @@ struct TcpTransportOptions {
   uint64_t min_read_chunk_bytes = 512ull << 10;
   uint64_t max_chunk_bytes = 1ull << 20;  // must be <= the server's max_frame_bytes
   int max_idle_connections_per_peer = 8;
-  int connect_timeout_ms = 5000;
+  uint64_t connect_timeout_us = 5000000;
   std::string auth_token;  // empty = none; must match the server's
-  SocketTuning tuning;
+  net::SocketTuning tuning;
 };
 
 // Limits checked by the constructor (asserted: a bad value is a caller bug):

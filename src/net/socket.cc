@@ -1,4 +1,4 @@
-#include "rpc/socket.h"
+#include "net/socket.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <cstring>
 #include <ctime>
 
-namespace mc::rpc {
+namespace mc::net {
 
 namespace {
 std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
@@ -184,4 +184,4 @@ Result<size_t> ReadSome(int fd, char* buf, size_t cap, uint64_t deadline_us) {
   }
 }
 
-}  // namespace mc::rpc
+}  // namespace mc::net

@@ -1,6 +1,6 @@
-// Blocking socket helpers for the TCP data path: whole-buffer send/recv in
-// large syscalls, socket tuning and connect with a timeout. Thread-safe
-// (stateless); one fd must not be used by two threads at once.
+// Blocking stream I/O for the TCP data path: whole-buffer send/recv in large
+// syscalls and socket tuning (connect and listen are in net/socket.h).
+// Thread-safe (stateless); one fd must not be used by two threads at once.
 #pragma once
 
 #include <sys/uio.h>
@@ -11,7 +11,7 @@
 
 #include "common/result.h"
 
-namespace mc::transfer {
+namespace mc::net {
 
 struct SocketTuning {
   // SO_SNDBUF and SO_RCVBUF; 0 leaves them to the kernel's autotuning, which
@@ -21,7 +21,7 @@ struct SocketTuning {
   // most samples (e.g. 2 connections 3.6 vs 2.6 GB/s) and the transports were
   // the same or slightly faster with it.
   int buffer_bytes = 0;
-  int io_timeout_ms = 30000;   // SO_SNDTIMEO / SO_RCVTIMEO (0 = none)
+  uint64_t io_timeout_us = 30000000;  // SO_SNDTIMEO / SO_RCVTIMEO (0 = none)
 };
 
 // TCP_NODELAY, buffer sizes and timeouts; errors are ignored (best effort).
@@ -34,9 +34,4 @@ Status SendAll(int fd, const void* data, size_t len);
 // first byte reports TRANSFER_FAIL "peer closed"; a timeout RPC_TIMEOUT.
 Status RecvAll(int fd, void* data, size_t len);
 
-Result<int> ConnectTcp(const std::string& host, uint16_t port, int timeout_ms);
-
-// Listens on host:port (port 0 picks one); returns the fd and the port.
-Result<int> ListenTcp(const std::string& host, uint16_t port, int backlog, uint16_t* bound_port);
-
-}  // namespace mc::transfer
+}  // namespace mc::net

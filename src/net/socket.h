@@ -1,6 +1,9 @@
-// Small POSIX socket helpers shared by the RPC server and client: address
-// parsing, listening, connecting with a deadline, and whole-buffer I/O with
-// a deadline. Errors name the address and errno text. Thread-safe (no state).
+// POSIX TCP sockets for every module that opens one (the RPC server and
+// client, the data plane, the bench): address parsing, listening,
+// connecting with a deadline, and whole-buffer I/O with a deadline. All
+// times are microseconds. Callers that report their own error codes (the
+// data plane's TRANSFER_FAIL) wrap these errors, which name the address and
+// the errno text. Thread-safe (no state).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +12,7 @@
 
 #include "common/result.h"
 
-namespace mc::rpc {
+namespace mc::net {
 
 struct HostPort {
   std::string host;
@@ -39,4 +42,4 @@ Status WriteAll(int fd, std::string_view data, uint64_t deadline_us);
 // Returns bytes read; 0 means the peer closed.
 Result<size_t> ReadSome(int fd, char* buf, size_t cap, uint64_t deadline_us);
 
-}  // namespace mc::rpc
+}  // namespace mc::net
