@@ -8,11 +8,12 @@
 #include <functional>
 #include <mutex>
 
-#include "rpc/client.h"
+#include "common/capability.h"
+#include "common/clock.h"
 #include "common/crypto.h"
 #include "common/host_identity.h"
 #include "common/log.h"
-#include "common/capability.h"
+#include "rpc/client.h"
 #include "transfer/access.h"
 #include "transfer/shm_transport.h"
 #include "transfer/tcp_transport.h"
@@ -23,7 +24,7 @@ namespace {
 
 using proto::Opcode;
 
-Result<transfer::Endpoint> ParseEndpoint(const proto::BufferDesc& b) {
+Result<transfer::Endpoint> ParseEndpoint(const msg::BufferDesc& b) {
   transfer::Endpoint ep;
   auto colon = b.endpoint.rfind(':');
   if (colon == std::string::npos) {
@@ -58,7 +59,7 @@ class ClientImpl final : public Client {
   }
 
   Status Put(const std::string& key, std::span<const uint8_t> value,
-             const proto::PutOptions& options) override {
+             const msg::PutOptions& options) override {
     std::vector<Status> st = BatchPut({key}, {value}, options);
     return st[0];
   }
@@ -70,30 +71,30 @@ class ClientImpl final : public Client {
 
   Result<uint64_t> GetInto(const std::string& key, std::span<uint8_t> buffer) override;
 
-  Result<proto::GetReplicaListReply> Locate(const std::string& key) override {
-    return link_->Invoke<Opcode::kGetReplicaList>(proto::KeyRequest{id_, key});
+  Result<msg::GetReplicaListReply> Locate(const std::string& key) override {
+    return link_->Invoke<Opcode::kGetReplicaList>(msg::KeyRequest{id_, key});
   }
 
   Result<bool> Exists(const std::string& key) override {
-    return link_->Invoke<Opcode::kExistKey>(proto::KeyRequest{id_, key});
+    return link_->Invoke<Opcode::kExistKey>(msg::KeyRequest{id_, key});
   }
 
   Status Remove(const std::string& key, bool force) override {
-    auto r = link_->Invoke<Opcode::kRemove>(proto::RemoveRequest{key, force});
+    auto r = link_->Invoke<Opcode::kRemove>(msg::RemoveRequest{key, force});
     return r.ok() ? Status::Ok() : r.status();
   }
 
-  Result<proto::ListKeysReply> List(const proto::ListKeysRequest& request) override {
+  Result<msg::ListKeysReply> List(const msg::ListKeysRequest& request) override {
     return link_->Invoke<Opcode::kListKeys>(request);
   }
 
-  Result<proto::ClusterStatusReply> ClusterStatus() override {
+  Result<msg::ClusterStatusReply> ClusterStatus() override {
     return link_->ClusterStatus();
   }
 
   std::vector<Status> BatchPut(const std::vector<std::string>& keys,
                                const std::vector<std::span<const uint8_t>>& values,
-                               const proto::PutOptions& options) override;
+                               const msg::PutOptions& options) override;
   std::vector<Result<std::vector<uint8_t>>> BatchGet(const std::vector<std::string>& keys) override;
   std::vector<Result<uint64_t>> BatchGetInto(const std::vector<std::string>& keys,
                                              const std::vector<std::span<uint8_t>>& buffers) override;
@@ -106,7 +107,8 @@ class ClientImpl final : public Client {
  private:
   static transfer::TcpTransportOptions TcpOptions(const Config& config) {
     transfer::TcpTransportOptions o;
-    o.streams = static_cast<int>(std::clamp<uint32_t>(config.client.tcp_streams, 1, 64));
+    // 1..kMaxTcpStreams: the config refuses anything else at start-up.
+    o.streams = static_cast<int>(config.client.tcp_streams);
     o.auth_token = config.cluster.auth_token;
     return o;
   }
@@ -115,28 +117,28 @@ class ClientImpl final : public Client {
   // what that does and does not protect).
   static transfer::ShmTransportOptions ShmOptions() {
     transfer::ShmTransportOptions o;
-    o.check = transfer::GrantBoundsCheck(WallClockUnixMs);
+    o.check = transfer::GrantBoundsCheck([] { return SystemClock::Instance().UnixMs(); });
     return o;
   }
 
-  bool UseShm(const proto::BufferDesc& b) const {
+  bool UseShm(const msg::BufferDesc& b) const {
     return config_.cluster.shm && !b.shm_path.empty() && b.hostname == HostIdentity();
   }
 
   // Plans one replica's buffers over `object` (object order).
-  Status Plan(const proto::ReplicaDesc& replica, transfer::OpKind kind, uint8_t* object,
+  Status Plan(const msg::ReplicaDesc& replica, transfer::OpKind kind, uint8_t* object,
               uint64_t size, std::vector<Planned>* out) const;
   // Reads one object described by `reply` into dst[0, reply.size_bytes),
   // trying replicas (same-host first) until one succeeds.
-  Status ReadObject(proto::GetReplicaListReply& reply, uint8_t* dst);
+  Status ReadObject(msg::GetReplicaListReply& reply, uint8_t* dst);
   // Orders replicas same-host first (stable: the master's order otherwise).
-  void LocalFirst(proto::GetReplicaListReply& reply) const;
+  void LocalFirst(msg::GetReplicaListReply& reply) const;
   // Runs planned ops: same-host ones over shm (falling back to TCP when the
   // segment cannot be mapped), the rest over TCP.
   Status Run(std::vector<Planned>& planned);
   // The replica lists of `reqs` in one master round trip (per-key status).
-  std::vector<proto::BatchItem<proto::GetReplicaListReply>> ReplicaLists(
-      const std::vector<proto::KeyRequest>& reqs);
+  std::vector<msg::BatchItem<msg::GetReplicaListReply>> ReplicaLists(
+      const std::vector<msg::KeyRequest>& reqs);
   // Where key i's bytes go, once its size is known; a shorter span than the
   // size is BUFFER_OVERFLOW for that key.
   using DestFn = std::function<std::span<uint8_t>(size_t i, uint64_t size)>;
@@ -145,21 +147,21 @@ class ClientImpl final : public Client {
                             std::vector<uint64_t>* sizes);
   // Tells the master the reads it granted (of `reqs`, those `lists` says
   // succeeded) are done; consumes `reqs`.
-  void ReleaseLeases(std::vector<proto::KeyRequest>& reqs,
-                     const std::vector<proto::BatchItem<proto::GetReplicaListReply>>& lists);
+  void ReleaseLeases(std::vector<msg::KeyRequest>& reqs,
+                     const std::vector<msg::BatchItem<msg::GetReplicaListReply>>& lists);
 
   Config config_;
   std::unique_ptr<rpc::MasterClient> link_;
-  proto::ClientId id_;
+  msg::ClientId id_;
   transfer::TcpTransport tcp_;
   transfer::ShmTransport shm_;
   std::atomic<bool> last_same_host_{false};
 };
 
-Status ClientImpl::Plan(const proto::ReplicaDesc& replica, transfer::OpKind kind, uint8_t* object,
+Status ClientImpl::Plan(const msg::ReplicaDesc& replica, transfer::OpKind kind, uint8_t* object,
                         uint64_t size, std::vector<Planned>* out) const {
   uint64_t off = 0;
-  for (const proto::BufferDesc& b : replica.buffers) {
+  for (const msg::BufferDesc& b : replica.buffers) {
     if (b.size_bytes > size - off) {
       return Error(ErrorCode::INVALID_REPLICA, "replica buffers exceed the object size");
     }
@@ -218,13 +220,13 @@ Status ClientImpl::Run(std::vector<Planned>& planned) {
 
 std::vector<Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
                                          const std::vector<std::span<const uint8_t>>& values,
-                                         const proto::PutOptions& options) {
+                                         const msg::PutOptions& options) {
   std::vector<Status> out(keys.size());
-  std::vector<proto::PutStartRequest> reqs;
+  std::vector<msg::PutStartRequest> reqs;
   for (size_t i = 0; i < keys.size(); ++i) {
     reqs.push_back({id_, keys[i], values[i].size(), options});
   }
-  std::vector<proto::BatchItem<proto::PutStartReply>> started;
+  std::vector<msg::BatchItem<msg::PutStartReply>> started;
   if (keys.size() == 1) {
     auto r = link_->Invoke<Opcode::kPutStart>(reqs[0]);
     started.resize(1);
@@ -251,7 +253,7 @@ std::vector<Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
     }
   }
   Status moved = Run(planned);
-  std::vector<proto::KeyRequest> end, revoke;
+  std::vector<msg::KeyRequest> end, revoke;
   std::vector<size_t> end_idx;
   for (size_t i = 0; i < keys.size(); ++i) {
     if (!started[i].status.ok()) continue;
@@ -278,17 +280,17 @@ std::vector<Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
   return out;
 }
 
-void ClientImpl::LocalFirst(proto::GetReplicaListReply& reply) const {
+void ClientImpl::LocalFirst(msg::GetReplicaListReply& reply) const {
   // Same-host replicas first; then the others in the master's order.
   std::stable_sort(reply.replicas.begin(), reply.replicas.end(),
-                   [this](const proto::ReplicaDesc& a, const proto::ReplicaDesc& b) {
+                   [this](const msg::ReplicaDesc& a, const msg::ReplicaDesc& b) {
                      bool la = !a.buffers.empty() && UseShm(a.buffers[0]);
                      bool lb = !b.buffers.empty() && UseShm(b.buffers[0]);
                      return la && !lb;
                    });
 }
 
-Status ClientImpl::ReadObject(proto::GetReplicaListReply& reply, uint8_t* dst) {
+Status ClientImpl::ReadObject(msg::GetReplicaListReply& reply, uint8_t* dst) {
   LocalFirst(reply);
   Status last = Error(ErrorCode::INVALID_REPLICA, "no complete replica");
   for (const auto& replica : reply.replicas) {
@@ -301,7 +303,7 @@ Status ClientImpl::ReadObject(proto::GetReplicaListReply& reply, uint8_t* dst) {
 }
 
 Result<uint64_t> ClientImpl::GetInto(const std::string& key, std::span<uint8_t> buffer) {
-  auto reply = link_->Invoke<Opcode::kGetReplicaList>(proto::KeyRequest{id_, key});
+  auto reply = link_->Invoke<Opcode::kGetReplicaList>(msg::KeyRequest{id_, key});
   if (!reply.ok()) {
     if (reply.code() == ErrorCode::OBJECT_NOT_FOUND) return Error(reply.code(), "not found");
     return reply.status();
@@ -315,9 +317,9 @@ Result<uint64_t> ClientImpl::GetInto(const std::string& key, std::span<uint8_t> 
   return reply->size_bytes;
 }
 
-std::vector<proto::BatchItem<proto::GetReplicaListReply>> ClientImpl::ReplicaLists(
-    const std::vector<proto::KeyRequest>& reqs) {
-  std::vector<proto::BatchItem<proto::GetReplicaListReply>> lists(reqs.size());
+std::vector<msg::BatchItem<msg::GetReplicaListReply>> ClientImpl::ReplicaLists(
+    const std::vector<msg::KeyRequest>& reqs) {
+  std::vector<msg::BatchItem<msg::GetReplicaListReply>> lists(reqs.size());
   if (reqs.size() == 1) {
     auto r = link_->Invoke<Opcode::kGetReplicaList>(reqs[0]);
     if (r.ok()) lists[0].value = std::move(*r);
@@ -336,7 +338,7 @@ std::vector<Status> ClientImpl::Fetch(const std::vector<std::string>& keys, cons
                                       std::vector<uint64_t>* sizes) {
   std::vector<Status> out(keys.size());
   sizes->assign(keys.size(), 0);
-  std::vector<proto::KeyRequest> reqs;
+  std::vector<msg::KeyRequest> reqs;
   reqs.reserve(keys.size());
   for (const auto& k : keys) reqs.push_back({id_, k});
   auto lists = ReplicaLists(reqs);  // one master round trip for the whole batch
@@ -377,8 +379,8 @@ std::vector<Status> ClientImpl::Fetch(const std::vector<std::string>& keys, cons
 }
 
 void ClientImpl::ReleaseLeases(
-    std::vector<proto::KeyRequest>& reqs,
-    const std::vector<proto::BatchItem<proto::GetReplicaListReply>>& lists) {
+    std::vector<msg::KeyRequest>& reqs,
+    const std::vector<msg::BatchItem<msg::GetReplicaListReply>>& lists) {
   // Done reading: the master may evict these now rather than at the end of
   // their leases. Sent without waiting; if it is lost the leases run out.
   size_t granted = 0;
@@ -423,7 +425,7 @@ std::vector<Result<uint64_t>> ClientImpl::BatchGetInto(const std::vector<std::st
 }
 
 std::vector<Result<bool>> ClientImpl::BatchExists(const std::vector<std::string>& keys) {
-  std::vector<proto::KeyRequest> reqs;
+  std::vector<msg::KeyRequest> reqs;
   for (const auto& k : keys) reqs.push_back({id_, k});
   std::vector<Result<bool>> out;
   auto r = link_->Invoke<Opcode::kBatchExistKey>(reqs);

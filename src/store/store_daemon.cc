@@ -7,7 +7,6 @@
 #include <thread>
 
 #include "client/client.h"
-#include "rpc/client.h"
 #include "common/capability.h"
 #include "common/clock.h"
 #include "common/crypto.h"
@@ -16,6 +15,7 @@
 #include "common/log.h"
 #include "common/signals.h"
 #include "common/units.h"
+#include "rpc/client.h"
 #include "transfer/access.h"
 #include "transfer/segment.h"
 #include "transfer/tcp_server.h"
@@ -40,7 +40,7 @@ bool SplitUrl(const std::string& url, std::string* base, std::string* path) {
 }
 
 // The segment descriptor in the reference's layout (mooncake/ram/<name>).
-std::string DescriptorJson(const proto::SegmentDesc& seg, uint16_t port, uint64_t addr) {
+std::string DescriptorJson(const msg::SegmentDesc& seg, uint16_t port, uint64_t addr) {
   return "{\"name\":\"" + JsonEscape(seg.name) + "\",\"protocol\":\"tcp\",\"tcp_data_port\":" +
          std::to_string(port) + ",\"buffers\":[{\"name\":\"" + JsonEscape(seg.name) +
          "\",\"addr\":" + std::to_string(addr) + ",\"length\":" + std::to_string(seg.size_bytes) +
@@ -96,7 +96,7 @@ class MetadataPublisher {
 
 // Mounts the segment, retrying with backoff until it works or a stop
 // (false). A refused token is returned at once: retrying cannot fix it.
-Result<bool> MountWithRetry(rpc::MasterClient& link, const proto::MountSegmentRequest& req) {
+Result<bool> MountWithRetry(rpc::MasterClient& link, const msg::MountSegmentRequest& req) {
   uint64_t backoff = 100;
   for (;;) {
     auto r = link.Invoke<Opcode::kMountSegment>(req);
@@ -128,7 +128,7 @@ Status RunStore(const Config& config) {
         transfer::HugePageAdvice(so.size_bytes, transfer::FreeHugePages());
     if (!advice.empty()) MC_LOG(INFO) << "segment on 4 KiB pages: " << advice;
   }
-  proto::SegmentDesc desc;
+  msg::SegmentDesc desc;
   desc.size_bytes = (*segment)->size_bytes();
   desc.incarnation = RandomU64();
   desc.access_key = RandomBytes(32);
@@ -144,7 +144,8 @@ Status RunStore(const Config& config) {
   // complete, leased replicas (common/capability.h).
   auto server = transfer::TcpDataServer::Start(
       (*segment)->base(), (*segment)->size_bytes(),
-      transfer::CapabilityCheck(desc.access_key, desc.incarnation, WallClockUnixMs), to);
+      transfer::CapabilityCheck(desc.access_key, desc.incarnation,
+                                [] { return SystemClock::Instance().UnixMs(); }), to);
   if (!server.ok()) {
     return Error(server.code(), "cannot start the data server: " + server.status().ToString());
   }
@@ -153,11 +154,11 @@ Status RunStore(const Config& config) {
   desc.name = desc.endpoint;
 
   auto link = std::make_unique<rpc::MasterClient>(client::MasterClientOptions(config.cluster));
-  proto::ClientId id;
+  msg::ClientId id;
   std::string rid = RandomBytes(16);
   std::memcpy(&id.hi, rid.data(), 8);
   std::memcpy(&id.lo, rid.data() + 8, 8);
-  proto::MountSegmentRequest mount{id, desc};
+  msg::MountSegmentRequest mount{id, desc};
   MC_ASSIGN_OR_RETURN(bool mounted, MountWithRetry(*link, mount));
   if (!mounted) return Status::Ok();
 
@@ -188,7 +189,7 @@ Status RunStore(const Config& config) {
 
   Status outcome;
   while (!WaitForStop(kPingIntervalMs)) {
-    auto pong = link->Invoke<Opcode::kPing>(proto::PingRequest{id});
+    auto pong = link->Invoke<Opcode::kPing>(msg::PingRequest{id});
     if (!pong.ok()) {
       MC_LOG(WARN) << "heartbeat to master " << config.cluster.master
                    << " failed: " << pong.status().ToString();
@@ -202,7 +203,7 @@ Status RunStore(const Config& config) {
     }
   }
   MC_LOG(INFO) << "stopping: unmounting segment " << desc.name;
-  auto un = link->Invoke<Opcode::kUnmountSegment>(proto::UnmountSegmentRequest{id, desc.name});
+  auto un = link->Invoke<Opcode::kUnmountSegment>(msg::UnmountSegmentRequest{id, desc.name});
   if (!un.ok()) MC_LOG(WARN) << "unmount failed: " << un.status().ToString();
   meta.Delete(meta_key);
   (*server)->Stop();
