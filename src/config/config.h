@@ -75,6 +75,7 @@ struct MetadataServerConfig {
   uint32_t max_key_bytes = 4096;
   uint64_t max_value_bytes = 4ull << 20;
   uint32_t threads = 8;
+  std::string auth_token;                             // empty: PUT/DELETE open to all
 };
 
 struct LogConfig {

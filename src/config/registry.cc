@@ -158,6 +158,10 @@ const Setting kSettings[] = {
     {.section = kMetadataServer, .key = "threads", .type = Type::kU32,
      .field = MC_FIELD(metadata_server.threads), .help = "HTTP worker threads",
      .zero_ok = false},
+    {.section = kMetadataServer, .key = "auth_token", .type = Type::kString,
+     .field = MC_FIELD(metadata_server.auth_token),
+     .help = "Token PUT and DELETE must present (Authorization: Bearer); empty: open",
+     .env = "MOONCAKE_AUTH_TOKEN"},
 
     // [log]
     {.section = kLog, .key = "level", .type = Type::kString, .field = MC_FIELD(log.level),

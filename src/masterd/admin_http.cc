@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "common/bearer.h"
 #include "common/json_escape.h"
 #include "common/log.h"
 #include "masterd/journal.h"
@@ -92,18 +93,39 @@ std::string RenderMetrics(const MasterService& service, const Journal* journal) 
 
 struct AdminHttp::Impl {
   MasterService& service;
+  std::unique_ptr<BearerGuard> guard;  // the routes that reveal keys
   httplib::Server server;
   std::thread thread;
   std::atomic<bool> listen_done{false};  // the accept loop returned
   explicit Impl(MasterService& s) : service(s) {}
 };
 
-AdminHttp::AdminHttp(MasterService& service, const Journal* journal)
+AdminHttp::AdminHttp(MasterService& service, const Journal* journal,
+                     const std::string& auth_token)
     : impl_(std::make_unique<Impl>(service)) {
+  impl_->guard = std::make_unique<BearerGuard>("admin http", auth_token);
   auto& srv = impl_->server;
   MasterService* svc = &service;
-  srv.Get("/metrics", [svc, journal](const httplib::Request&, httplib::Response& res) {
-    res.set_content(RenderMetrics(*svc, journal), "text/plain; version=0.0.4");
+  BearerGuard* guard = impl_->guard.get();
+  srv.set_pre_routing_handler([guard](const httplib::Request& req, httplib::Response& res) {
+    if ((req.path == "/query_key" || req.path == "/get_all_keys") &&
+        !guard->Admit(req.get_header_value("Authorization"),
+                      req.remote_addr + ":" + std::to_string(req.remote_port), req.method,
+                      req.path)) {
+      res.status = 401;
+      res.set_header("WWW-Authenticate", kBearerChallenge);
+      res.set_content(std::string("{\"error_code\":-601,\"error\":\"") + kBearerRefusal + "\"}\n",
+                      "application/json");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  srv.Get("/metrics", [svc, journal, guard](const httplib::Request&, httplib::Response& res) {
+    PrometheusText auth;
+    auth.Counter("master_admin_auth_failures_total",
+                 "Admin requests refused for a missing or wrong auth token",
+                 static_cast<double>(guard->refused()));
+    res.set_content(RenderMetrics(*svc, journal) + auth.str(), "text/plain; version=0.0.4");
   });
   srv.Get("/metrics/summary", [svc](const httplib::Request&, httplib::Response& res) {
     res.set_content(svc->Summary() + "\n", "text/plain");

@@ -8,6 +8,10 @@
 //                           404 {"error_code":-704,"error":"..."}
 //   GET /get_all_keys       one key a line
 //   GET /get_all_segments   one segment name a line
+// With an auth token, the routes that reveal keys (/query_key,
+// /get_all_keys) need "Authorization: Bearer <token>" (401 otherwise,
+// logged with the peer's address and counted as
+// master_admin_auth_failures_total); the rest stay open for probes.
 // Thread-safe; serves on its own threads until Stop().
 #pragma once
 
@@ -25,8 +29,10 @@ class MasterService;
 class AdminHttp {
  public:
   // `journal`: the master's, whose figures /metrics adds; null with
-  // --data-dir none. Both must outlive the server.
-  explicit AdminHttp(MasterService& service, const Journal* journal = nullptr);
+  // --data-dir none. Both must outlive the server. `auth_token`: the
+  // cluster's; empty leaves every route open (the reference's behaviour).
+  explicit AdminHttp(MasterService& service, const Journal* journal = nullptr,
+                     const std::string& auth_token = "");
   ~AdminHttp();
   Status Start(const std::string& host, uint16_t port);
   void Stop();

@@ -86,6 +86,7 @@ int RunMaster(const Config& config) {
     MetadataServerConfig mcfg = config.metadata_server;
     mcfg.host = mc.http_metadata_server_host;
     mcfg.port = mc.http_metadata_server_port;
+    mcfg.auth_token = config.cluster.auth_token;  // the cluster's token guards writes
     auto m = metadata::MetadataServer::Open(mcfg);
     Status st = m.ok() ? (*m)->Start(mcfg.host, mcfg.port) : m.status();
     if (!st.ok()) {
@@ -105,7 +106,7 @@ int RunMaster(const Config& config) {
     std::fprintf(stderr, "mooncake master: %s\n", rpc.status().ToString().c_str());
     return 1;
   }
-  AdminHttp admin(service, journal->get());
+  AdminHttp admin(service, journal->get(), config.cluster.auth_token);
   if (Status st = admin.Start(mc.rpc_address, mc.metrics_port); !st.ok()) {
     std::fprintf(stderr, "mooncake master: %s\n", st.ToString().c_str());
     (*rpc)->Stop();

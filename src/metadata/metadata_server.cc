@@ -8,6 +8,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/bearer.h"
 #include "common/log.h"
 #include "metadata/kv_store.h"
 #include "metadata/sqlite_durability.h"
@@ -78,6 +79,7 @@ void ReplyError(httplib::Response& res, const Status& st) {
 struct MetadataServer::Impl {
   MetadataServerConfig config;
   std::unique_ptr<KvStore> store;
+  std::unique_ptr<BearerGuard> guard;  // PUT and DELETE, when a token is set
   std::mutex mu;  // guards server, thread, port
   std::unique_ptr<httplib::Server> server;
   std::thread thread;
@@ -109,14 +111,36 @@ void MetadataServer::Impl::Install(httplib::Server& s) {
   s.set_keep_alive_max_count(kKeepAliveMaxRequests);
 
   // Routing by path first, so every method reaches a defined answer.
-  s.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (req.path == "/metadata") {
+      // Writes change where segments' bytes are sent: with a token, only
+      // peers that hold it may make them. Reads stay open for reference
+      // clients and probes.
+      if ((req.method == "PUT" || req.method == "DELETE") &&
+          !guard->Admit(req.get_header_value("Authorization"),
+                        req.remote_addr + ":" + std::to_string(req.remote_port), req.method,
+                        req.path)) {
+        res.set_header("WWW-Authenticate", kBearerChallenge);
+        Reply(res, 401, kBearerRefusal);
+        return httplib::Server::HandlerResponse::Handled;
+      }
       if (req.method == "GET" || req.method == "PUT" || req.method == "DELETE") {
         return httplib::Server::HandlerResponse::Unhandled;
       }
       res.set_header("Allow", kAllowMetadata);
       Reply(res, 405, "method " + req.method + " not allowed on /metadata (use " +
                           kAllowMetadata + ")");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (req.path == "/metrics" && req.method == "GET") {
+      res.set_content(
+          "# HELP metadata_keys Keys the metadata server holds.\n"
+          "# TYPE metadata_keys gauge\nmetadata_keys " + std::to_string(store->size()) +
+              "\n# HELP metadata_auth_failures_total PUT or DELETE requests refused for a"
+              " missing or wrong auth token.\n"
+              "# TYPE metadata_auth_failures_total counter\nmetadata_auth_failures_total " +
+              std::to_string(guard->refused()) + "\n",
+          "text/plain; version=0.0.4");
       return httplib::Server::HandlerResponse::Handled;
     }
     if (req.path == "/health") {
@@ -127,7 +151,7 @@ void MetadataServer::Impl::Install(httplib::Server& s) {
       }
       return httplib::Server::HandlerResponse::Handled;
     }
-    Reply(res, 404, "no such path " + req.path + " (the API is /metadata?key=K and /health)");
+    Reply(res, 404, "no such path " + req.path + " (the API is /metadata?key=K, /health and /metrics)");
     return httplib::Server::HandlerResponse::Handled;
   });
 
@@ -258,6 +282,7 @@ Result<std::unique_ptr<MetadataServer>> MetadataServer::Open(const MetadataServe
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   impl->store = std::move(store);
+  impl->guard = std::make_unique<BearerGuard>("metadata server", config.auth_token);
   return std::unique_ptr<MetadataServer>(new MetadataServer(std::move(impl)));
 }
 

@@ -8,6 +8,10 @@
 //   DELETE /metadata?key=K     200 | 404
 //   GET    /metadata?prefix=P  200 + keys under P, one per line (ours)
 //   GET    /health             200 "ok"
+//   GET    /metrics            Prometheus text: keys held, refused writes (ours)
+// With `auth_token` set, PUT and DELETE need "Authorization: Bearer <token>"
+// (401 otherwise, logged with the peer's address and counted in /metrics);
+// GET, /health and /metrics stay open.
 // Missing key → 400, other methods on /metadata → 405, unknown path → 404,
 // key or value past its limit → 413 naming the limit.
 //

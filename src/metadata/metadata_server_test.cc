@@ -74,3 +74,42 @@ TEST_CASE("a port in use is reported and stop is idempotent") {
   first->Stop();
   CHECK(first->port() == 0);
 }
+
+TEST_CASE("with a token, writes need it and reads, health and metrics stay open") {
+  mc::MetadataServerConfig config;
+  config.auth_token = "s3cret";
+  auto server = Started(config);
+  httplib::Client c("127.0.0.1", server->port());
+  const char* key = "/metadata?key=mooncake/ram/seg0";
+  auto anon = c.Put(key, "evil", "application/json");
+  REQUIRE(anon);
+  CHECK(anon->status == 401);
+  CHECK(anon->get_header_value("WWW-Authenticate").find("Bearer") == 0);
+  httplib::Headers wrong = {{"Authorization", "Bearer guess"}};
+  auto bad = c.Put(key, wrong, "evil", "application/json");
+  REQUIRE(bad);
+  CHECK(bad->status == 401);
+  CHECK(bad->body.find("guess") == std::string::npos);  // never echoed
+  CHECK(c.Get(key)->status == 404);                     // nothing was written
+  httplib::Headers right = {{"Authorization", "Bearer s3cret"}};
+  CHECK(c.Put(key, right, "seg", "application/json")->status == 200);
+  CHECK(c.Get(key)->body == "seg");                     // GET is open
+  CHECK(c.Delete(key)->status == 401);
+  CHECK(c.Delete(key, wrong)->status == 401);
+  CHECK(c.Get(key)->body == "seg");
+  CHECK(c.Get("/health")->status == 200);
+  auto metrics = c.Get("/metrics");
+  REQUIRE(metrics);
+  CHECK(metrics->status == 200);
+  CHECK(metrics->body.find("metadata_auth_failures_total 4\n") != std::string::npos);
+  CHECK(metrics->body.find("metadata_keys 1\n") != std::string::npos);
+  CHECK(c.Delete(key, right)->status == 200);
+}
+
+TEST_CASE("without a token, writes stay open as in the reference") {
+  auto server = Started();
+  httplib::Client c("127.0.0.1", server->port());
+  CHECK(c.Put("/metadata?key=k", "v", "text/plain")->status == 200);
+  CHECK(c.Delete("/metadata?key=k")->status == 200);
+  CHECK(c.Get("/metrics")->body.find("metadata_auth_failures_total 0\n") != std::string::npos);
+}

@@ -54,8 +54,11 @@ std::string DescriptorJson(const msg::SegmentDesc& seg, uint16_t port, uint64_t 
 // carries on; a configured server that fails is a WARN.
 class MetadataPublisher {
  public:
-  explicit MetadataPublisher(const std::string& url)
+  // `auth_token`: the cluster's, sent as a bearer token (a metadata server
+  // with a token refuses writes without it).
+  MetadataPublisher(const std::string& url, const std::string& auth_token)
       : url_(url), is_default_(url == ClusterConfig{}.metadata_server) {
+    if (!auth_token.empty()) headers_.emplace("Authorization", "Bearer " + auth_token);
     ok_ = SplitUrl(url, &base_, &path_);
     if (!ok_) MC_LOG(WARN) << "metadata server '" << url << "' is not an http:// URL; not publishing";
   }
@@ -70,8 +73,8 @@ class MetadataPublisher {
     cli.set_read_timeout(2);
     std::string target = path_ + "?key=" + httplib::detail::encode_query_param(key);
     httplib::Result r = std::strcmp(method, "PUT") == 0
-                            ? cli.Put(target.c_str(), value, "application/json")
-                            : cli.Delete(target.c_str());
+                            ? cli.Put(target.c_str(), headers_, value, "application/json")
+                            : cli.Delete(target.c_str(), headers_);
     if (!r && is_default_ && r.error() == httplib::Error::Connection) {
       if (!told_absent_) {
         MC_LOG(INFO) << "no metadata server at " << url_
@@ -89,6 +92,7 @@ class MetadataPublisher {
     }
   }
   std::string url_, base_, path_;
+  httplib::Headers headers_;
   bool is_default_;
   bool ok_ = false;
   bool told_absent_ = false;
@@ -162,7 +166,7 @@ Status RunStore(const Config& config) {
   MC_ASSIGN_OR_RETURN(bool mounted, MountWithRetry(*link, mount));
   if (!mounted) return Status::Ok();
 
-  MetadataPublisher meta(config.cluster.metadata_server);
+  MetadataPublisher meta(config.cluster.metadata_server, config.cluster.auth_token);
   std::string meta_key = "mooncake/ram/" + desc.name;
   meta.Put(meta_key, DescriptorJson(desc, port, reinterpret_cast<uint64_t>((*segment)->base())));
   MC_LOG(INFO) << "store ready: segment " << desc.name << " ("

@@ -150,9 +150,9 @@ def wait_port(port, timeout=15.0):
     return wait_until(accepts, timeout)
 
 
-def http(method, url, body=None, timeout=10):
+def http(method, url, body=None, timeout=10, headers=None):
     """Returns (status, body bytes) for one HTTP request."""
-    req = urllib.request.Request(url, data=body, method=method)
+    req = urllib.request.Request(url, data=body, method=method, headers=headers or {})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, r.read()

@@ -9,7 +9,7 @@ import os
 
 from cluster import Cluster
 from dataport import AUTH_FAILED, DataPort, INVALID_READ, READ, grant_of
-from harness import check, finish, run, start, stop
+from harness import check, finish, http, run, start, stop
 
 TOKEN = "e2e-" + os.urandom(8).hex()
 payload = os.urandom(300000)
@@ -81,6 +81,53 @@ try:
     check("AUTH_FAILED" in text and "token" in text, "and says the master refused its token")
     check(len(c.segments()) == before, "and is not mounted")
     stop(p)
+
+    # HTTP (issue 22, point 2): with a token, the metadata server's writes
+    # and the admin routes that reveal keys need it; reads and probes stay
+    # open; refusals are logged with the peer and counted, never echoed.
+    meta = f"http://127.0.0.1:{c.meta_port}"
+    seg = c.segments()[0]
+    status, body = http("GET", f"{meta}/metadata?key=mooncake/ram/{seg}")
+    check(status == 200 and json.loads(body).get("tcp_data_port"),
+          f"the store published its descriptor with the token ({status})")
+    bearer = {"Authorization": "Bearer " + TOKEN}
+    guess = {"Authorization": "Bearer not-" + TOKEN}
+    evil = b'{"name":"evil","tcp_data_port":1}'
+    for label, headers in (("no token", {}), ("wrong token", guess)):
+        status, body = http("PUT", f"{meta}/metadata?key=mooncake/ram/{seg}", evil, headers=headers)
+        check(status == 401 and TOKEN.encode() not in body,
+              f"metadata PUT with {label}: 401 without the token in the answer ({status})")
+        status, _ = http("DELETE", f"{meta}/metadata?key=mooncake/ram/{seg}", headers=headers)
+        check(status == 401, f"metadata DELETE with {label}: 401 ({status})")
+        for route in ("/get_all_keys", "/query_key?key=auth-tcp"):
+            status, body = http("GET", f"http://127.0.0.1:{c.metrics_port}{route}", headers=headers)
+            check(status == 401 and TOKEN.encode() not in body,
+                  f"admin {route} with {label}: 401 ({status})")
+    status, body = http("GET", f"{meta}/metadata?key=mooncake/ram/{seg}")
+    check(status == 200 and b"evil" not in body, "the refused PUTs changed nothing")
+    status, _ = http("PUT", f"{meta}/metadata?key=mooncake/ram/extra", b"{}", headers=bearer)
+    check(status == 200, f"metadata PUT with the token: 200 ({status})")
+    status, _ = http("DELETE", f"{meta}/metadata?key=mooncake/ram/extra", headers=bearer)
+    check(status == 200, f"metadata DELETE with the token: 200 ({status})")
+    status, body = http("GET", f"http://127.0.0.1:{c.metrics_port}/get_all_keys", headers=bearer)
+    check(status == 200 and b"auth-tcp" in body, f"admin /get_all_keys with the token ({status})")
+    status, body = http("GET", f"http://127.0.0.1:{c.metrics_port}/query_key?key=auth-tcp",
+                        headers=bearer)
+    check(status == 200 and json.loads(body)["key"] == "auth-tcp", "admin /query_key with the token")
+    for url in (f"http://127.0.0.1:{c.metrics_port}/health", f"{meta}/health",
+                f"http://127.0.0.1:{c.metrics_port}/get_all_segments"):
+        check(http("GET", url)[0] == 200, f"{url} stays open")
+    status, body = http("GET", f"http://127.0.0.1:{c.metrics_port}/metrics")
+    check(status == 200 and b"master_admin_auth_failures_total 4" in body,
+          "the master counts the 4 refused admin requests in /metrics")
+    status, body = http("GET", f"{meta}/metrics")
+    check(status == 200 and b"metadata_auth_failures_total 4" in body,
+          "the metadata server counts the 4 refused writes in /metrics")
+    text = open(c.master_log, errors="replace").read()
+    refusals = [l for l in text.splitlines() if "refused" in l and "auth token" in l]
+    check(len(refusals) == 8 and all("127.0.0.1:" in l for l in refusals),
+          f"each refusal is logged with the peer's address ({len(refusals)})")
+    check(TOKEN not in text and ("not-" + TOKEN) not in text, "no token appears in the master's log")
 finally:
     c.stop()
 finish()
