@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "eviction/trace.h"
@@ -99,6 +100,11 @@ TEST_CASE("adaptive eviction is never worse than exact LRU on seeded synthetic t
 TEST_CASE("adaptive eviction beats exact LRU on the shared trace at every suite pool size") {
   const char* src = std::getenv("MOONCAKE_SRC");
   std::string path = std::string(src ? src : ".") + "/../shared/traces/synthetic_trace.jsonl";
+  if (!std::filesystem::exists(path)) {
+    // A user's checkout has no ../shared beside it (CI always has).
+    MESSAGE("skipped: " << path << " is absent (../shared is not beside this checkout)");
+    return;
+  }
   mc::Result<Trace> t = LoadTrace(path);
   REQUIRE_MESSAGE(t.ok(), "the shared trace: " << path);
   for (double watermark : {1.0, 0.9}) {
