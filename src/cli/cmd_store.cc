@@ -19,6 +19,9 @@ RunFn SetupStore(CLI::App& sub) {
       Status st = store::RunStore(config);
       if (st.ok()) return static_cast<int>(kExitOk);
       std::fprintf(stderr, "mooncake store: %s\n", st.ToString().c_str());
+      // A segment that cannot fit (or a bad size) is the operator's request
+      // to change, like a bad flag: exit 2.
+      if (st.code() == ErrorCode::INVALID_PARAMS) return static_cast<int>(kExitUsage);
       return static_cast<int>(st.code() == ErrorCode::AUTH_FAILED ? kExitAuth : kExitFailure);
     });
   };

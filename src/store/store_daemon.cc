@@ -125,7 +125,7 @@ Status RunStore(const Config& config) {
   so.try_huge_pages = config.store.hugepages;
   auto segment = transfer::Segment::Create(so);
   if (!segment.ok()) {
-    return Error(segment.code(), "cannot reserve the segment: " + segment.status().ToString());
+    return Error(segment.code(), "cannot reserve the segment: " + segment.status().message());
   }
   if (config.store.hugepages && (*segment)->page_kind() != transfer::PageKind::kHugeTlb) {
     const std::string advice =

@@ -14,6 +14,7 @@
 #include <random>
 
 #include "common/log.h"
+#include "transfer/memory_budget.h"
 
 namespace mc::transfer {
 
@@ -180,6 +181,12 @@ Result<std::unique_ptr<Segment>> Segment::Create(const SegmentOptions& options) 
   MC_RETURN_IF_ERROR(options.backing == SegmentBacking::kMemfd ? seg->OpenMemfd(options)
                                                                : seg->OpenShmFile(options));
   if (seg->base_ == nullptr) MC_RETURN_IF_ERROR(seg->MapSmallPages(options));
+  // Huge pages were reserved by mmap; ordinary pages are only promised, and
+  // a promise the host cannot keep ends in the OOM killer mid-prefault.
+  if (options.check_memory && seg->page_kind_ != PageKind::kHugeTlb) {
+    const std::string shm_dir = options.backing == SegmentBacking::kShmFile ? options.shm_dir : "";
+    MC_RETURN_IF_ERROR(CheckSegmentFits(options.size_bytes, ReadMemoryFacts(shm_dir)));
+  }
   MC_LOG(DEBUG) << "segment of " << seg->size_bytes_ << " bytes at " << seg->shm_path_
                 << " pages " << PageKindName(seg->page_kind_);
   return seg;

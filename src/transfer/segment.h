@@ -52,6 +52,9 @@ struct SegmentOptions {
   // Touch every page at creation so the first transfers do not pay faults.
   bool populate = false;
   std::string shm_dir = "/dev/shm";  // kShmFile only
+  // Refuse a segment on ordinary pages that the host, the memory cgroup or
+  // the tmpfs cannot hold (transfer/memory_budget.h).
+  bool check_memory = true;
 };
 
 // The upper bound of one segment, kMaxSegmentBytes (common/ceilings.h), is
