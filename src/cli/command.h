@@ -37,6 +37,7 @@ RunFn SetupRm(CLI::App& sub);
 RunFn SetupExists(CLI::App& sub);
 RunFn SetupBench(CLI::App& sub);
 RunFn SetupVersion(CLI::App& sub);
+RunFn SetupCompletion(CLI::App& sub);
 
 // For subcommands not built yet: prints "mooncake NAME: not implemented yet"
 // and returns kExitNotBuilt, so nothing pretends to succeed.
