@@ -58,6 +58,9 @@ expected = ["/usr/bin/mooncake", "/etc/mooncake/mooncake.toml",
             "/usr/share/zsh/vendor-completions/_mooncake", "/usr/lib/sysusers.d/mooncake.conf"]
 expected += [f"/lib/systemd/system/mooncake-{u}.service"
              for u in ("master", "store", "store@", "metadata-server")]
+expected += ["/usr/share/doc/mooncake/examples/kubernetes/master.yaml",
+             "/usr/share/doc/mooncake/examples/monitoring/mooncake-alerts.yml",
+             "/usr/share/doc/mooncake/examples/monitoring/mooncake-dashboard.json"]
 expected += [f"/usr/share/man/man1/mooncake-{c}.1.gz" for c in
              ("master", "store", "metadata-server", "put", "get", "ls", "rm", "exists", "bench")]
 missing = [f for f in expected if f not in files]
