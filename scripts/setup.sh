@@ -13,7 +13,7 @@ PACKAGES=(
   build-essential meson ninja-build pkg-config file
   libcli11-dev libtomlplusplus-dev doctest-dev libsqlite3-dev libssl-dev
   libibverbs-dev librdmacm-dev libnl-3-dev libnl-route-3-dev
-  python3 groff-base groff curl redis-server dpkg-dev prometheus
+  python3 groff-base groff curl redis-server dpkg-dev prometheus debhelper lintian systemd zsh bash-completion python3-yaml python3-kubernetes zlib1g-dev
   clang libclang-rt-14-dev
 )
 
