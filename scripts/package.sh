@@ -59,11 +59,15 @@ tar -C "$here" --exclude=./.git --exclude='./build*' --exclude='./obj-*' --exclu
 cp -r "$here/packaging/debian" "$src/debian"
 
 start_s=$(date +%s)
-(cd "$src" && MOONCAKE_PREBUILT="$prebuilt" dpkg-buildpackage -b -us -uc -jauto) \
-  > "$stage/build.log" 2>&1 || { tail -60 "$stage/build.log" >&2; die "dpkg-buildpackage failed"; }
+mkdir -p "$out"
+if ! (cd "$src" && MOONCAKE_PREBUILT="$prebuilt" dpkg-buildpackage -b -us -uc -jauto) \
+    > "$stage/build.log" 2>&1; then
+  cp "$stage/build.log" "$out/build.log"
+  tail -60 "$stage/build.log" >&2
+  die "dpkg-buildpackage failed; its whole log: $out/build.log"
+fi
 echo "package.sh: dpkg-buildpackage took $(($(date +%s) - start_s)) s" >&2
 
-mkdir -p "$out"
 changes=$(cd "$stage" && ls ./*.changes)
 debs=$(cd "$stage" && ls ./*.deb ./*.ddeb 2>/dev/null || true)
 for f in $changes $debs $(cd "$stage" && ls ./*.buildinfo); do
