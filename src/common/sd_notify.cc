@@ -67,7 +67,9 @@ Status SdNotify(std::string_view state) {
 }
 
 void NotifyServiceManager(std::string_view state) {
-  if (Status st = SdNotify(state); !st.ok()) MC_LOG(WARN) << st.message();
+  if (Status st = SdNotify(state); !st.ok()) {
+    MC_LOG(WARN) << st.message();
+  }
 }
 
 }  // namespace mc
