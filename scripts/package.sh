@@ -57,6 +57,9 @@ mkdir "$src"
 tar -C "$here" --exclude=./.git --exclude='./build*' --exclude='./obj-*' --exclude=./debian \
   --exclude='__pycache__' -cf - . | tar -C "$src" -xf -
 cp -r "$here/packaging/debian" "$src/debian"
+# Unit tests read the shared trace at ../shared beside the tree (as in CI):
+# give the copy the same neighbour.
+[ -d "$here/../shared" ] && ln -s "$(cd "$here/../shared" && pwd)" "$stage/shared"
 
 start_s=$(date +%s)
 mkdir -p "$out"
