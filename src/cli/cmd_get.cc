@@ -48,7 +48,7 @@ RunFn SetupGet(CLI::App& sub) {
   };
   auto args = std::make_shared<Args>();
   sub.add_option("key", args->key, "Key of the object")->required();
-  sub.add_option("-o,--output", args->output, "Write to FILE instead of stdout");
+  sub.add_option("-o,--output", args->output, "Write to FILE instead of stdout")->type_name("FILE");
   sub.add_flag("--print-grants", args->print_grants,
                "Print the replicas' locations and read grants as JSON instead of the bytes");
   args->cc = std::make_unique<config::CommandConfig>(sub, kSections, false);

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "common/log.h"
+#include "common/sd_notify.h"
 #include "config/command_config.h"
 #include "config/config.h"
 #include "metadata/kv_store.h"
@@ -40,9 +41,11 @@ int RunMetadataServer(const MetadataServerConfig& config) {
   MC_LOG(INFO) << "metadata server listening on " << config.host << ":" << (*server)->port()
                << " (" << (config.db.empty() ? "memory only" : "database " + config.db)
                << ", " << (*server)->store().size() << " keys)";
+  NotifyServiceManager("READY=1");
   int sig = 0;
   sigwait(&stop_signals, &sig);
   MC_LOG(INFO) << "metadata server stopping on " << (sig == SIGINT ? "SIGINT" : "SIGTERM");
+  NotifyServiceManager("STOPPING=1");
   (*server)->Stop();
   return kExitOk;
 }

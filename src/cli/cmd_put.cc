@@ -45,7 +45,7 @@ Result<std::vector<uint8_t>> ReadInput(const std::string& file) {
 RunFn SetupPut(CLI::App& sub) {
   auto args = std::make_shared<PutArgs>();
   sub.add_option("key", args->key, "Key to store the object under")->required();
-  sub.add_option("file", args->file, "File to read, or - for stdin")->default_str("-");
+  sub.add_option("file", args->file, "File to read, or - for stdin")->type_name("FILE")->default_str("-");
   sub.add_flag("--soft-pin", args->soft_pin,
                "Evict this object only after every unpinned one (until the pin TTL)");
   args->cc = std::make_unique<config::CommandConfig>(sub, kSections, false);

@@ -36,5 +36,6 @@ RunFn SetupRm(CLI::App& sub);
 RunFn SetupExists(CLI::App& sub);
 RunFn SetupBench(CLI::App& sub);
 RunFn SetupVersion(CLI::App& sub);
+RunFn SetupCompletion(CLI::App& sub);
 
 }  // namespace mc::cli

@@ -33,6 +33,7 @@ constexpr Entry kCommands[] = {
     {"exists", "Exit 0 if a key is present, 1 if not", mc::cli::SetupExists},
     {"bench", "Measure the cluster: throughput and latency", mc::cli::SetupBench},
     {"version", "Print the version and build facts", mc::cli::SetupVersion},
+    {"completion", "Print a bash or zsh completion script", mc::cli::SetupCompletion},
 };
 
 // The master's state is a few hundred MB of small heap objects (~270 B per

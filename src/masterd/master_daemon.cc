@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/sd_notify.h"
 #include "common/signals.h"
 #include "masterd/admin_http.h"
 #include "masterd/journal.h"
@@ -114,6 +115,7 @@ int RunMaster(const Config& config) {
   }
   MC_LOG(INFO) << "master listening on " << mc.rpc_address << ":" << mc.rpc_port
                << " (admin http on port " << mc.metrics_port << ")";
+  NotifyServiceManager("READY=1");  // RPC and admin HTTP both accept now
 
   uint64_t since_log_us = 0;
   int exit_code = 0;
@@ -132,6 +134,7 @@ int RunMaster(const Config& config) {
     }
   }
   MC_LOG(INFO) << "stopping master";
+  NotifyServiceManager("STOPPING=1");
   (*rpc)->Stop();
   admin.Stop();
   if (meta) meta->Stop();

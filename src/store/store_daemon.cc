@@ -13,6 +13,7 @@
 #include "common/host_identity.h"
 #include "common/json_escape.h"
 #include "common/log.h"
+#include "common/sd_notify.h"
 #include "common/signals.h"
 #include "common/units.h"
 #include "rpc/client.h"
@@ -173,6 +174,7 @@ Status RunStore(const Config& config) {
                << FormatBytesHuman(desc.size_bytes) << ", "
                << transfer::PageKindName((*segment)->page_kind()) << " pages) mounted on master "
                << config.cluster.master << ", data port " << port;
+  NotifyServiceManager("READY=1");  // mounted: the master hands out this segment
 
   // Every page of the segment is faulted in once, in the background, so
   // transfers into and out of it never pay first-touch faults; the store
@@ -207,6 +209,7 @@ Status RunStore(const Config& config) {
     }
   }
   MC_LOG(INFO) << "stopping: unmounting segment " << desc.name;
+  NotifyServiceManager("STOPPING=1");
   auto un = link->Invoke<Opcode::kUnmountSegment>(msg::UnmountSegmentRequest{id, desc.name});
   if (!un.ok()) MC_LOG(WARN) << "unmount failed: " << un.status().ToString();
   meta.Delete(meta_key);
