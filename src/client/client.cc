@@ -3,6 +3,7 @@
 #include "client/client.h"
 
 #include <algorithm>
+#include <cassert>
 #include <atomic>
 #include <cstring>
 #include <functional>
@@ -39,6 +40,22 @@ Result<transfer::Endpoint> ParseEndpoint(const proto::BufferDesc& b) {
   ep.port = static_cast<uint16_t>(port);
   ep.shm_path = b.shm_path;
   return ep;
+}
+
+// Cuts `parts` down to the first `size` bytes (dropping empty parts) and
+// returns the bytes they hold, which is less than `size` if they are short.
+uint64_t TrimParts(std::vector<std::span<uint8_t>>& parts, uint64_t size) {
+  uint64_t room = 0;
+  size_t kept = 0;
+  for (auto& p : parts) {
+    if (room == size) break;
+    if (p.empty()) continue;
+    p = p.first(std::min<uint64_t>(p.size(), size - room));
+    room += p.size();
+    parts[kept++] = p;
+  }
+  parts.resize(kept);
+  return room;
 }
 
 // One planned transfer of a buffer, with the storage its TransferOp points to.
@@ -98,6 +115,18 @@ class ClientImpl final : public Client {
   std::vector<Result<uint64_t>> BatchGetInto(const std::vector<std::string>& keys,
                                              const std::vector<std::span<uint8_t>>& buffers) override;
   std::vector<Result<bool>> BatchExists(const std::vector<std::string>& keys) override;
+  std::vector<Status> BatchPutParts(const std::vector<std::string>& keys,
+                                    const std::vector<ConstParts>& parts,
+                                    const proto::PutOptions& options) override;
+  std::vector<Result<uint64_t>> BatchGetIntoParts(const std::vector<std::string>& keys,
+                                                  const std::vector<Parts>& parts) override;
+  Result<uint64_t> Size(const std::string& key) override;
+  std::vector<Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;
+  Result<uint64_t> RemoveAll() override {
+    MC_ASSIGN_OR_RETURN(proto::RemoveAllReply r, link_->RemoveAll());
+    return r.removed;
+  }
+  proto::ClientId id() const override { return id_; }
 
   std::string last_transfer_path() const override {
     return last_same_host_.load() ? "same-host" : "tcp";
@@ -123,12 +152,14 @@ class ClientImpl final : public Client {
     return config_.cluster.shm && !b.shm_path.empty() && b.hostname == HostIdentity();
   }
 
-  // Plans one replica's buffers over `object` (object order).
-  Status Plan(const proto::ReplicaDesc& replica, transfer::OpKind kind, uint8_t* object,
+  // Plans one replica's buffers over the object held in `parts` (object
+  // order; their total is the object's size): one op per piece of a
+  // replica buffer that falls in one part.
+  Status Plan(const proto::ReplicaDesc& replica, transfer::OpKind kind, const Parts& parts,
               uint64_t size, std::vector<Planned>* out) const;
-  // Reads one object described by `reply` into dst[0, reply.size_bytes),
+  // Reads one object described by `reply` into `parts` (exactly its size),
   // trying replicas (same-host first) until one succeeds.
-  Status ReadObject(proto::GetReplicaListReply& reply, uint8_t* dst);
+  Status ReadObject(proto::GetReplicaListReply& reply, const Parts& parts);
   // Orders replicas same-host first (stable: the master's order otherwise).
   void LocalFirst(proto::GetReplicaListReply& reply) const;
   // Runs planned ops: same-host ones over shm (falling back to TCP when the
@@ -137,9 +168,9 @@ class ClientImpl final : public Client {
   // The replica lists of `reqs` in one master round trip (per-key status).
   std::vector<proto::BatchItem<proto::GetReplicaListReply>> ReplicaLists(
       const std::vector<proto::KeyRequest>& reqs);
-  // Where key i's bytes go, once its size is known; a shorter span than the
-  // size is BUFFER_OVERFLOW for that key.
-  using DestFn = std::function<std::span<uint8_t>(size_t i, uint64_t size)>;
+  // Where key i's bytes go, once its size is known; parts holding less than
+  // the size are BUFFER_OVERFLOW for that key.
+  using DestFn = std::function<Parts(size_t i, uint64_t size)>;
   // Gets of BatchGet and BatchGetInto: per-key status, object sizes.
   std::vector<Status> Fetch(const std::vector<std::string>& keys, const DestFn& dest,
                             std::vector<uint64_t>* sizes);
@@ -156,23 +187,40 @@ class ClientImpl final : public Client {
   std::atomic<bool> last_same_host_{false};
 };
 
-Status ClientImpl::Plan(const proto::ReplicaDesc& replica, transfer::OpKind kind, uint8_t* object,
-                        uint64_t size, std::vector<Planned>* out) const {
+Status ClientImpl::Plan(const proto::ReplicaDesc& replica, transfer::OpKind kind,
+                        const Parts& parts, uint64_t size, std::vector<Planned>* out) const {
   uint64_t off = 0;
+  size_t part = 0;
+  uint64_t in_part = 0;  // bytes of parts[part] already planned
   for (const proto::BufferDesc& b : replica.buffers) {
     if (b.size_bytes > size - off) {
       return Error(ErrorCode::INVALID_REPLICA, "replica buffers exceed the object size");
     }
     MC_ASSIGN_OR_RETURN(transfer::Endpoint ep, ParseEndpoint(b));
-    Planned p;
-    p.endpoint = std::move(ep);
-    p.same_host = UseShm(b);
-    p.op.kind = kind;
-    p.op.remote_offset = b.offset;
-    p.op.buffer = object + off;
-    p.op.len = b.size_bytes;
-    p.op.grant = {b.offset, b.size_bytes, b.capability_expiry_unix_ms, b.capability};
-    out->push_back(std::move(p));
+    const bool same_host = UseShm(b);
+    // Every piece carries the whole buffer's grant: the store checks that
+    // the grant covers the piece, so a split needs no new grant.
+    for (uint64_t done = 0; done < b.size_bytes;) {
+      while (part < parts.size() && in_part == parts[part].size()) {
+        ++part;
+        in_part = 0;
+      }
+      if (part == parts.size()) {
+        return Error(ErrorCode::INVALID_REPLICA, "replica buffers exceed the object size");
+      }
+      const uint64_t len = std::min(b.size_bytes - done, parts[part].size() - in_part);
+      Planned p;
+      p.endpoint = ep;
+      p.same_host = same_host;
+      p.op.kind = kind;
+      p.op.remote_offset = b.offset + done;
+      p.op.buffer = parts[part].data() + in_part;
+      p.op.len = len;
+      p.op.grant = {b.offset, b.size_bytes, b.capability_expiry_unix_ms, b.capability};
+      out->push_back(std::move(p));
+      done += len;
+      in_part += len;
+    }
     off += b.size_bytes;
   }
   if (off != size) return Error(ErrorCode::INVALID_REPLICA, "replica buffers do not cover the object");
@@ -219,10 +267,23 @@ Status ClientImpl::Run(std::vector<Planned>& planned) {
 std::vector<Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
                                          const std::vector<std::span<const uint8_t>>& values,
                                          const proto::PutOptions& options) {
+  std::vector<ConstParts> parts;
+  parts.reserve(values.size());
+  for (const auto& v : values) parts.push_back({v});
+  return BatchPutParts(keys, parts, options);
+}
+
+std::vector<Status> ClientImpl::BatchPutParts(const std::vector<std::string>& keys,
+                                              const std::vector<ConstParts>& parts,
+                                              const proto::PutOptions& options) {
+  assert(keys.size() == parts.size());
   std::vector<Status> out(keys.size());
+  if (keys.empty()) return out;
   std::vector<proto::PutStartRequest> reqs;
+  std::vector<uint64_t> sizes(keys.size(), 0);
   for (size_t i = 0; i < keys.size(); ++i) {
-    reqs.push_back({id_, keys[i], values[i].size(), options});
+    for (const auto& p : parts[i]) sizes[i] += p.size();
+    reqs.push_back({id_, keys[i], sizes[i], options});
   }
   std::vector<proto::BatchItem<proto::PutStartReply>> started;
   if (keys.size() == 1) {
@@ -244,9 +305,14 @@ std::vector<Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
       out[i] = started[i].status;
       continue;
     }
-    auto* data = const_cast<uint8_t*>(values[i].data());
+    // The transports take one pointer type for both directions; a write
+    // only reads from it.
+    Parts writable;
+    for (const auto& p : parts[i]) {
+      writable.emplace_back(const_cast<uint8_t*>(p.data()), p.size());
+    }
     for (const auto& replica : started[i].value.replicas) {
-      Status st = Plan(replica, transfer::OpKind::kWrite, data, values[i].size(), &planned);
+      Status st = Plan(replica, transfer::OpKind::kWrite, writable, sizes[i], &planned);
       if (!st.ok()) out[i] = st;
     }
   }
@@ -288,12 +354,12 @@ void ClientImpl::LocalFirst(proto::GetReplicaListReply& reply) const {
                    });
 }
 
-Status ClientImpl::ReadObject(proto::GetReplicaListReply& reply, uint8_t* dst) {
+Status ClientImpl::ReadObject(proto::GetReplicaListReply& reply, const Parts& parts) {
   LocalFirst(reply);
   Status last = Error(ErrorCode::INVALID_REPLICA, "no complete replica");
   for (const auto& replica : reply.replicas) {
     std::vector<Planned> planned;
-    last = Plan(replica, transfer::OpKind::kRead, dst, reply.size_bytes, &planned);
+    last = Plan(replica, transfer::OpKind::kRead, parts, reply.size_bytes, &planned);
     if (last.ok()) last = Run(planned);
     if (last.ok()) break;
   }
@@ -311,7 +377,7 @@ Result<uint64_t> ClientImpl::GetInto(const std::string& key, std::span<uint8_t> 
                                                  " bytes does not fit a buffer of " +
                                                  std::to_string(buffer.size()));
   }
-  MC_RETURN_IF_ERROR(ReadObject(*reply, buffer.data()));
+  MC_RETURN_IF_ERROR(ReadObject(*reply, {buffer.first(reply->size_bytes)}));
   return reply->size_bytes;
 }
 
@@ -340,7 +406,7 @@ std::vector<Status> ClientImpl::Fetch(const std::vector<std::string>& keys, cons
   reqs.reserve(keys.size());
   for (const auto& k : keys) reqs.push_back({id_, k});
   auto lists = ReplicaLists(reqs);  // one master round trip for the whole batch
-  std::vector<std::span<uint8_t>> bufs(keys.size());
+  std::vector<Parts> bufs(keys.size());
   std::vector<Planned> planned;
   bool planned_all = true;
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -353,15 +419,15 @@ std::vector<Status> ClientImpl::Fetch(const std::vector<std::string>& keys, cons
     LocalFirst(reply);
     (*sizes)[i] = reply.size_bytes;
     bufs[i] = dest(i, reply.size_bytes);
-    if (bufs[i].size() < reply.size_bytes) {
-      out[i] = Error(ErrorCode::BUFFER_OVERFLOW, "buffer of " + std::to_string(bufs[i].size()) +
+    const uint64_t room = TrimParts(bufs[i], reply.size_bytes);
+    if (room < reply.size_bytes) {
+      out[i] = Error(ErrorCode::BUFFER_OVERFLOW, "buffer of " + std::to_string(room) +
                                                      " bytes for an object of " +
                                                      std::to_string(reply.size_bytes));
       continue;
     }
-    bufs[i] = bufs[i].first(reply.size_bytes);
     if (reply.replicas.empty() ||
-        !Plan(reply.replicas[0], transfer::OpKind::kRead, bufs[i].data(), bufs[i].size(), &planned).ok()) {
+        !Plan(reply.replicas[0], transfer::OpKind::kRead, bufs[i], reply.size_bytes, &planned).ok()) {
       planned_all = false;
     }
   }
@@ -369,7 +435,7 @@ std::vector<Status> ClientImpl::Fetch(const std::vector<std::string>& keys, cons
   // Otherwise (or if it fails), key by key through every replica in turn.
   if (!planned_all || !Run(planned).ok()) {
     for (size_t i = 0; i < keys.size(); ++i) {
-      if (out[i].ok() && lists[i].status.ok()) out[i] = ReadObject(lists[i].value, bufs[i].data());
+      if (out[i].ok() && lists[i].status.ok()) out[i] = ReadObject(lists[i].value, bufs[i]);
     }
   }
   ReleaseLeases(reqs, lists);
@@ -398,7 +464,7 @@ std::vector<Result<std::vector<uint8_t>>> ClientImpl::BatchGet(const std::vector
   std::vector<uint64_t> sizes;
   auto st = Fetch(keys, [&](size_t i, uint64_t size) {
     data[i].resize(size);
-    return std::span<uint8_t>(data[i]);
+    return Parts{std::span<uint8_t>(data[i])};
   }, &sizes);
   std::vector<Result<std::vector<uint8_t>>> out;
   out.reserve(keys.size());
@@ -412,7 +478,7 @@ std::vector<Result<std::vector<uint8_t>>> ClientImpl::BatchGet(const std::vector
 std::vector<Result<uint64_t>> ClientImpl::BatchGetInto(const std::vector<std::string>& keys,
                                                        const std::vector<std::span<uint8_t>>& buffers) {
   std::vector<uint64_t> sizes;
-  auto st = Fetch(keys, [&](size_t i, uint64_t) { return buffers[i]; }, &sizes);
+  auto st = Fetch(keys, [&](size_t i, uint64_t) { return Parts{buffers[i]}; }, &sizes);
   std::vector<Result<uint64_t>> out;
   out.reserve(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -420,6 +486,39 @@ std::vector<Result<uint64_t>> ClientImpl::BatchGetInto(const std::vector<std::st
     else out.emplace_back(st[i]);
   }
   return out;
+}
+
+std::vector<Result<uint64_t>> ClientImpl::BatchGetIntoParts(const std::vector<std::string>& keys,
+                                                            const std::vector<Parts>& parts) {
+  std::vector<uint64_t> sizes;
+  auto st = Fetch(keys, [&](size_t i, uint64_t) { return parts[i]; }, &sizes);
+  std::vector<Result<uint64_t>> out;
+  out.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (st[i].ok()) out.emplace_back(sizes[i]);
+    else out.emplace_back(st[i]);
+  }
+  return out;
+}
+
+Result<uint64_t> ClientImpl::Size(const std::string& key) {
+  std::vector<proto::KeyRequest> reqs{{id_, key}};
+  auto lists = ReplicaLists(reqs);
+  if (!lists[0].status.ok()) return lists[0].status;
+  const uint64_t size = lists[0].value.size_bytes;
+  ReleaseLeases(reqs, lists);  // nothing was read: give the lease back at once
+  return size;
+}
+
+std::vector<Status> ClientImpl::BatchRemove(const std::vector<std::string>& keys, bool force) {
+  if (keys.empty()) return {};
+  if (keys.size() == 1) return {Remove(keys[0], force)};
+  std::vector<proto::RemoveRequest> reqs;
+  reqs.reserve(keys.size());
+  for (const auto& k : keys) reqs.push_back({k, force});
+  auto r = link_->Invoke<Opcode::kBatchRemove>(reqs);
+  if (!r.ok()) return std::vector<Status>(keys.size(), r.status());
+  return std::move(*r);
 }
 
 std::vector<Result<bool>> ClientImpl::BatchExists(const std::vector<std::string>& keys) {
