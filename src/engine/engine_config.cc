@@ -19,6 +19,7 @@ const config::Setting* SettingFor(std::string_view key) {
   }
   if (key == "auth_token") return config::FindSetting("cluster", "auth_token");
   if (key == "tcp_streams") return config::FindSetting("client", "tcp_streams");
+  if (key == "shm") return config::FindSetting("cluster", "shm");
   if (key == "log_level") return config::FindSetting("log", "level");
   return nullptr;
 }
