@@ -255,63 +255,118 @@ int Store::UnregisterBuffer(void* ptr) {
 
 int Store::PutFrom(const std::string& key, const void* ptr, size_t size,
                    const ReplicateConfig& config) {
-  auto r = BatchPutFromMultiBuffers({key}, {{const_cast<void*>(ptr)}}, {{size}}, config);
-  return r[0];
+  return BatchPutFrom({key}, {const_cast<void*>(ptr)}, {size}, config)[0];
 }
 
 int64_t Store::GetInto(const std::string& key, void* ptr, size_t size) {
-  return BatchGetIntoMultiBuffers({key}, {{ptr}}, {{size}})[0];
-}
-
-std::vector<int> Store::BatchPutFrom(const std::vector<std::string>& keys,
-                                     const std::vector<void*>& ptrs,
-                                     const std::vector<size_t>& sizes,
-                                     const ReplicateConfig& config) {
-  if (ptrs.size() != keys.size() || sizes.size() != keys.size()) {
-    return std::vector<int>(keys.size(), kInvalidParams);
-  }
-  std::vector<std::vector<void*>> p(keys.size());
-  std::vector<std::vector<size_t>> s(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    p[i] = {ptrs[i]};
-    s[i] = {sizes[i]};
-  }
-  return BatchPutFromMultiBuffers(keys, p, s, config);
-}
-
-std::vector<int64_t> Store::BatchGetInto(const std::vector<std::string>& keys,
-                                         const std::vector<void*>& ptrs,
-                                         const std::vector<size_t>& sizes) {
-  if (ptrs.size() != keys.size() || sizes.size() != keys.size()) {
-    return std::vector<int64_t>(keys.size(), kInvalidParams);
-  }
-  std::vector<std::vector<void*>> p(keys.size());
-  std::vector<std::vector<size_t>> s(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    p[i] = {ptrs[i]};
-    s[i] = {sizes[i]};
-  }
-  return BatchGetIntoMultiBuffers(keys, p, s);
+  return BatchGetInto({key}, {ptr}, {size})[0];
 }
 
 namespace {
 
-// Checks one key's buffers (shapes, registration) and builds its parts;
-// returns the per-key code (0 when usable).
-template <typename Span, typename Ptr, typename IsRegistered>
-int MakeParts(const std::vector<Ptr>& ptrs, const std::vector<size_t>& sizes,
-              const IsRegistered& registered, std::vector<Span>* parts) {
-  if (ptrs.size() != sizes.size() || ptrs.empty() || ptrs.size() > kMaxPartsPerObject) {
-    return kInvalidParams;
+// Runs the puts of the keys whose `codes` are still 0 (their parts checked)
+// and stores each outcome in `codes`. Keys and parts are passed through
+// untouched when every key is usable (the common case: no copies).
+void RunPuts(mc::client::Client& cl, const std::vector<std::string>& keys,
+             std::vector<mc::client::Client::ConstParts>& parts, const ReplicateConfig& config,
+             std::vector<int>& codes) {
+  std::vector<size_t> index;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (codes[i] == kOk) index.push_back(i);
   }
-  for (size_t j = 0; j < ptrs.size(); ++j) {
+  if (index.empty()) return;
+  if (index.size() == keys.size()) {
+    auto st = cl.BatchPutParts(keys, parts, ToOptions(config));
+    for (size_t i = 0; i < keys.size(); ++i) codes[i] = Code(st[i]);
+    return;
+  }
+  std::vector<std::string> k;
+  std::vector<mc::client::Client::ConstParts> p;
+  for (size_t i : index) {
+    k.push_back(keys[i]);
+    p.push_back(std::move(parts[i]));
+  }
+  auto st = cl.BatchPutParts(k, p, ToOptions(config));
+  for (size_t j = 0; j < index.size(); ++j) codes[index[j]] = Code(st[j]);
+}
+
+// The same for gets: bytes read or a negative code into `codes`.
+void RunGets(mc::client::Client& cl, const std::vector<std::string>& keys,
+             std::vector<mc::client::Client::Parts>& parts, std::vector<int64_t>& codes) {
+  std::vector<size_t> index;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (codes[i] == kOk) index.push_back(i);
+  }
+  if (index.empty()) return;
+  auto store = [&](size_t i, const mc::Result<uint64_t>& r) {
+    codes[i] = r.ok() ? static_cast<int64_t>(*r) : Code(r.status());
+  };
+  if (index.size() == keys.size()) {
+    auto r = cl.BatchGetIntoParts(keys, parts);
+    for (size_t i = 0; i < keys.size(); ++i) store(i, r[i]);
+    return;
+  }
+  std::vector<std::string> k;
+  std::vector<mc::client::Client::Parts> p;
+  for (size_t i : index) {
+    k.push_back(keys[i]);
+    p.push_back(std::move(parts[i]));
+  }
+  auto r = cl.BatchGetIntoParts(k, p);
+  for (size_t j = 0; j < index.size(); ++j) store(index[j], r[j]);
+}
+
+// Key i's parts from its buffers, each inside registered memory; the key's
+// code stays 0 when they are usable, else INVALID_PARAMS.
+template <typename Span, typename IsRegistered>
+int MakeParts(const void* const* ptrs, const size_t* sizes, size_t n,
+              const IsRegistered& registered, std::vector<Span>* parts) {
+  if (n == 0 || n > kMaxPartsPerObject) return kInvalidParams;
+  parts->reserve(n);
+  for (size_t j = 0; j < n; ++j) {
     if (!registered(ptrs[j], sizes[j])) return kInvalidParams;
-    parts->emplace_back(static_cast<typename Span::pointer>(ptrs[j]), sizes[j]);
+    parts->emplace_back(static_cast<typename Span::pointer>(const_cast<void*>(ptrs[j])),
+                        sizes[j]);
   }
   return kOk;
 }
 
 }  // namespace
+
+std::vector<int> Store::BatchPutFrom(const std::vector<std::string>& keys,
+                                     const std::vector<void*>& ptrs,
+                                     const std::vector<size_t>& sizes,
+                                     const ReplicateConfig& config) {
+  std::vector<int> out(keys.size(), kInvalidParams);
+  MC_ENGINE_CLIENT(out);
+  if (ptrs.size() != keys.size() || sizes.size() != keys.size() || !CheckConfig(config).ok()) {
+    return out;
+  }
+  if (Status st = CheckKeys(keys); !st.ok()) return std::vector<int>(keys.size(), Code(st));
+  auto registered = [this](const void* p, size_t n) { return impl_->Registered(p, n); };
+  std::vector<mc::client::Client::ConstParts> parts(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    out[i] = MakeParts(&ptrs[i], &sizes[i], 1, registered, &parts[i]);
+  }
+  RunPuts(cl, keys, parts, config, out);
+  return out;
+}
+
+std::vector<int64_t> Store::BatchGetInto(const std::vector<std::string>& keys,
+                                         const std::vector<void*>& ptrs,
+                                         const std::vector<size_t>& sizes) {
+  std::vector<int64_t> out(keys.size(), kInvalidParams);
+  MC_ENGINE_CLIENT(out);
+  if (ptrs.size() != keys.size() || sizes.size() != keys.size()) return out;
+  if (Status st = CheckKeys(keys); !st.ok()) return std::vector<int64_t>(keys.size(), Code(st));
+  auto registered = [this](const void* p, size_t n) { return impl_->Registered(p, n); };
+  std::vector<mc::client::Client::Parts> parts(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    out[i] = MakeParts(&ptrs[i], &sizes[i], 1, registered, &parts[i]);
+  }
+  RunGets(cl, keys, parts, out);
+  return out;
+}
 
 std::vector<int> Store::BatchPutFromMultiBuffers(const std::vector<std::string>& keys,
                                                  const std::vector<std::vector<void*>>& ptrs,
@@ -323,22 +378,14 @@ std::vector<int> Store::BatchPutFromMultiBuffers(const std::vector<std::string>&
     return out;
   }
   if (Status st = CheckKeys(keys); !st.ok()) return std::vector<int>(keys.size(), Code(st));
-  std::vector<std::string> ok_keys;
-  std::vector<mc::client::Client::ConstParts> ok_parts;
-  std::vector<size_t> index;
   auto registered = [this](const void* p, size_t n) { return impl_->Registered(p, n); };
+  std::vector<mc::client::Client::ConstParts> parts(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
-    mc::client::Client::ConstParts parts;
-    std::vector<const void*> cptrs(ptrs[i].begin(), ptrs[i].end());
-    out[i] = MakeParts(cptrs, sizes[i], registered, &parts);
-    if (out[i] != kOk) continue;
-    ok_keys.push_back(keys[i]);
-    ok_parts.push_back(std::move(parts));
-    index.push_back(i);
+    out[i] = ptrs[i].size() != sizes[i].size()
+                 ? kInvalidParams
+                 : MakeParts(ptrs[i].data(), sizes[i].data(), ptrs[i].size(), registered, &parts[i]);
   }
-  if (ok_keys.empty()) return out;
-  auto st = cl.BatchPutParts(ok_keys, ok_parts, ToOptions(config));
-  for (size_t j = 0; j < index.size(); ++j) out[index[j]] = Code(st[j]);
+  RunPuts(cl, keys, parts, config, out);
   return out;
 }
 
@@ -349,23 +396,14 @@ std::vector<int64_t> Store::BatchGetIntoMultiBuffers(
   MC_ENGINE_CLIENT(out);
   if (ptrs.size() != keys.size() || sizes.size() != keys.size()) return out;
   if (Status st = CheckKeys(keys); !st.ok()) return std::vector<int64_t>(keys.size(), Code(st));
-  std::vector<std::string> ok_keys;
-  std::vector<mc::client::Client::Parts> ok_parts;
-  std::vector<size_t> index;
   auto registered = [this](const void* p, size_t n) { return impl_->Registered(p, n); };
+  std::vector<mc::client::Client::Parts> parts(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
-    mc::client::Client::Parts parts;
-    out[i] = MakeParts(ptrs[i], sizes[i], registered, &parts);
-    if (out[i] != kOk) continue;
-    ok_keys.push_back(keys[i]);
-    ok_parts.push_back(std::move(parts));
-    index.push_back(i);
+    out[i] = ptrs[i].size() != sizes[i].size()
+                 ? kInvalidParams
+                 : MakeParts(ptrs[i].data(), sizes[i].data(), ptrs[i].size(), registered, &parts[i]);
   }
-  if (ok_keys.empty()) return out;
-  auto r = cl.BatchGetIntoParts(ok_keys, ok_parts);
-  for (size_t j = 0; j < index.size(); ++j) {
-    out[index[j]] = r[j].ok() ? static_cast<int64_t>(*r[j]) : Code(r[j].status());
-  }
+  RunGets(cl, keys, parts, out);
   return out;
 }
 
