@@ -160,6 +160,9 @@ class ClientImpl final : public Client {
   // Reads one object described by `reply` into `parts` (exactly its size),
   // trying replicas (same-host first) until one succeeds.
   Status ReadObject(proto::GetReplicaListReply& reply, const Parts& parts);
+  // PutStart of every request in one round trip, per-key outcomes.
+  Result<std::vector<proto::BatchItem<proto::PutStartReply>>> StartPuts(
+      const std::vector<proto::PutStartRequest>& reqs);
   // Orders replicas same-host first (stable: the master's order otherwise).
   void LocalFirst(proto::GetReplicaListReply& reply) const;
   // Runs planned ops: same-host ones over shm (falling back to TCP when the
@@ -285,17 +288,9 @@ std::vector<Status> ClientImpl::BatchPutParts(const std::vector<std::string>& ke
     for (const auto& p : parts[i]) sizes[i] += p.size();
     reqs.push_back({id_, keys[i], sizes[i], options});
   }
-  std::vector<proto::BatchItem<proto::PutStartReply>> started;
-  if (keys.size() == 1) {
-    auto r = link_->Invoke<Opcode::kPutStart>(reqs[0]);
-    started.resize(1);
-    if (r.ok()) started[0].value = std::move(*r);
-    else started[0].status = r.status();
-  } else {
-    auto r = link_->Invoke<Opcode::kBatchPutStart>(reqs);
-    if (!r.ok()) return std::vector<Status>(keys.size(), r.status());
-    started = std::move(*r);
-  }
+  auto r = StartPuts(reqs);
+  if (!r.ok()) return std::vector<Status>(keys.size(), r.status());
+  std::vector<proto::BatchItem<proto::PutStartReply>> started = std::move(*r);
   // All replicas of all started objects move in one batch.
   std::vector<Planned> planned;
   std::vector<size_t> first_op(keys.size() + 1, 0);
@@ -342,6 +337,25 @@ std::vector<Status> ClientImpl::BatchPutParts(const std::vector<std::string>& ke
     }
   }
   return out;
+}
+
+Result<std::vector<proto::BatchItem<proto::PutStartReply>>> ClientImpl::StartPuts(
+    const std::vector<proto::PutStartRequest>& reqs) {
+  if (!reqs[0].options.placement.empty()) {
+    // Placement wishes travel only in BatchPutStartEx. A master without it
+    // (NOT_SUPPORTED) gets the plain puts: placed as it would anyway.
+    std::vector<proto::PutStartExRequest> ex;
+    ex.reserve(reqs.size());
+    for (const auto& q : reqs) ex.push_back({q});
+    auto r = link_->Invoke<Opcode::kBatchPutStartEx>(ex);
+    if (r.ok() || r.code() != ErrorCode::NOT_SUPPORTED) return r;
+  }
+  if (reqs.size() > 1) return link_->Invoke<Opcode::kBatchPutStart>(reqs);
+  std::vector<proto::BatchItem<proto::PutStartReply>> started(1);
+  auto r = link_->Invoke<Opcode::kPutStart>(reqs[0]);
+  if (r.ok()) started[0].value = std::move(*r);
+  else started[0].status = r.status();
+  return started;
 }
 
 void ClientImpl::LocalFirst(proto::GetReplicaListReply& reply) const {

@@ -12,6 +12,7 @@
 
 #include "client/client.h"
 #include "common/crypto.h"
+#include "common/host_identity.h"
 #include "common/log.h"
 #include "engine/engine_config.h"
 #include "proto/codec.h"
@@ -53,6 +54,14 @@ mc::proto::PutOptions ToOptions(const ReplicateConfig& c) {
   mc::proto::PutOptions o;
   o.replicas = static_cast<uint32_t>(std::min<size_t>(c.replica_num, UINT32_MAX));
   o.soft_pin = c.with_soft_pin || c.soft_pin_ttl_ms > 0;
+  o.placement.soft_pin_ttl_ms = o.soft_pin ? c.soft_pin_ttl_ms : 0;
+  o.placement.hard_pin = c.with_hard_pin;
+  if (!c.preferred_segments.empty()) {
+    o.placement.preferred_segments = c.preferred_segments;
+  } else if (!c.preferred_segment.empty()) {
+    o.placement.preferred_segments = {c.preferred_segment};
+  }
+  if (c.prefer_alloc_in_same_node) o.placement.preferred_host = mc::HostIdentity();
   return o;
 }
 
@@ -60,6 +69,9 @@ Status CheckConfig(const ReplicateConfig& c) {
   if (c.replica_num == 0 || c.replica_num > mc::proto::kMaxReplicas) {
     return mc::Error(ErrorCode::INVALID_PARAMS, "replica_num must be 1.." +
                                                     std::to_string(mc::proto::kMaxReplicas));
+  }
+  if (c.preferred_segments.size() > mc::proto::kMaxReplicas) {
+    return mc::Error(ErrorCode::INVALID_PARAMS, "more preferred_segments than replicas allowed");
   }
   return Status::Ok();
 }

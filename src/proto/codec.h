@@ -55,6 +55,8 @@ MC_PROTO_CODEC(PingRequest)
 MC_PROTO_CODEC(PingReply)
 MC_PROTO_CODEC(PutStartRequest)
 MC_PROTO_CODEC(PutStartReply)
+MC_PROTO_CODEC(PutPlacement)
+MC_PROTO_CODEC(PutStartExRequest)
 MC_PROTO_CODEC(KeyRequest)
 MC_PROTO_CODEC(GetReplicaListReply)
 MC_PROTO_CODEC(RemoveRequest)
@@ -119,6 +121,7 @@ MC_PROTO_OP(BatchGetReplicaList, Batch<KeyRequest>, Batch<BatchItem<GetReplicaLi
 MC_PROTO_OP(BatchExistKey, Batch<KeyRequest>, Batch<BatchItem<bool>>)
 MC_PROTO_OP(BatchRemove, Batch<RemoveRequest>, Batch<Status>)
 MC_PROTO_OP(ReleaseLeases, Batch<KeyRequest>, Empty)  // a notification: no reply is sent
+MC_PROTO_OP(BatchPutStartEx, Batch<PutStartExRequest>, Batch<BatchItem<PutStartReply>>)
 #undef MC_PROTO_OP
 
 // ---- whole payloads ---------------------------------------------------------

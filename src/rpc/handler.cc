@@ -64,6 +64,13 @@ Result<ClusterStatusReply> Handler::ClusterStatus() { return Unsupported("Cluste
 Result<Batch<BatchItem<PutStartReply>>> Handler::BatchPutStart(const Batch<PutStartRequest>& req) {
   return EachItem<BatchItem<PutStartReply>>(req, [&](const auto& r) { return ToItem(PutStart(r)); });
 }
+Result<Batch<BatchItem<PutStartReply>>> Handler::BatchPutStartEx(
+    const Batch<PutStartExRequest>& req) {
+  Batch<PutStartRequest> plain;
+  plain.reserve(req.size());
+  for (const auto& r : req) plain.push_back(r.start);
+  return BatchPutStart(plain);
+}
 Result<Batch<Status>> Handler::BatchPutEnd(const Batch<KeyRequest>& req) {
   return EachItem<Status>(req, [&](const auto& r) { return PutEnd(r); });
 }
@@ -110,6 +117,7 @@ void Dispatch(Handler& h, Opcode op, std::string_view payload, std::string* out)
     MC_SERVE(BatchExistKey, h.BatchExistKey(req))
     MC_SERVE(BatchRemove, h.BatchRemove(req))
     MC_SERVE(ReleaseLeases, h.ReleaseLeases(req))
+    MC_SERVE(BatchPutStartEx, h.BatchPutStartEx(req))
     case Opcode::kConnectionError:
     case Opcode::kHello:
     case Opcode::kAuth:

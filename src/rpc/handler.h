@@ -36,6 +36,10 @@ class Handler {
   virtual Result<ClusterStatusReply> ClusterStatus();
 
   virtual Result<Batch<BatchItem<PutStartReply>>> BatchPutStart(const Batch<PutStartRequest>& req);
+  // By default BatchPutStart of the same requests, placement included (it
+  // rides in PutStartRequest::options).
+  virtual Result<Batch<BatchItem<PutStartReply>>> BatchPutStartEx(
+      const Batch<PutStartExRequest>& req);
   virtual Result<Batch<Status>> BatchPutEnd(const Batch<KeyRequest>& req);
   virtual Result<Batch<Status>> BatchPutRevoke(const Batch<KeyRequest>& req);
   virtual Result<Batch<BatchItem<GetReplicaListReply>>> BatchGetReplicaList(

@@ -182,3 +182,34 @@ def test_setup_with_a_dict_and_string_sizes(cluster):
                     "protocol": "tcp", "master_server_address": args[6]}) == 0
     assert s.get_hostname() != "127.0.0.1"
     assert s.close() == 0
+
+
+def placed_on(cluster, k):
+    import json
+    import urllib.parse
+    status, body = cluster.admin("/query_key?key=" + urllib.parse.quote(k, safe=""))
+    assert status == 200, body
+    return [{b["segment"] for b in r} for r in json.loads(body)["replicas"]]
+
+
+def test_preferred_segment_keeps_data_local_and_falls_back(engine, cluster):
+    mine = engine.get_hostname()
+    others = [s.split()[0] for s in cluster.segments() if mine not in s]
+    c = ReplicateConfig()
+    for target in [mine] + others[:1]:
+        c.preferred_segment = target
+        for i in range(4):
+            k = key("pref")
+            assert engine.put(k, pattern(k, 50000), c) == 0
+            assert placed_on(cluster, k) == [{target}], (target, placed_on(cluster, k))
+    c = ReplicateConfig()
+    c.preferred_segments = ["no-such-segment:1"]
+    k = key("pref-gone")
+    assert engine.put(k, b"still stored", c) == 0
+    assert engine.get(k) == b"still stored"
+    c = ReplicateConfig()
+    c.with_hard_pin = True
+    c.prefer_alloc_in_same_node = True
+    k = key("hard")
+    assert engine.put(k, b"hard-pinned", c) == 0
+    assert engine.remove(k) == 0
