@@ -80,16 +80,16 @@ ninja -C "$build_dir"
 if [ "${SETUP_SKIP_PYTHON:-0}" != 1 ] && [[ "${MESON_ARGS:-}" != *sanitize=true* ]]; then
   wheel_dir="$build_dir/python-wheel"
   rm -rf "$wheel_dir"
-  /usr/bin/python3 -m pip wheel -q --no-build-isolation --no-deps --no-index -w "$wheel_dir" \
+  /usr/bin/python3 -m pip wheel -q --root-user-action=ignore --no-build-isolation --no-deps --no-index -w "$wheel_dir" \
     --config-settings=builddir="$here/$build_dir-python" "$here"
   wheel=$(ls "$wheel_dir"/mooncake-*.whl)
-  /usr/bin/python3 -m pip install -q --no-deps --no-index --force-reinstall \
+  /usr/bin/python3 -m pip install -q --root-user-action=ignore --no-deps --no-index --force-reinstall \
     --break-system-packages "$wheel"
   path_python=$(command -v python3 || true)
   tag='import sys; print(sys.implementation.cache_tag)'
   if [ -n "$path_python" ] && [ "$(readlink -f "$path_python")" != "$(readlink -f /usr/bin/python3)" ] &&
      [ "$("$path_python" -c "$tag" 2>/dev/null)" = "$(/usr/bin/python3 -c "$tag")" ]; then
-    "$path_python" -m pip install -q --no-deps --no-index --force-reinstall "$wheel" ||
+    "$path_python" -m pip install -q --root-user-action=ignore --no-deps --no-index --force-reinstall "$wheel" ||
       echo "setup: could not install mooncake.store for $path_python (Debian's python3 has it)" >&2
   fi
 fi
