@@ -142,6 +142,7 @@ int Store::Impl::Open(const SetupConfig& given) {
       return Code(st);
     }
     h->Start();
+    MC_LOG(INFO) << "this process contributes segment " << h->Describe();
   }
   client = std::move(*c);
   host = std::move(h);

@@ -169,9 +169,6 @@ Result<bool> SegmentHost::Mount(const WaitFn& wait) {
 void SegmentHost::Start() {
   meta_->Put("mooncake/ram/" + desc_.name,
              DescriptorJson(desc_, port_, reinterpret_cast<uint64_t>(segment_->base())));
-  MC_LOG(INFO) << "segment " << desc_.name << " (" << FormatBytesHuman(desc_.size_bytes) << ", "
-               << transfer::PageKindName(segment_->page_kind()) << " pages) mounted on master "
-               << config_.cluster.master << ", data port " << port_;
   // Every page of the segment is faulted in once, in the background, so
   // transfers into and out of it never pay first-touch faults; the segment
   // serves meanwhile (a transfer into a page not yet reached faults it
@@ -188,6 +185,12 @@ void SegmentHost::Start() {
     });
   }
   heartbeat_ = std::thread([this] { Heartbeat(); });
+}
+
+std::string SegmentHost::Describe() const {
+  return desc_.name + " (" + FormatBytesHuman(desc_.size_bytes) + ", " +
+         std::string(transfer::PageKindName(segment_->page_kind())) + " pages) mounted on master " +
+         config_.cluster.master + ", data port " + std::to_string(port_);
 }
 
 bool SegmentHost::Sleep(uint64_t ms) {

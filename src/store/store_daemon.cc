@@ -24,7 +24,7 @@ Status RunStore(const Config& config) {
   MC_ASSIGN_OR_RETURN(bool mounted, host->Mount(WaitForStop));
   if (!mounted) return Status::Ok();
   host->Start();
-  MC_LOG(INFO) << "store ready: segment " << host->name();
+  MC_LOG(INFO) << "store ready: segment " << host->Describe();
   Status outcome;
   while (!WaitForStop(kStopPollMs)) {
     outcome = host->failure();

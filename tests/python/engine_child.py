@@ -5,6 +5,8 @@ MODE put: contributes a 64 MiB segment, puts 20 keys PREFIX-i of 100 KiB
   (pattern of the key) and prints "ready <segment>" then sleeps.
 MODE flood: contributes a segment, prints "ready", then puts 4 MiB objects
   PREFIX-i with put_from until killed.
+MODE exit: contributes a segment, puts PREFIX-0, prints "ready", waits for
+  a line on stdin, then exits without calling close().
 """
 import ctypes
 import sys
@@ -31,6 +33,11 @@ def main():
             assert s.put(k, pattern(k, 100 << 10), local) == 0
         print(f"ready {s.get_hostname()}", flush=True)
         time.sleep(600)
+    elif mode == "exit":
+        assert s.put(f"{prefix}-0", b"on the engine", local) == 0
+        print(f"ready {s.get_hostname()}", flush=True)
+        sys.stdin.readline()
+        return 0
     elif mode == "flood":
         size = 4 << 20
         buf = (ctypes.c_ubyte * size)()

@@ -57,7 +57,7 @@ def start_child(cluster, mode, prefix):
     p = subprocess.Popen([sys.executable, os.path.join(HERE, "engine_child.py"),
                           f"127.0.0.1:{cluster.rpc_port}",
                           f"http://127.0.0.1:{cluster.meta_port}/metadata", mode, prefix],
-                         stdout=subprocess.PIPE, env=env)
+                         stdout=subprocess.PIPE, stdin=subprocess.PIPE, env=env)
     line = p.stdout.readline().decode()
     assert line.startswith("ready"), line
     return p, line.split()[1:]
@@ -139,5 +139,20 @@ def test_engine_killed_while_putting_leaves_no_partial_object(store, cluster):
         # Later tests must not be placed on the dead segment: wait it out.
         assert wait_until(lambda: not any(segment in s for s in cluster.segments()),
                           CLIENT_TTL_S + 10)
+    finally:
+        stop_child(p)
+
+
+def test_an_engine_that_exits_without_close_leaves_at_once(store, cluster):
+    prefix = uuid.uuid4().hex
+    p, (segment,) = start_child(cluster, "exit", prefix)
+    try:
+        assert store.get(f"{prefix}-0") == b"on the engine"
+        p.stdin.write(b"\n")
+        p.stdin.flush()
+        assert p.wait(30) == 0
+        # Closed at interpreter exit: unmounted now, not after client_ttl.
+        assert not any(segment in s for s in cluster.segments())
+        assert store.is_exist(f"{prefix}-0") == 0
     finally:
         stop_child(p)
