@@ -163,14 +163,24 @@ def main():
                               "shm": "true" if shm else "false", "log_level": "warn"})
             assert rc == 0, rc
             tag = f"py-{path}-{rep}-{time.time_ns()}"
-            b = mooncake_bench(args, shm, "4mb", 1, tag)
-            p = python_big(store, args.duration, tag + "-big")
-            figures["4mib-put"][0].append(b[0]); figures["4mib-put"][1].append(p[0])
-            figures["4mib-get"][0].append(b[1]); figures["4mib-get"][1].append(p[1])
-            b = mooncake_bench(args, shm, "4kb", BATCH, tag)
-            p = python_batch(store, args.duration, tag + "-batch")
-            figures["batch-put"][0].append(b[0]); figures["batch-put"][1].append(p[0])
-            figures["batch-get"][0].append(b[1]); figures["batch-get"][1].append(p[1])
+            # Alternate which side goes first, so load that drifts during a
+            # run (other work on the machine) does not favour one side.
+            first_bench = rep % 2 == 0
+            for workload in ("4mib", "batch"):
+                def run_bench():
+                    return (mooncake_bench(args, shm, "4mb", 1, tag) if workload == "4mib"
+                            else mooncake_bench(args, shm, "4kb", BATCH, tag))
+
+                def run_python():
+                    return (python_big(store, args.duration, f"{tag}-big") if workload == "4mib"
+                            else python_batch(store, args.duration, f"{tag}-batch"))
+
+                if first_bench:
+                    b, p = run_bench(), run_python()
+                else:
+                    p, b = run_python(), run_bench()
+                figures[workload + "-put"][0].append(b[0]); figures[workload + "-put"][1].append(p[0])
+                figures[workload + "-get"][0].append(b[1]); figures[workload + "-get"][1].append(p[1])
             store.remove_all()
             store.close()
             print(f"  {path} run {rep + 1}/{args.reps}: " + ", ".join(
