@@ -213,3 +213,32 @@ def test_preferred_segment_keeps_data_local_and_falls_back(engine, cluster):
     k = key("hard")
     assert engine.put(k, b"hard-pinned", c) == 0
     assert engine.remove(k) == 0
+
+
+def test_setup_from_mooncake_json_and_environment(cluster, tmp_path, monkeypatch):
+    import json
+    path = tmp_path / "mooncake.json"
+    path.write_text(json.dumps({
+        "local_hostname": "127.0.0.1",
+        "metadata_server": f"http://127.0.0.1:{cluster.meta_port}/metadata",
+        "master_server_address": "127.0.0.1:1",  # overridden by MOONCAKE_MASTER below
+        "protocol": "tcp", "device_name": "",
+        "global_segment_size": "32mb", "local_buffer_size": 16777216}))
+    monkeypatch.setenv("MOONCAKE_CONFIG_PATH", str(path))
+    monkeypatch.setenv("MOONCAKE_MASTER", f"127.0.0.1:{cluster.rpc_port}")
+    s = MooncakeDistributedStore()
+    assert s.setup() == 0  # everything from the file and the environment
+    name = s.get_hostname()
+    assert name.startswith("127.0.0.1:") and any(name in x for x in cluster.segments())
+    k = key("envcfg")
+    assert s.put(k, b"configured") == 0 and s.get(k) == b"configured"
+    assert s.close() == 0
+    monkeypatch.setenv("MOONCAKE_GLOBAL_SEGMENT_SIZE", "12xb")
+    assert MooncakeDistributedStore().setup() == INVALID_PARAMS
+    monkeypatch.delenv("MOONCAKE_GLOBAL_SEGMENT_SIZE")
+    # Arguments given to setup() win over the file and the environment.
+    s = MooncakeDistributedStore()
+    args = list(setup_args(cluster))
+    args[2] = "0"
+    assert s.setup(*args) == 0 and s.get_hostname() == "127.0.0.1"
+    s.close()
