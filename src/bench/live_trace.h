@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "bench/report.h"
-#include "bench/trace.h"
 #include "bench/workload.h"
+#include "eviction/trace.h"
 
 namespace mc::bench {
 

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "rpc/socket.h"
+#include "net/socket.h"
 
 namespace mc::bench {
 
@@ -53,15 +53,15 @@ Result<std::string> ParseRedisUrl(std::string_view url) {
     return Error(ErrorCode::INVALID_PARAMS, "'" + std::string(url) + "': expected redis://HOST:PORT");
   }
   if (rest.find(':') == std::string::npos) rest += ":6379";
-  auto hp = rpc::ParseHostPort(rest);
+  auto hp = net::ParseHostPort(rest);
   if (!hp.ok()) return Error(ErrorCode::INVALID_PARAMS, "'" + std::string(url) + "': " + hp.status().message());
   return rest;
 }
 
 Result<std::unique_ptr<RespClient>> RespClient::Connect(const std::string& host_port,
                                                         uint64_t timeout_us) {
-  MC_ASSIGN_OR_RETURN(rpc::HostPort hp, rpc::ParseHostPort(host_port));
-  auto fd = rpc::ConnectTcp(hp, timeout_us);
+  MC_ASSIGN_OR_RETURN(net::HostPort hp, net::ParseHostPort(host_port));
+  auto fd = net::ConnectTcp(hp, timeout_us);
   if (!fd.ok()) return Fail("cannot connect to " + host_port + ": " + fd.status().message());
   timeval tv{static_cast<time_t>(timeout_us / 1000000), static_cast<suseconds_t>(timeout_us % 1000000)};
   ::setsockopt(*fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "bench/resp.h"
-#include "rpc/socket.h"
+#include "net/socket.h"
 
 using namespace mc::bench;
 
@@ -24,9 +24,9 @@ struct ScriptedServer {
   std::thread thread;
 
   ScriptedServer(size_t expect, std::string reply) {
-    listen_fd = *mc::rpc::ListenTcp("127.0.0.1", 0, 4);
-    port = mc::rpc::LocalPort(listen_fd);
-    mc::rpc::SetNonBlocking(listen_fd, false);
+    listen_fd = *mc::net::ListenTcp("127.0.0.1", 0, 4);
+    port = mc::net::LocalPort(listen_fd);
+    mc::net::SetNonBlocking(listen_fd, false);
     thread = std::thread([this, expect, reply] {
       int fd = ::accept(listen_fd, nullptr, nullptr);
       char buf[4096];

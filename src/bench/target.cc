@@ -80,7 +80,7 @@ class MooncakeTarget final : public Target {
 
  private:
   std::unique_ptr<client::Client> client_;
-  proto::PutOptions options_;
+  msg::PutOptions options_;
   // Reused across calls so the bench adds no per-op allocation of its own.
   std::vector<std::string> keys_;
   std::vector<std::span<const uint8_t>> values_;
@@ -108,14 +108,14 @@ class MetadataTarget final : public Target {
       }
       return out;
     }
-    proto::Batch<proto::PutStartRequest> start;
+    msg::Batch<msg::PutStartRequest> start;
     for (const auto& k : keys) start.push_back({id_, k, value_size_, options_});
     auto started = link_->BatchPutStart(start);
     if (!started.ok()) {
       for (size_t i = 0; i < keys.size(); ++i) out.Fail(started.status());
       return out;
     }
-    proto::Batch<proto::KeyRequest> end;
+    msg::Batch<msg::KeyRequest> end;
     for (size_t i = 0; i < keys.size(); ++i) {
       if ((*started)[i].status.ok()) end.push_back({id_, keys[i]});
       else Count(out, (*started)[i].status, 0);
@@ -158,16 +158,16 @@ class MetadataTarget final : public Target {
   }
 
  private:
-  proto::Batch<proto::KeyRequest> KeyBatch(std::span<const std::string> keys) const {
-    proto::Batch<proto::KeyRequest> b;
+  msg::Batch<msg::KeyRequest> KeyBatch(std::span<const std::string> keys) const {
+    msg::Batch<msg::KeyRequest> b;
     for (const auto& k : keys) b.push_back({id_, k});
     return b;
   }
 
   std::unique_ptr<rpc::MasterClient> link_;
   uint64_t value_size_;
-  proto::PutOptions options_;
-  proto::ClientId id_;
+  msg::PutOptions options_;
+  msg::ClientId id_;
 };
 
 // The client's own work up to the wire (building and encoding the master
@@ -197,10 +197,10 @@ class BlackholeTarget final : public Target {
     return out;
   }
 
-  proto::ClientId id_;
-  proto::PutOptions options_;
-  proto::Batch<proto::PutStartRequest> start_;
-  proto::Batch<proto::KeyRequest> lookup_;
+  msg::ClientId id_;
+  msg::PutOptions options_;
+  msg::Batch<msg::PutStartRequest> start_;
+  msg::Batch<msg::KeyRequest> lookup_;
   std::string wire_;
 };
 

@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "master/eviction_table.h"
+#include "eviction/table.h"
 
 namespace mc::bench {
 

@@ -147,13 +147,13 @@ struct ClusterFacts {
 Result<ClusterFacts> Probe(const Config& config, const Plan& plan) {
   ClusterFacts f;
   MC_ASSIGN_OR_RETURN(std::unique_ptr<client::Client> c, client::Client::Connect(config));
-  MC_ASSIGN_OR_RETURN(proto::ClusterStatusReply status, c->ClusterStatus());
+  MC_ASSIGN_OR_RETURN(msg::ClusterStatusReply status, c->ClusterStatus());
   f.capacity_bytes = status.capacity_bytes;
   f.segments = status.segments.size();
   if (plan.mode != "cluster") return f;
   std::string key = plan.prefix + "probe";
   std::vector<uint8_t> value(std::min<uint64_t>(plan.workload.value_size, 1 << 20), 0x5a);
-  proto::PutOptions options;
+  msg::PutOptions options;
   options.replicas = config.client.replicas;
   MC_RETURN_IF_ERROR(c->Put(key, value, options));
   MC_RETURN_IF_ERROR(c->Get(key).status());

@@ -5,9 +5,9 @@
 #include <memory>
 
 #include "cli/client_common.h"
+#include "cli/command.h"
 #include "common/crypto.h"
 #include "common/json_escape.h"
-#include "cli/command.h"
 #include "config/command_config.h"
 
 namespace mc::cli {
@@ -18,14 +18,14 @@ constexpr unsigned kSections = config::kCluster | config::kClient | config::kLog
 // One JSON line: the object's buffers with the read grants the master gave
 // this client, so a test or an operator can see exactly what a data port
 // will accept (the grants are only as secret as the cluster token).
-std::string GrantsJson(const std::string& key, const proto::GetReplicaListReply& reply) {
+std::string GrantsJson(const std::string& key, const msg::GetReplicaListReply& reply) {
   std::string out = "{\"key\":\"" + JsonEscape(key) + "\",\"size\":" +
                     std::to_string(reply.size_bytes) + ",\"replicas\":[";
   for (size_t r = 0; r < reply.replicas.size(); ++r) {
     out += r ? ",[" : "[";
     const auto& buffers = reply.replicas[r].buffers;
     for (size_t i = 0; i < buffers.size(); ++i) {
-      const proto::BufferDesc& b = buffers[i];
+      const msg::BufferDesc& b = buffers[i];
       out += std::string(i ? "," : "") + "{\"segment\":\"" + JsonEscape(b.segment_name) +
              "\",\"endpoint\":\"" + JsonEscape(b.endpoint) + "\",\"offset\":" +
              std::to_string(b.offset) + ",\"size\":" + std::to_string(b.size_bytes) +

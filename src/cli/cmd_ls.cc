@@ -6,8 +6,8 @@
 #include <string>
 
 #include "cli/client_common.h"
-#include "common/json_escape.h"
 #include "cli/command.h"
+#include "common/json_escape.h"
 #include "config/command_config.h"
 
 namespace mc::cli {
@@ -35,7 +35,7 @@ RunFn SetupLs(CLI::App& sub) {
     return config::RunWithConfig("ls", *args->cc, kSections, [&](const Config& config) {
       auto client = client::Client::Connect(config);
       if (!client.ok()) return ReportError("ls", "", client.status());
-      proto::ListKeysRequest req;
+      msg::ListKeysRequest req;
       req.prefix = args->prefix;
       req.limit = kPageKeys;
       bool first = true;
@@ -43,7 +43,7 @@ RunFn SetupLs(CLI::App& sub) {
       do {
         auto page = (*client)->List(req);
         if (!page.ok()) return ReportError("ls", "", page.status());
-        for (const proto::KeyInfo& k : page->keys) {
+        for (const msg::KeyInfo& k : page->keys) {
           if (args->json) {
             std::printf("%s{\"key\":\"%s\",\"size\":%llu,\"replicas\":%u,\"soft_pinned\":%s}",
                         first ? "" : ",", JsonEscape(k.key).c_str(),

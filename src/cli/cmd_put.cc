@@ -55,7 +55,7 @@ RunFn SetupPut(CLI::App& sub) {
       if (!data.ok()) return ReportError("put", args->key, data.status());
       auto client = client::Client::Connect(config);
       if (!client.ok()) return ReportError("put", args->key, client.status());
-      proto::PutOptions options;
+      msg::PutOptions options;
       options.replicas = config.client.replicas;  // --replicas, [client] replicas
       options.soft_pin = args->soft_pin;
       Status st = (*client)->Put(args->key, *data, options);

@@ -22,7 +22,6 @@ enum ExitCode : int {
   kExitExists = 5,        // put: key already exists
   kExitNoSpace = 6,       // put: no space in the pool
   kExitAuth = 7,          // authentication refused
-  kExitNotBuilt = 10,     // subcommand not implemented yet
 };
 
 using RunFn = std::function<int()>;
@@ -37,9 +36,5 @@ RunFn SetupRm(CLI::App& sub);
 RunFn SetupExists(CLI::App& sub);
 RunFn SetupBench(CLI::App& sub);
 RunFn SetupVersion(CLI::App& sub);
-
-// For subcommands not built yet: prints "mooncake NAME: not implemented yet"
-// and returns kExitNotBuilt, so nothing pretends to succeed.
-RunFn NotBuilt(const char* name);
 
 }  // namespace mc::cli

@@ -9,11 +9,12 @@
 #include <functional>
 #include <mutex>
 
-#include "rpc/client.h"
+#include "common/capability.h"
+#include "common/clock.h"
 #include "common/crypto.h"
 #include "common/host_identity.h"
 #include "common/log.h"
-#include "common/capability.h"
+#include "rpc/client.h"
 #include "transfer/access.h"
 #include "transfer/shm_transport.h"
 #include "transfer/tcp_transport.h"
@@ -24,7 +25,7 @@ namespace {
 
 using proto::Opcode;
 
-Result<transfer::Endpoint> ParseEndpoint(const proto::BufferDesc& b) {
+Result<transfer::Endpoint> ParseEndpoint(const msg::BufferDesc& b) {
   transfer::Endpoint ep;
   auto colon = b.endpoint.rfind(':');
   if (colon == std::string::npos) {
@@ -75,7 +76,7 @@ class ClientImpl final : public Client {
   }
 
   Status Put(const std::string& key, std::span<const uint8_t> value,
-             const proto::PutOptions& options) override {
+             const msg::PutOptions& options) override {
     std::vector<Status> st = BatchPut({key}, {value}, options);
     return st[0];
   }
@@ -87,46 +88,46 @@ class ClientImpl final : public Client {
 
   Result<uint64_t> GetInto(const std::string& key, std::span<uint8_t> buffer) override;
 
-  Result<proto::GetReplicaListReply> Locate(const std::string& key) override {
-    return link_->Invoke<Opcode::kGetReplicaList>(proto::KeyRequest{id_, key});
+  Result<msg::GetReplicaListReply> Locate(const std::string& key) override {
+    return link_->Invoke<Opcode::kGetReplicaList>(msg::KeyRequest{id_, key});
   }
 
   Result<bool> Exists(const std::string& key) override {
-    return link_->Invoke<Opcode::kExistKey>(proto::KeyRequest{id_, key});
+    return link_->Invoke<Opcode::kExistKey>(msg::KeyRequest{id_, key});
   }
 
   Status Remove(const std::string& key, bool force) override {
-    auto r = link_->Invoke<Opcode::kRemove>(proto::RemoveRequest{key, force});
+    auto r = link_->Invoke<Opcode::kRemove>(msg::RemoveRequest{key, force});
     return r.ok() ? Status::Ok() : r.status();
   }
 
-  Result<proto::ListKeysReply> List(const proto::ListKeysRequest& request) override {
+  Result<msg::ListKeysReply> List(const msg::ListKeysRequest& request) override {
     return link_->Invoke<Opcode::kListKeys>(request);
   }
 
-  Result<proto::ClusterStatusReply> ClusterStatus() override {
+  Result<msg::ClusterStatusReply> ClusterStatus() override {
     return link_->ClusterStatus();
   }
 
   std::vector<Status> BatchPut(const std::vector<std::string>& keys,
                                const std::vector<std::span<const uint8_t>>& values,
-                               const proto::PutOptions& options) override;
+                               const msg::PutOptions& options) override;
   std::vector<Result<std::vector<uint8_t>>> BatchGet(const std::vector<std::string>& keys) override;
   std::vector<Result<uint64_t>> BatchGetInto(const std::vector<std::string>& keys,
                                              const std::vector<std::span<uint8_t>>& buffers) override;
   std::vector<Result<bool>> BatchExists(const std::vector<std::string>& keys) override;
   std::vector<Status> BatchPutParts(const std::vector<std::string>& keys,
                                     const std::vector<ConstParts>& parts,
-                                    const proto::PutOptions& options) override;
+                                    const msg::PutOptions& options) override;
   std::vector<Result<uint64_t>> BatchGetIntoParts(const std::vector<std::string>& keys,
                                                   const std::vector<Parts>& parts) override;
   Result<uint64_t> Size(const std::string& key) override;
   std::vector<Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;
   Result<uint64_t> RemoveAll() override {
-    MC_ASSIGN_OR_RETURN(proto::RemoveAllReply r, link_->RemoveAll());
+    MC_ASSIGN_OR_RETURN(msg::RemoveAllReply r, link_->RemoveAll());
     return r.removed;
   }
-  proto::ClientId id() const override { return id_; }
+  msg::ClientId id() const override { return id_; }
 
   std::string last_transfer_path() const override {
     return last_same_host_.load() ? "same-host" : "tcp";
@@ -135,7 +136,8 @@ class ClientImpl final : public Client {
  private:
   static transfer::TcpTransportOptions TcpOptions(const Config& config) {
     transfer::TcpTransportOptions o;
-    o.streams = static_cast<int>(std::clamp<uint32_t>(config.client.tcp_streams, 1, 64));
+    // 1..kMaxTcpStreams: the config refuses anything else at start-up.
+    o.streams = static_cast<int>(config.client.tcp_streams);
     o.auth_token = config.cluster.auth_token;
     return o;
   }
@@ -144,33 +146,33 @@ class ClientImpl final : public Client {
   // what that does and does not protect).
   static transfer::ShmTransportOptions ShmOptions() {
     transfer::ShmTransportOptions o;
-    o.check = transfer::GrantBoundsCheck(WallClockUnixMs);
+    o.check = transfer::GrantBoundsCheck([] { return SystemClock::Instance().UnixMs(); });
     return o;
   }
 
-  bool UseShm(const proto::BufferDesc& b) const {
+  bool UseShm(const msg::BufferDesc& b) const {
     return config_.cluster.shm && !b.shm_path.empty() && b.hostname == HostIdentity();
   }
 
   // Plans one replica's buffers over the object held in `parts` (object
   // order; their total is the object's size): one op per piece of a
   // replica buffer that falls in one part.
-  Status Plan(const proto::ReplicaDesc& replica, transfer::OpKind kind, const Parts& parts,
+  Status Plan(const msg::ReplicaDesc& replica, transfer::OpKind kind, const Parts& parts,
               uint64_t size, std::vector<Planned>* out) const;
   // Reads one object described by `reply` into `parts` (exactly its size),
   // trying replicas (same-host first) until one succeeds.
-  Status ReadObject(proto::GetReplicaListReply& reply, const Parts& parts);
+  Status ReadObject(msg::GetReplicaListReply& reply, const Parts& parts);
   // PutStart of every request in one round trip, per-key outcomes.
-  Result<std::vector<proto::BatchItem<proto::PutStartReply>>> StartPuts(
-      const std::vector<proto::PutStartRequest>& reqs);
+  Result<std::vector<msg::BatchItem<msg::PutStartReply>>> StartPuts(
+      const std::vector<msg::PutStartRequest>& reqs);
   // Orders replicas same-host first (stable: the master's order otherwise).
-  void LocalFirst(proto::GetReplicaListReply& reply) const;
+  void LocalFirst(msg::GetReplicaListReply& reply) const;
   // Runs planned ops: same-host ones over shm (falling back to TCP when the
   // segment cannot be mapped), the rest over TCP.
   Status Run(std::vector<Planned>& planned);
   // The replica lists of `reqs` in one master round trip (per-key status).
-  std::vector<proto::BatchItem<proto::GetReplicaListReply>> ReplicaLists(
-      const std::vector<proto::KeyRequest>& reqs);
+  std::vector<msg::BatchItem<msg::GetReplicaListReply>> ReplicaLists(
+      const std::vector<msg::KeyRequest>& reqs);
   // Where key i's bytes go, once its size is known; parts holding less than
   // the size are BUFFER_OVERFLOW for that key.
   using DestFn = std::function<Parts(size_t i, uint64_t size)>;
@@ -179,23 +181,23 @@ class ClientImpl final : public Client {
                             std::vector<uint64_t>* sizes);
   // Tells the master the reads it granted (of `reqs`, those `lists` says
   // succeeded) are done; consumes `reqs`.
-  void ReleaseLeases(std::vector<proto::KeyRequest>& reqs,
-                     const std::vector<proto::BatchItem<proto::GetReplicaListReply>>& lists);
+  void ReleaseLeases(std::vector<msg::KeyRequest>& reqs,
+                     const std::vector<msg::BatchItem<msg::GetReplicaListReply>>& lists);
 
   Config config_;
   std::unique_ptr<rpc::MasterClient> link_;
-  proto::ClientId id_;
+  msg::ClientId id_;
   transfer::TcpTransport tcp_;
   transfer::ShmTransport shm_;
   std::atomic<bool> last_same_host_{false};
 };
 
-Status ClientImpl::Plan(const proto::ReplicaDesc& replica, transfer::OpKind kind,
+Status ClientImpl::Plan(const msg::ReplicaDesc& replica, transfer::OpKind kind,
                         const Parts& parts, uint64_t size, std::vector<Planned>* out) const {
   uint64_t off = 0;
   size_t part = 0;
   uint64_t in_part = 0;  // bytes of parts[part] already planned
-  for (const proto::BufferDesc& b : replica.buffers) {
+  for (const msg::BufferDesc& b : replica.buffers) {
     if (b.size_bytes > size - off) {
       return Error(ErrorCode::INVALID_REPLICA, "replica buffers exceed the object size");
     }
@@ -269,7 +271,7 @@ Status ClientImpl::Run(std::vector<Planned>& planned) {
 
 std::vector<Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
                                          const std::vector<std::span<const uint8_t>>& values,
-                                         const proto::PutOptions& options) {
+                                         const msg::PutOptions& options) {
   std::vector<ConstParts> parts;
   parts.reserve(values.size());
   for (const auto& v : values) parts.push_back({v});
@@ -278,11 +280,11 @@ std::vector<Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
 
 std::vector<Status> ClientImpl::BatchPutParts(const std::vector<std::string>& keys,
                                               const std::vector<ConstParts>& parts,
-                                              const proto::PutOptions& options) {
+                                              const msg::PutOptions& options) {
   assert(keys.size() == parts.size());
   std::vector<Status> out(keys.size());
   if (keys.empty()) return out;
-  std::vector<proto::PutStartRequest> reqs;
+  std::vector<msg::PutStartRequest> reqs;
   std::vector<uint64_t> sizes(keys.size(), 0);
   for (size_t i = 0; i < keys.size(); ++i) {
     for (const auto& p : parts[i]) sizes[i] += p.size();
@@ -290,7 +292,7 @@ std::vector<Status> ClientImpl::BatchPutParts(const std::vector<std::string>& ke
   }
   auto r = StartPuts(reqs);
   if (!r.ok()) return std::vector<Status>(keys.size(), r.status());
-  std::vector<proto::BatchItem<proto::PutStartReply>> started = std::move(*r);
+  std::vector<msg::BatchItem<msg::PutStartReply>> started = std::move(*r);
   // All replicas of all started objects move in one batch.
   std::vector<Planned> planned;
   std::vector<size_t> first_op(keys.size() + 1, 0);
@@ -312,7 +314,7 @@ std::vector<Status> ClientImpl::BatchPutParts(const std::vector<std::string>& ke
     }
   }
   Status moved = Run(planned);
-  std::vector<proto::KeyRequest> end, revoke;
+  std::vector<msg::KeyRequest> end, revoke;
   std::vector<size_t> end_idx;
   for (size_t i = 0; i < keys.size(); ++i) {
     if (!started[i].status.ok()) continue;
@@ -339,36 +341,36 @@ std::vector<Status> ClientImpl::BatchPutParts(const std::vector<std::string>& ke
   return out;
 }
 
-Result<std::vector<proto::BatchItem<proto::PutStartReply>>> ClientImpl::StartPuts(
-    const std::vector<proto::PutStartRequest>& reqs) {
+Result<std::vector<msg::BatchItem<msg::PutStartReply>>> ClientImpl::StartPuts(
+    const std::vector<msg::PutStartRequest>& reqs) {
   if (!reqs[0].options.placement.empty()) {
     // Placement wishes travel only in BatchPutStartEx. A master without it
     // (NOT_SUPPORTED) gets the plain puts: placed as it would anyway.
-    std::vector<proto::PutStartExRequest> ex;
+    std::vector<msg::PutStartExRequest> ex;
     ex.reserve(reqs.size());
     for (const auto& q : reqs) ex.push_back({q});
     auto r = link_->Invoke<Opcode::kBatchPutStartEx>(ex);
     if (r.ok() || r.code() != ErrorCode::NOT_SUPPORTED) return r;
   }
   if (reqs.size() > 1) return link_->Invoke<Opcode::kBatchPutStart>(reqs);
-  std::vector<proto::BatchItem<proto::PutStartReply>> started(1);
+  std::vector<msg::BatchItem<msg::PutStartReply>> started(1);
   auto r = link_->Invoke<Opcode::kPutStart>(reqs[0]);
   if (r.ok()) started[0].value = std::move(*r);
   else started[0].status = r.status();
   return started;
 }
 
-void ClientImpl::LocalFirst(proto::GetReplicaListReply& reply) const {
+void ClientImpl::LocalFirst(msg::GetReplicaListReply& reply) const {
   // Same-host replicas first; then the others in the master's order.
   std::stable_sort(reply.replicas.begin(), reply.replicas.end(),
-                   [this](const proto::ReplicaDesc& a, const proto::ReplicaDesc& b) {
+                   [this](const msg::ReplicaDesc& a, const msg::ReplicaDesc& b) {
                      bool la = !a.buffers.empty() && UseShm(a.buffers[0]);
                      bool lb = !b.buffers.empty() && UseShm(b.buffers[0]);
                      return la && !lb;
                    });
 }
 
-Status ClientImpl::ReadObject(proto::GetReplicaListReply& reply, const Parts& parts) {
+Status ClientImpl::ReadObject(msg::GetReplicaListReply& reply, const Parts& parts) {
   LocalFirst(reply);
   Status last = Error(ErrorCode::INVALID_REPLICA, "no complete replica");
   for (const auto& replica : reply.replicas) {
@@ -381,7 +383,7 @@ Status ClientImpl::ReadObject(proto::GetReplicaListReply& reply, const Parts& pa
 }
 
 Result<uint64_t> ClientImpl::GetInto(const std::string& key, std::span<uint8_t> buffer) {
-  auto reply = link_->Invoke<Opcode::kGetReplicaList>(proto::KeyRequest{id_, key});
+  auto reply = link_->Invoke<Opcode::kGetReplicaList>(msg::KeyRequest{id_, key});
   if (!reply.ok()) {
     if (reply.code() == ErrorCode::OBJECT_NOT_FOUND) return Error(reply.code(), "not found");
     return reply.status();
@@ -395,9 +397,9 @@ Result<uint64_t> ClientImpl::GetInto(const std::string& key, std::span<uint8_t> 
   return reply->size_bytes;
 }
 
-std::vector<proto::BatchItem<proto::GetReplicaListReply>> ClientImpl::ReplicaLists(
-    const std::vector<proto::KeyRequest>& reqs) {
-  std::vector<proto::BatchItem<proto::GetReplicaListReply>> lists(reqs.size());
+std::vector<msg::BatchItem<msg::GetReplicaListReply>> ClientImpl::ReplicaLists(
+    const std::vector<msg::KeyRequest>& reqs) {
+  std::vector<msg::BatchItem<msg::GetReplicaListReply>> lists(reqs.size());
   if (reqs.size() == 1) {
     auto r = link_->Invoke<Opcode::kGetReplicaList>(reqs[0]);
     if (r.ok()) lists[0].value = std::move(*r);
@@ -416,7 +418,7 @@ std::vector<Status> ClientImpl::Fetch(const std::vector<std::string>& keys, cons
                                       std::vector<uint64_t>* sizes) {
   std::vector<Status> out(keys.size());
   sizes->assign(keys.size(), 0);
-  std::vector<proto::KeyRequest> reqs;
+  std::vector<msg::KeyRequest> reqs;
   reqs.reserve(keys.size());
   for (const auto& k : keys) reqs.push_back({id_, k});
   auto lists = ReplicaLists(reqs);  // one master round trip for the whole batch
@@ -457,8 +459,8 @@ std::vector<Status> ClientImpl::Fetch(const std::vector<std::string>& keys, cons
 }
 
 void ClientImpl::ReleaseLeases(
-    std::vector<proto::KeyRequest>& reqs,
-    const std::vector<proto::BatchItem<proto::GetReplicaListReply>>& lists) {
+    std::vector<msg::KeyRequest>& reqs,
+    const std::vector<msg::BatchItem<msg::GetReplicaListReply>>& lists) {
   // Done reading: the master may evict these now rather than at the end of
   // their leases. Sent without waiting; if it is lost the leases run out.
   size_t granted = 0;
@@ -516,7 +518,7 @@ std::vector<Result<uint64_t>> ClientImpl::BatchGetIntoParts(const std::vector<st
 }
 
 Result<uint64_t> ClientImpl::Size(const std::string& key) {
-  std::vector<proto::KeyRequest> reqs{{id_, key}};
+  std::vector<msg::KeyRequest> reqs{{id_, key}};
   auto lists = ReplicaLists(reqs);
   if (!lists[0].status.ok()) return lists[0].status;
   const uint64_t size = lists[0].value.size_bytes;
@@ -527,7 +529,7 @@ Result<uint64_t> ClientImpl::Size(const std::string& key) {
 std::vector<Status> ClientImpl::BatchRemove(const std::vector<std::string>& keys, bool force) {
   if (keys.empty()) return {};
   if (keys.size() == 1) return {Remove(keys[0], force)};
-  std::vector<proto::RemoveRequest> reqs;
+  std::vector<msg::RemoveRequest> reqs;
   reqs.reserve(keys.size());
   for (const auto& k : keys) reqs.push_back({k, force});
   auto r = link_->Invoke<Opcode::kBatchRemove>(reqs);
@@ -536,7 +538,7 @@ std::vector<Status> ClientImpl::BatchRemove(const std::vector<std::string>& keys
 }
 
 std::vector<Result<bool>> ClientImpl::BatchExists(const std::vector<std::string>& keys) {
-  std::vector<proto::KeyRequest> reqs;
+  std::vector<msg::KeyRequest> reqs;
   for (const auto& k : keys) reqs.push_back({id_, k});
   std::vector<Result<bool>> out;
   auto r = link_->Invoke<Opcode::kBatchExistKey>(reqs);

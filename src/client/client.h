@@ -14,7 +14,7 @@
 
 #include "common/result.h"
 #include "config/config.h"
-#include "proto/messages.h"
+#include "msg/messages.h"
 #include "rpc/client.h"
 
 namespace mc::client {
@@ -33,7 +33,7 @@ class Client {
   // Stores `value` under `key`. OBJECT_ALREADY_EXISTS if the key exists,
   // NO_AVAILABLE_HANDLE if the pool has no room even after eviction.
   virtual Status Put(const std::string& key, std::span<const uint8_t> value,
-                     const proto::PutOptions& options) = 0;
+                     const msg::PutOptions& options) = 0;
   // Fetches the whole object. OBJECT_NOT_FOUND if absent.
   virtual Result<std::vector<uint8_t>> Get(const std::string& key) = 0;
   // Fetches the object straight into `buffer` (no allocation, no copy: the
@@ -42,16 +42,16 @@ class Client {
   virtual Result<uint64_t> GetInto(const std::string& key, std::span<uint8_t> buffer) = 0;
   // Where the object's replicas are, with the master's read grants, without
   // moving bytes (debugging; takes a lease like Get).
-  virtual Result<proto::GetReplicaListReply> Locate(const std::string& key) = 0;
+  virtual Result<msg::GetReplicaListReply> Locate(const std::string& key) = 0;
   virtual Result<bool> Exists(const std::string& key) = 0;
   virtual Status Remove(const std::string& key, bool force) = 0;
-  virtual Result<proto::ListKeysReply> List(const proto::ListKeysRequest& request) = 0;
-  virtual Result<proto::ClusterStatusReply> ClusterStatus() = 0;
+  virtual Result<msg::ListKeysReply> List(const msg::ListKeysRequest& request) = 0;
+  virtual Result<msg::ClusterStatusReply> ClusterStatus() = 0;
 
   // Batch forms: one result per key, in order.
   virtual std::vector<Status> BatchPut(const std::vector<std::string>& keys,
                                        const std::vector<std::span<const uint8_t>>& values,
-                                       const proto::PutOptions& options) = 0;
+                                       const msg::PutOptions& options) = 0;
   virtual std::vector<Result<std::vector<uint8_t>>> BatchGet(
       const std::vector<std::string>& keys) = 0;
   virtual std::vector<Result<bool>> BatchExists(const std::vector<std::string>& keys) = 0;
@@ -70,7 +70,7 @@ class Client {
   using Parts = std::vector<std::span<uint8_t>>;
   virtual std::vector<Status> BatchPutParts(const std::vector<std::string>& keys,
                                             const std::vector<ConstParts>& parts,
-                                            const proto::PutOptions& options) = 0;
+                                            const msg::PutOptions& options) = 0;
   virtual std::vector<Result<uint64_t>> BatchGetIntoParts(const std::vector<std::string>& keys,
                                                           const std::vector<Parts>& parts) = 0;
   // The object's size without moving bytes. OBJECT_NOT_FOUND if absent.
@@ -80,7 +80,7 @@ class Client {
   // Removes every unleased object; returns how many were removed.
   virtual Result<uint64_t> RemoveAll() = 0;
   // This process's identity at the master (a segment it mounts uses it too).
-  virtual proto::ClientId id() const = 0;
+  virtual msg::ClientId id() const = 0;
 
   // "same-host" if the last transfer used mapped memory, else "tcp".
   virtual std::string last_transfer_path() const = 0;

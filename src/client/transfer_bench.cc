@@ -29,9 +29,9 @@
 
 #include "client/client.h"
 #include "common/log.h"
+#include "net/stream_io.h"
 #include "transfer/segment.h"
 #include "transfer/shm_transport.h"
-#include "transfer/socket_io.h"
 #include "transfer/tcp_server.h"
 #include "transfer/tcp_transport.h"
 
@@ -76,19 +76,20 @@ class Loopback {
   // it does for real objects.
   // `tuning`: socket buffer sizes, the same the transports use.
   Loopback(int conns, size_t write_bytes, uint64_t bytes_per_conn, size_t buffer_bytes,
-           const SocketTuning& tuning)
+           const mc::net::SocketTuning& tuning)
       : conns_(conns),
         write_bytes_(write_bytes),
         bytes_per_conn_(bytes_per_conn),
         buffer_bytes_(buffer_bytes) {
-    auto lfd = ListenTcp("127.0.0.1", 0, 16, &port_);
-    if (!lfd.ok()) std::abort();
+    auto lfd = mc::net::ListenTcp("127.0.0.1", 0, 16);
+    if (!lfd.ok() || !mc::net::SetNonBlocking(*lfd, false)) std::abort();
     listen_fd_ = *lfd;
+    port_ = mc::net::LocalPort(listen_fd_);
     for (int i = 0; i < conns; ++i) {
-      send_fds_.push_back(*ConnectTcp("127.0.0.1", port_, 1000));
+      send_fds_.push_back(*mc::net::ConnectTcp({"127.0.0.1", port_}, 1000000));
       recv_fds_.push_back(accept(listen_fd_, nullptr, nullptr));
-      TuneSocket(send_fds_.back(), tuning);
-      TuneSocket(recv_fds_.back(), tuning);
+      mc::net::TuneSocket(send_fds_.back(), tuning);
+      mc::net::TuneSocket(recv_fds_.back(), tuning);
       send_bufs_.emplace_back(buffer_bytes, 1);  // allocated and faulted once
       recv_bufs_.emplace_back(buffer_bytes, 2);
     }
@@ -106,13 +107,13 @@ class Loopback {
       threads.emplace_back([this, i] {
         std::vector<uint8_t>& buf = send_bufs_[i];
         for (uint64_t n = 0; n < bytes_per_conn_; n += write_bytes_) {
-          (void)SendAll(send_fds_[i], buf.data() + n % buffer_bytes_, write_bytes_);
+          (void)mc::net::SendAll(send_fds_[i], buf.data() + n % buffer_bytes_, write_bytes_);
         }
       });
       threads.emplace_back([this, i] {
         std::vector<uint8_t>& buf = recv_bufs_[i];
         for (uint64_t n = 0; n < bytes_per_conn_; n += write_bytes_) {
-          (void)RecvAll(recv_fds_[i], buf.data() + n % buffer_bytes_, write_bytes_);
+          (void)mc::net::RecvAll(recv_fds_[i], buf.data() + n % buffer_bytes_, write_bytes_);
         }
       });
     }
@@ -360,9 +361,9 @@ int main(int argc, char** argv) {
     std::vector<int> buffer_kibs = {0, 4096};
     if (cfg.sndbuf_kib != 0 && cfg.sndbuf_kib != 4096) buffer_kibs.push_back(cfg.sndbuf_kib);
     for (int buf_kib : buffer_kibs) {
-      SocketTuning tuning;
+      mc::net::SocketTuning tuning;
       tuning.buffer_bytes = buf_kib << 10;
-      tuning.io_timeout_ms = 0;
+      tuning.io_timeout_us = 0;
       auto l = std::make_unique<Loopback>(conns, send_bytes, (512ull << 20) / conns, 64 << 20,
                                           tuning);
       for (int r = 0; r < cfg.reps; ++r) l->Sample();
@@ -383,9 +384,9 @@ int main(int argc, char** argv) {
   std::printf("  %-42s %6.2f GB/s (%zu KiB sends, %d conn%s, %s socket buffers)\n",
               "=> ceiling", loop.median(), best_send_bytes >> 10, best_conns,
               best_conns > 1 ? "s" : "", best_buf_kib ? "4 MiB" : "autotuned");
-  SocketTuning hot_tuning;
+  mc::net::SocketTuning hot_tuning;
   hot_tuning.buffer_bytes = best_buf_kib << 10;
-  hot_tuning.io_timeout_ms = 0;
+  hot_tuning.io_timeout_us = 0;
   Loopback hot_loop(best_conns, best_send_bytes, (512ull << 20) / best_conns, best_send_bytes,
                     hot_tuning);
   for (int r = 0; r < cfg.reps; ++r) hot_loop.Sample();

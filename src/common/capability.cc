@@ -1,6 +1,5 @@
 #include "common/capability.h"
 
-#include <chrono>
 
 #include "common/crypto.h"
 
@@ -51,12 +50,6 @@ Status CheckCapability(std::string_view access_key, const CapabilityGrant& grant
                      " without a valid grant from the master");
   }
   return CheckGrantBounds(grant, op, offset, len, now_unix_ms);
-}
-
-uint64_t WallClockUnixMs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
 }
 
 }  // namespace mc

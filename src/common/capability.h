@@ -68,6 +68,4 @@ Status CheckCapability(std::string_view access_key, const CapabilityGrant& grant
 Status CheckGrantBounds(const CapabilityGrant& grant, CapabilityOp op, uint64_t offset,
                         uint64_t len, uint64_t now_unix_ms);
 
-uint64_t WallClockUnixMs();
-
 }  // namespace mc

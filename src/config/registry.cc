@@ -99,9 +99,10 @@ const Setting kSettings[] = {
      .zero_ok = false},
     {.section = kMaster, .key = "max_batch", .type = Type::kU32,
      .field = MC_FIELD(master.max_batch), .help = "Most keys in one batch request",
-     .zero_ok = false},
+     .zero_ok = false, .max = kMaxBatchItems},
     {.section = kMaster, .key = "max_key_size", .type = Type::kSize32,
-     .field = MC_FIELD(master.max_key_bytes), .help = "Longest object key", .zero_ok = false},
+     .field = MC_FIELD(master.max_key_bytes), .help = "Longest object key", .zero_ok = false,
+     .max = kMaxStringBytes},
     {.section = kMaster, .key = "metrics_log_interval", .type = Type::kDuration,
      .field = MC_FIELD(master.metrics_log_interval_us),
      .help = "Period of the \"Master Metrics:\" log line; 0: never",
@@ -132,10 +133,12 @@ const Setting kSettings[] = {
      .env = "MOONCAKE_LOCAL_BUFFER_SIZE", .json_key = "local_buffer_size"},
     {.section = kClient, .key = "replicas", .type = Type::kU32,
      .field = MC_FIELD(client.replicas),
-     .help = "Replicas of each put, each on a different segment", .zero_ok = false},
+     .help = "Replicas of each put, each on a different segment", .zero_ok = false,
+     .max = kMaxReplicas},
     {.section = kClient, .key = "tcp_streams", .type = Type::kU32,
      .field = MC_FIELD(client.tcp_streams),
-     .help = "TCP connections a transfer is striped over (objects from 512 KiB up, in pieces of at most 1 MiB)", .zero_ok = false},
+     .help = "TCP connections a transfer is striped over (objects from 512 KiB up, in pieces of at most 1 MiB)", .zero_ok = false,
+     .max = kMaxTcpStreams},
 
     // [metadata_server]: the HTTP key-value service of the transfer engine.
     {.section = kMetadataServer, .key = "host", .type = Type::kString,
@@ -202,6 +205,14 @@ Result<uint64_t> ParseCount(std::string_view raw, uint64_t max, const char* what
 Status CheckZero(const Setting& s, uint64_t v, std::string_view raw, const char* why) {
   if (v == 0 && !s.zero_ok) return Bad(Quote(raw) + ": " + why);
   return Status::Ok();
+}
+
+// The ceiling of the row, if any. Refused, never clamped: a clamped setting
+// would run with a value the operator did not ask for.
+Status CheckMax(const Setting& s, uint64_t v) {
+  if (s.max == 0 || v <= s.max) return Status::Ok();
+  return Bad(SettingName(s) + " = " + std::to_string(v) + " is above its ceiling " +
+             std::to_string(s.max));
 }
 
 Status SetString(const Setting& s, std::string_view text, Config& c) {
@@ -300,6 +311,7 @@ Status SetFromText(const Setting& s, std::string_view text, Config& c) {
       MC_ASSIGN_OR_RETURN(uint64_t v,
                           ParseCount(text, std::numeric_limits<uint32_t>::max(), "a count"));
       MC_RETURN_IF_ERROR(CheckZero(s, v, text, "must be at least 1"));
+      MC_RETURN_IF_ERROR(CheckMax(s, v));
       At<uint32_t>(s, c) = static_cast<uint32_t>(v);
       return Status::Ok();
     }
@@ -307,6 +319,7 @@ Status SetFromText(const Setting& s, std::string_view text, Config& c) {
     case Type::kSize: {
       MC_ASSIGN_OR_RETURN(uint64_t v, ParseSize(text));
       MC_RETURN_IF_ERROR(CheckZero(s, v, text, "must be at least 1 byte"));
+      MC_RETURN_IF_ERROR(CheckMax(s, v));
       if (s.type == Type::kSize32) {
         if (v > std::numeric_limits<uint32_t>::max()) {
           return Bad(Quote(text) + ": must be below 4 GiB");

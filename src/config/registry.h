@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/ceilings.h"
 #include "common/result.h"
 #include "common/units.h"
 #include "config/config.h"
@@ -43,6 +44,10 @@ struct Setting {
   const char* choices = nullptr;    // allowed strings, '|' separated ("tcp|rdma")
   DurationUnit plain_unit = DurationUnit::kMicroseconds;
   bool zero_ok = true;      // ports: 0 picks one; counts: 0 is meaningful
+  // Counts and sizes: the ceiling a later layer relies on (common/ceilings.h);
+  // a value above it is refused, naming the setting, the value and the
+  // ceiling, never clamped. 0: only the type's own range.
+  uint64_t max = 0;
 };
 
 // Every setting, in the order of the reference file.
@@ -58,7 +63,9 @@ const Setting* FindSetting(std::string_view section, std::string_view key);
 std::string SettingName(const Setting& s);
 
 // Parses `text` as the setting's type and stores it. Errors give the reason
-// only ("'12xb': unknown size suffix ..."); callers prefix the source.
+// ("'12xb': unknown size suffix ...", or for a value above Setting::max
+// "[master] max_batch = 70000 is above its ceiling 65536"); callers prefix
+// the source.
 Status SetFromText(const Setting& s, std::string_view text, Config& config);
 
 // The value as a TOML literal: sizes in bytes, durations as "10s", strings

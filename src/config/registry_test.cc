@@ -97,3 +97,29 @@ TEST_CASE("ports, counts and ratios are range checked") {
   CHECK(SetFromText(*shm, "off", c).ok());
   CHECK_FALSE(c.cluster.shm);
 }
+
+TEST_CASE("a setting above its ceiling is refused naming the setting, the value and the ceiling") {
+  struct Case {
+    const char* section;
+    const char* key;
+    uint64_t ceiling;
+  };
+  const Case cases[] = {{"master", "max_batch", mc::kMaxBatchItems},
+                        {"master", "max_key_size", mc::kMaxStringBytes},
+                        {"client", "replicas", mc::kMaxReplicas},
+                        {"client", "tcp_streams", mc::kMaxTcpStreams}};
+  for (const Case& k : cases) {
+    CAPTURE(k.key);
+    Config c;
+    const Setting* s = FindSetting(k.section, k.key);
+    REQUIRE(s != nullptr);
+    CHECK(s->max == k.ceiling);
+    CHECK(SetFromText(*s, std::to_string(k.ceiling), c).ok());  // the ceiling itself is allowed
+    const std::string before = FormatValue(*s, c);
+    mc::Status st = SetFromText(*s, std::to_string(k.ceiling + 1), c);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.message() == SettingName(*s) + " = " + std::to_string(k.ceiling + 1) +
+                              " is above its ceiling " + std::to_string(k.ceiling));
+    CHECK(FormatValue(*s, c) == before);  // refused, not clamped
+  }
+}

@@ -15,7 +15,8 @@
 #include "common/host_identity.h"
 #include "common/log.h"
 #include "engine/engine_config.h"
-#include "proto/codec.h"
+#include "common/ceilings.h"
+#include "msg/messages.h"
 #include "store/segment_host.h"
 
 namespace mooncake {
@@ -30,8 +31,8 @@ int Code(ErrorCode c) { return static_cast<int>(c); }
 
 // The wire bounds every key and batch (the master applies its own, smaller
 // max_key_bytes and max_batch and answers INVALID_KEY / INVALID_PARAMS).
-constexpr size_t kMaxKeyBytes = mc::proto::kMaxStringBytes;
-constexpr size_t kMaxBatchKeys = mc::proto::kMaxBatchItems;
+constexpr size_t kMaxKeyBytes = mc::kMaxStringBytes;
+constexpr size_t kMaxBatchKeys = mc::kMaxBatchItems;
 // Parts of one object in put_parts / the multi-buffer calls.
 constexpr size_t kMaxPartsPerObject = 4096;
 // Mount attempts of an engine's segment at setup (then setup fails).
@@ -50,8 +51,8 @@ Status CheckKeys(const std::vector<std::string>& keys) {
   return Status::Ok();
 }
 
-mc::proto::PutOptions ToOptions(const ReplicateConfig& c) {
-  mc::proto::PutOptions o;
+mc::msg::PutOptions ToOptions(const ReplicateConfig& c) {
+  mc::msg::PutOptions o;
   o.replicas = static_cast<uint32_t>(std::min<size_t>(c.replica_num, UINT32_MAX));
   o.soft_pin = c.with_soft_pin || c.soft_pin_ttl_ms > 0;
   o.placement.soft_pin_ttl_ms = o.soft_pin ? c.soft_pin_ttl_ms : 0;
@@ -66,11 +67,11 @@ mc::proto::PutOptions ToOptions(const ReplicateConfig& c) {
 }
 
 Status CheckConfig(const ReplicateConfig& c) {
-  if (c.replica_num == 0 || c.replica_num > mc::proto::kMaxReplicas) {
+  if (c.replica_num == 0 || c.replica_num > mc::kMaxReplicas) {
     return mc::Error(ErrorCode::INVALID_PARAMS, "replica_num must be 1.." +
-                                                    std::to_string(mc::proto::kMaxReplicas));
+                                                    std::to_string(mc::kMaxReplicas));
   }
-  if (c.preferred_segments.size() > mc::proto::kMaxReplicas) {
+  if (c.preferred_segments.size() > mc::kMaxReplicas) {
     return mc::Error(ErrorCode::INVALID_PARAMS, "more preferred_segments than replicas allowed");
   }
   return Status::Ok();

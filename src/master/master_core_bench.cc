@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "eviction/testing_policy.h"
 #include "master/master_state.h"
-#include "master/testing_policy.h"
 
 using namespace mc;
 using namespace mc::master;
@@ -54,7 +54,7 @@ std::string Key(uint64_t i) {
   return buf;
 }
 
-std::unique_ptr<MasterState> Fresh(const MasterConfig& cfg, const std::string& policy) {
+std::unique_ptr<MasterState> Fresh(const Options& cfg, const std::string& policy) {
   std::unique_ptr<EvictionPolicy> p;
   if (policy == "none") p = std::make_unique<NoPolicy>();
   else if (policy == "exact-lru") p = std::make_unique<ExactLruPolicy>();
@@ -65,9 +65,9 @@ std::unique_ptr<MasterState> Fresh(const MasterConfig& cfg, const std::string& p
   }
   auto st = std::make_unique<MasterState>(cfg, std::move(p));
   for (int s = 0; s < 8; ++s) {
-    proto::SegmentDesc d{"seg" + std::to_string(s), "host", "10.0.0.1:" + std::to_string(s), "",
+    msg::SegmentDesc d{"seg" + std::to_string(s), "host", "10.0.0.1:" + std::to_string(s), "",
                          64ull << 30, 1};
-    if (!st->MountSegment({proto::ClientId{1, 1}, d}, 1).ok()) std::abort();
+    if (!st->MountSegment({msg::ClientId{1, 1}, d}, 1).ok()) std::abort();
   }
   return st;
 }
@@ -80,9 +80,9 @@ int main(int argc, char** argv) {
   const uint64_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1000000;
   const std::string policy = argc > 2 ? argv[2] : "exact-lru";
   const uint32_t batch = argc > 3 ? static_cast<uint32_t>(std::atoi(argv[3])) : 128;
-  MasterConfig cfg;
+  Options cfg;
   cfg.max_batch = std::max(cfg.max_batch, batch);
-  const proto::ClientId client{1, 1};
+  const msg::ClientId client{1, 1};
   std::printf("master_core_bench: %llu objects of %llu B, 1 replica, key %zu B, policy %s, "
               "8 segments of 64 GiB, batch %u\n",
               (unsigned long long)n, (unsigned long long)kObjectBytes, Key(0).size(),
@@ -116,8 +116,8 @@ int main(int argc, char** argv) {
   {
     auto st = Fresh(cfg, policy);
     uint64_t now = 1;
-    std::vector<proto::PutStartRequest> starts;
-    std::vector<proto::KeyRequest> keys;
+    std::vector<msg::PutStartRequest> starts;
+    std::vector<msg::KeyRequest> keys;
     auto t0 = std::chrono::steady_clock::now();
     for (uint64_t i = 0; i < n; i += batch) {
       starts.clear();

@@ -13,10 +13,10 @@ using testing::SegmentsOf;
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kSecond = 1000000;
 
-Result<proto::PutStartReply> StartWith(Harness& h, const std::string& key, uint64_t size,
-                                       uint32_t replicas, proto::PutPlacement placement,
+Result<msg::PutStartReply> StartWith(Harness& h, const std::string& key, uint64_t size,
+                                       uint32_t replicas, msg::PutPlacement placement,
                                        bool pin = false) {
-  proto::PutOptions o{replicas, pin, std::move(placement)};
+  msg::PutOptions o{replicas, pin, std::move(placement)};
   return h.state->PutStart({Client(1), key, size, o}, h.now_us);
 }
 

@@ -9,7 +9,7 @@
 
 namespace mc::master {
 
-std::string ClientName(const proto::ClientId& id) {
+std::string ClientName(const msg::ClientId& id) {
   char buf[33];
   std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(id.hi),
                 static_cast<unsigned long long>(id.lo));
@@ -39,11 +39,11 @@ std::string Quoted(std::string_view key) { return "'" + std::string(key) + "'"; 
 
 }  // namespace
 
-MasterState::MasterState(const MasterConfig& config, std::unique_ptr<EvictionPolicy> policy,
+MasterState::MasterState(const Options& options, std::unique_ptr<EvictionPolicy> policy,
                          StateListener* listener)
-    : config_(config), policy_(std::move(policy)), listener_(listener) {
+    : options_(options), policy_(std::move(policy)), listener_(listener) {
   assert(policy_ != nullptr);
-  assert(config_.stripe_size_bytes >= SegmentAllocator::kAlignmentBytes);
+  assert(options_.stripe_size_bytes >= SegmentAllocator::kAlignmentBytes);
 }
 
 MasterState::~MasterState() = default;
@@ -52,10 +52,10 @@ MasterState::~MasterState() = default;
 
 Status MasterState::CheckKey(std::string_view key) const {
   if (key.empty()) return Error(ErrorCode::INVALID_KEY, "empty key");
-  if (key.size() > config_.max_key_bytes)
+  if (key.size() > options_.max_key_bytes)
     return Error(ErrorCode::INVALID_PARAMS, "key of " + std::to_string(key.size()) +
                                                 " bytes is longer than max_key_bytes " +
-                                                std::to_string(config_.max_key_bytes));
+                                                std::to_string(options_.max_key_bytes));
   return Status::Ok();
 }
 
@@ -117,26 +117,26 @@ void MasterState::EraseObject(ObjectIt it, RemoveReason reason, bool notify) {
 }
 
 uint32_t MasterState::Stripes(uint64_t size_bytes) const {
-  return static_cast<uint32_t>((size_bytes + config_.stripe_size_bytes - 1) /
-                               config_.stripe_size_bytes);
+  return static_cast<uint32_t>((size_bytes + options_.stripe_size_bytes - 1) /
+                               options_.stripe_size_bytes);
 }
 
 uint64_t MasterState::BufferSize(const ObjectRecord& rec, uint32_t index) const {
   const uint32_t stripes = Stripes(rec.size_bytes);
   const uint32_t stripe = index % stripes;
-  return stripe + 1 < stripes ? config_.stripe_size_bytes
-                              : rec.size_bytes - uint64_t{stripe} * config_.stripe_size_bytes;
+  return stripe + 1 < stripes ? options_.stripe_size_bytes
+                              : rec.size_bytes - uint64_t{stripe} * options_.stripe_size_bytes;
 }
 
-std::vector<proto::ReplicaDesc> MasterState::DescribeReplicas(const ObjectRecord& rec) const {
-  std::vector<proto::ReplicaDesc> out(rec.replicas);
+std::vector<msg::ReplicaDesc> MasterState::DescribeReplicas(const ObjectRecord& rec) const {
+  std::vector<msg::ReplicaDesc> out(rec.replicas);
   const uint32_t stripes = Stripes(rec.size_bytes);
   const uint64_t* b = rec.buffers();
   for (uint32_t i = 0; i < rec.buffer_count; ++i) {
     const Segment& seg = *segments_[BufferSegment(b[i])];
-    proto::ReplicaDesc& r = out[i / stripes];
-    r.status = rec.complete() ? proto::ReplicaStatus::kComplete : proto::ReplicaStatus::kProcessing;
-    r.buffers.push_back(proto::BufferDesc{seg.desc.name, seg.desc.endpoint, seg.desc.shm_path,
+    msg::ReplicaDesc& r = out[i / stripes];
+    r.status = rec.complete() ? msg::ReplicaStatus::kComplete : msg::ReplicaStatus::kProcessing;
+    r.buffers.push_back(msg::BufferDesc{seg.desc.name, seg.desc.endpoint, seg.desc.shm_path,
                                           seg.desc.hostname, BufferOffset(b[i]),
                                           BufferSize(rec, i)});
   }
@@ -159,9 +159,9 @@ ObjectDump MasterState::Dump(const ObjectIt& it) const {
   return d;
 }
 
-void MasterState::GrantLease(ObjectRecord& rec, uint64_t now_us, const proto::ClientId* reader) {
+void MasterState::GrantLease(ObjectRecord& rec, uint64_t now_us, const msg::ClientId* reader) {
   assert(rec.complete());
-  const uint64_t until = now_us + config_.default_kv_lease_ttl_us;
+  const uint64_t until = now_us + options_.default_kv_lease_ttl_us;
   if (!Leased(rec, now_us)) rec.set_readers(0);  // a new lease: no earlier read counts
   if (reader != nullptr && rec.readers() != ObjectRecord::kReadersUnknown) {
     if (rec.readers() + 1 == ObjectRecord::kReadersUnknown || reads_.size() >= kMaxTrackedReads) {
@@ -178,7 +178,7 @@ void MasterState::GrantLease(ObjectRecord& rec, uint64_t now_us, const proto::Cl
   }
   rec.deadline_us = std::max(rec.deadline_us, until);
   if (rec.has(ObjectRecord::kPinCounted))  // reading a pinned object keeps it pinned
-    rec.pin_expiry_us = std::max(rec.pin_expiry_us, now_us + config_.default_kv_soft_pin_ttl_us);
+    rec.pin_expiry_us = std::max(rec.pin_expiry_us, now_us + options_.default_kv_soft_pin_ttl_us);
   policy_->OnAccess(IdOf(rec));
 }
 
@@ -192,18 +192,18 @@ bool MasterState::Pinned(const ObjectRecord& rec, uint64_t now_us) const {
 
 bool MasterState::OwnerAlive(const Segment& seg, uint64_t now_us) const {
   auto c = clients_.find(seg.owner);
-  return c != clients_.end() && c->second.last_ping_us + config_.client_ttl_us >= now_us;
+  return c != clients_.end() && c->second.last_ping_us + options_.client_ttl_us >= now_us;
 }
 
 // ---- segments and clients --------------------------------------------------
 
-Status MasterState::MountSegment(const proto::MountSegmentRequest& req, uint64_t now_us) {
-  const proto::SegmentDesc& d = req.segment;
+Status MasterState::MountSegment(const msg::MountSegmentRequest& req, uint64_t now_us) {
+  const msg::SegmentDesc& d = req.segment;
   auto fail = [&](ErrorCode code, std::string msg) {
     return Count(counters_.mount_segment, Error(code, std::move(msg)));
   };
   if (d.name.empty()) return fail(ErrorCode::INVALID_PARAMS, "segment name is empty");
-  if (d.size_bytes < SegmentAllocator::kAlignmentBytes || d.size_bytes > kMaxSegmentBytes)
+  if (d.size_bytes < SegmentAllocator::kAlignmentBytes || d.size_bytes > kMaxAddressableSegmentBytes)
     return fail(ErrorCode::INVALID_PARAMS, "segment '" + d.name + "' size " +
                                                std::to_string(d.size_bytes) +
                                                " is outside [64 B, 64 TiB]");
@@ -223,7 +223,7 @@ Status MasterState::MountSegment(const proto::MountSegmentRequest& req, uint64_t
     // bytes) and mount the new one.
     DropSegments({found->second});
   }
-  if (free_segment_ids_.empty() && segments_.size() >= kMaxSegments)
+  if (free_segment_ids_.empty() && segments_.size() >= kMaxSegmentIds)
     return fail(ErrorCode::INVALID_PARAMS, "too many segments to mount '" + d.name + "'");
   uint32_t id;
   if (!free_segment_ids_.empty()) {
@@ -244,7 +244,7 @@ Status MasterState::MountSegment(const proto::MountSegmentRequest& req, uint64_t
   return Count(counters_.mount_segment, Status::Ok());
 }
 
-Status MasterState::UnmountSegment(const proto::UnmountSegmentRequest& req, uint64_t now_us) {
+Status MasterState::UnmountSegment(const msg::UnmountSegmentRequest& req, uint64_t now_us) {
   (void)now_us;
   auto found = segment_ids_.find(req.segment_name);
   if (found == segment_ids_.end())
@@ -260,18 +260,18 @@ Status MasterState::UnmountSegment(const proto::UnmountSegmentRequest& req, uint
   return Count(counters_.unmount_segment, Status::Ok());
 }
 
-proto::PingReply MasterState::Ping(const proto::PingRequest& req, uint64_t now_us) {
+msg::PingReply MasterState::Ping(const msg::PingRequest& req, uint64_t now_us) {
   auto [it, inserted] = clients_.try_emplace(req.client);
   it->second.last_ping_us = now_us;
-  return Count(counters_.ping, proto::PingReply{inserted, view_version_}, false);
+  return Count(counters_.ping, msg::PingReply{inserted, view_version_}, false);
 }
 
 // ---- puts --------------------------------------------------------------------
 
-Result<proto::PutStartReply> MasterState::PutStart(const proto::PutStartRequest& req,
+Result<msg::PutStartReply> MasterState::PutStart(const msg::PutStartRequest& req,
                                                    uint64_t now_us) {
   auto fail = [&](Status s) {
-    return Count(counters_.put_start, Result<proto::PutStartReply>(std::move(s)));
+    return Count(counters_.put_start, Result<msg::PutStartReply>(std::move(s)));
   };
   if (Status s = CheckKey(req.key); !s.ok()) return fail(std::move(s));
   const uint32_t replicas = req.options.replicas;
@@ -294,23 +294,23 @@ Result<proto::PutStartReply> MasterState::PutStart(const proto::PutStartRequest&
   ObjectRecord& rec = it->second;
   rec.size_bytes = req.size_bytes;
   rec.replicas = static_cast<uint8_t>(replicas);
-  const proto::PutPlacement& want = req.options.placement;
+  const msg::PutPlacement& want = req.options.placement;
   // A hard pin is a soft pin that never expires and that eviction skips.
   rec.flags = req.options.soft_pin || want.hard_pin ? ObjectRecord::kSoftPin : 0;
   rec.pin_expiry_us = want.hard_pin ? ObjectRecord::kHardPin
                       : want.soft_pin_ttl_ms > 0
                           ? std::min<uint64_t>(want.soft_pin_ttl_ms, UINT64_MAX / 2000) * 1000
                           : 0;
-  rec.deadline_us = now_us + config_.put_timeout_us;
+  rec.deadline_us = now_us + options_.put_timeout_us;
   rec.SetBuffers(placed->data(), static_cast<uint32_t>(placed->size()));
   put_owners_[rec.slot] = req.client;
   put_deadlines_.push_back({rec.deadline_us, IdOf(rec)});
   std::push_heap(put_deadlines_.begin(), put_deadlines_.end(), std::greater<>());
-  return Count(counters_.put_start, Result<proto::PutStartReply>(
-                                        proto::PutStartReply{DescribeReplicas(rec)}));
+  return Count(counters_.put_start, Result<msg::PutStartReply>(
+                                        msg::PutStartReply{DescribeReplicas(rec)}));
 }
 
-Status MasterState::DoPutEnd(const proto::KeyRequest& req, uint64_t now_us) {
+Status MasterState::DoPutEnd(const msg::KeyRequest& req, uint64_t now_us) {
   auto it = objects_.find(req.key);
   if (it == objects_.end())
     return Error(ErrorCode::OBJECT_NOT_FOUND,
@@ -323,7 +323,7 @@ Status MasterState::DoPutEnd(const proto::KeyRequest& req, uint64_t now_us) {
   rec.deadline_us = 0;  // no lease yet
   if (rec.has(ObjectRecord::kSoftPin)) {
     rec.flags |= ObjectRecord::kPinCounted;
-    const uint64_t ttl_us = rec.pin_expiry_us ? rec.pin_expiry_us : config_.default_kv_soft_pin_ttl_us;
+    const uint64_t ttl_us = rec.pin_expiry_us ? rec.pin_expiry_us : options_.default_kv_soft_pin_ttl_us;
     rec.pin_expiry_us = ttl_us == ObjectRecord::kHardPin ? ttl_us : now_us + ttl_us;
     ++soft_pinned_count_;
     pin_expiries_.push_back({rec.pin_expiry_us, IdOf(rec)});
@@ -334,7 +334,7 @@ Status MasterState::DoPutEnd(const proto::KeyRequest& req, uint64_t now_us) {
   return Status::Ok();
 }
 
-Status MasterState::CheckPutOwner(const ObjectRecord& rec, const proto::KeyRequest& req,
+Status MasterState::CheckPutOwner(const ObjectRecord& rec, const msg::KeyRequest& req,
                                   const char* what) const {
   auto owner = put_owners_.find(rec.slot);
   if (owner == put_owners_.end() || owner->second == req.client) return Status::Ok();
@@ -344,11 +344,11 @@ Status MasterState::CheckPutOwner(const ObjectRecord& rec, const proto::KeyReque
                                              Quoted(req.key) + ": another client started it");
 }
 
-Status MasterState::PutEnd(const proto::KeyRequest& req, uint64_t now_us) {
+Status MasterState::PutEnd(const msg::KeyRequest& req, uint64_t now_us) {
   return Count(counters_.put_end, DoPutEnd(req, now_us));
 }
 
-Status MasterState::DoPutRevoke(const proto::KeyRequest& req, uint64_t now_us) {
+Status MasterState::DoPutRevoke(const msg::KeyRequest& req, uint64_t now_us) {
   (void)now_us;
   auto it = objects_.find(req.key);
   if (it == objects_.end())
@@ -361,15 +361,15 @@ Status MasterState::DoPutRevoke(const proto::KeyRequest& req, uint64_t now_us) {
   return Status::Ok();
 }
 
-Status MasterState::PutRevoke(const proto::KeyRequest& req, uint64_t now_us) {
+Status MasterState::PutRevoke(const msg::KeyRequest& req, uint64_t now_us) {
   return Count(counters_.put_revoke, DoPutRevoke(req, now_us));
 }
 
 // ---- reads -------------------------------------------------------------------
 
-Result<proto::GetReplicaListReply> MasterState::GetReplicaList(const proto::KeyRequest& req,
+Result<msg::GetReplicaListReply> MasterState::GetReplicaList(const msg::KeyRequest& req,
                                                                uint64_t now_us) {
-  using R = Result<proto::GetReplicaListReply>;
+  using R = Result<msg::GetReplicaListReply>;
   auto it = objects_.find(req.key);
   if (it == objects_.end()) {
     policy_->OnMiss(std::hash<std::string_view>()(req.key));
@@ -383,11 +383,11 @@ Result<proto::GetReplicaListReply> MasterState::GetReplicaList(const proto::KeyR
                          "key " + Quoted(req.key) + " is still being written")));
   GrantLease(rec, now_us, &req.client);
   return Count(counters_.get_replica_list,
-               R(proto::GetReplicaListReply{DescribeReplicas(rec), rec.size_bytes,
-                                            config_.default_kv_lease_ttl_us}));
+               R(msg::GetReplicaListReply{DescribeReplicas(rec), rec.size_bytes,
+                                            options_.default_kv_lease_ttl_us}));
 }
 
-Result<bool> MasterState::ExistKey(const proto::KeyRequest& req, uint64_t now_us) {
+Result<bool> MasterState::ExistKey(const msg::KeyRequest& req, uint64_t now_us) {
   auto it = objects_.find(req.key);
   if (it == objects_.end()) policy_->OnMiss(std::hash<std::string_view>()(req.key));
   if (it == objects_.end() || !it->second.complete())
@@ -396,8 +396,8 @@ Result<bool> MasterState::ExistKey(const proto::KeyRequest& req, uint64_t now_us
   return Count(counters_.exist_key, Result<bool>(true));
 }
 
-void MasterState::ReleaseLeases(const std::vector<proto::KeyRequest>& reqs, uint64_t now_us) {
-  for (const proto::KeyRequest& req : reqs) {
+void MasterState::ReleaseLeases(const std::vector<msg::KeyRequest>& reqs, uint64_t now_us) {
+  for (const msg::KeyRequest& req : reqs) {
     auto it = objects_.find(req.key);
     if (it == objects_.end() || !it->second.complete()) continue;
     ObjectRecord& rec = it->second;
@@ -435,7 +435,7 @@ void MasterState::SweepReads(uint64_t now_us) {
 
 // ---- removal -----------------------------------------------------------------
 
-Status MasterState::Remove(const proto::RemoveRequest& req, uint64_t now_us) {
+Status MasterState::Remove(const msg::RemoveRequest& req, uint64_t now_us) {
   auto it = objects_.find(req.key);
   if (it == objects_.end())
     return Count(counters_.remove,
@@ -452,8 +452,8 @@ Status MasterState::Remove(const proto::RemoveRequest& req, uint64_t now_us) {
   return Count(counters_.remove, Status::Ok());
 }
 
-proto::RemoveAllReply MasterState::RemoveAll(uint64_t now_us) {
-  proto::RemoveAllReply reply;
+msg::RemoveAllReply MasterState::RemoveAll(uint64_t now_us) {
+  msg::RemoveAllReply reply;
   for (auto it = objects_.begin(); it != objects_.end();) {
     auto next = std::next(it);
     if (it->second.complete() && !Leased(it->second, now_us)) {
@@ -467,14 +467,14 @@ proto::RemoveAllReply MasterState::RemoveAll(uint64_t now_us) {
 
 // ---- listing and status ------------------------------------------------------
 
-Result<proto::ListKeysReply> MasterState::ListKeys(const proto::ListKeysRequest& req,
+Result<msg::ListKeysReply> MasterState::ListKeys(const msg::ListKeysRequest& req,
                                                    uint64_t now_us) {
   (void)now_us;
   if (req.limit == 0)
     return Count(counters_.list_keys,
-                 Result<proto::ListKeysReply>(Error(ErrorCode::INVALID_PARAMS, "limit is 0")));
-  const uint32_t limit = std::min(req.limit, config_.max_batch);
-  proto::ListKeysReply reply;
+                 Result<msg::ListKeysReply>(Error(ErrorCode::INVALID_PARAMS, "limit is 0")));
+  const uint32_t limit = std::min(req.limit, options_.max_batch);
+  msg::ListKeysReply reply;
   // The map is ordered by key, so a cursor (the last key returned) resumes
   // exactly after itself however the map changed in between.
   auto it = req.cursor.empty() || req.cursor < req.prefix ? objects_.lower_bound(req.prefix)
@@ -487,15 +487,15 @@ Result<proto::ListKeysReply> MasterState::ListKeys(const proto::ListKeysRequest&
       break;
     }
     const ObjectRecord& rec = it->second;
-    reply.keys.push_back(proto::KeyInfo{it->first, rec.size_bytes, rec.replicas,
+    reply.keys.push_back(msg::KeyInfo{it->first, rec.size_bytes, rec.replicas,
                                         rec.has(ObjectRecord::kPinCounted)});
   }
-  return Count(counters_.list_keys, Result<proto::ListKeysReply>(std::move(reply)));
+  return Count(counters_.list_keys, Result<msg::ListKeysReply>(std::move(reply)));
 }
 
-proto::ClusterStatusReply MasterState::ClusterStatus(uint64_t now_us) const {
+msg::ClusterStatusReply MasterState::ClusterStatus(uint64_t now_us) const {
   (void)now_us;
-  proto::ClusterStatusReply r;
+  msg::ClusterStatusReply r;
   r.capacity_bytes = capacity_bytes_;
   r.used_bytes = allocated_bytes_;
   r.key_count = objects_.size();
@@ -503,7 +503,7 @@ proto::ClusterStatusReply MasterState::ClusterStatus(uint64_t now_us) const {
   r.active_clients = clients_.size();
   for (const auto& [name, id] : segment_ids_) {
     const Segment& seg = *segments_[id];
-    r.segments.push_back(proto::SegmentStatus{name, seg.desc.endpoint,
+    r.segments.push_back(msg::SegmentStatus{name, seg.desc.endpoint,
                                               seg.allocator.capacity_bytes(),
                                               seg.allocator.used_bytes()});
   }

@@ -6,7 +6,7 @@
 // returns its decision; nothing here sleeps, reads a clock or does I/O, so
 // tests advance time by passing a larger number and the RPC glue is a thin
 // loop: lock, call, unlock, reply. Inputs and outputs are the wire
-// vocabulary of src/proto/messages.h.
+// vocabulary of src/msg/messages.h.
 //
 // Rules (see mooncake-master(8) and FIELD.md for the reference behaviour):
 // - PutStart places one replica per distinct segment, emptiest segments
@@ -35,20 +35,35 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/ceilings.h"
 #include "common/result.h"
-#include "config/config.h"
-#include "master/eviction_policy.h"
+#include "eviction/policy.h"
 #include "master/master_counters.h"
 #include "master/object_record.h"
 #include "master/segment_allocator.h"
 #include "master/state_listener.h"
-#include "proto/messages.h"
+#include "msg/messages.h"
 
 namespace mc::master {
 
-// Named limits of the state machine beyond those in MasterConfig.
-constexpr uint32_t kMaxReplicas = 16;
-constexpr uint32_t kMaxBuffersPerObject = 4096;  // replicas x stripes
+// The state machine's own ceilings (kMaxReplicas, kMaxBuffersPerObject) are
+// in common/ceilings.h, where the config checks settings against them.
+
+// What the state machine needs from the configuration: TTLs, watermarks and
+// limits. The master process fills it from [master] (masterd::MasterOptions);
+// ports, addresses and the data directory stay out of the core.
+struct Options {
+  uint64_t default_kv_lease_ttl_us = 10000000;
+  uint64_t default_kv_soft_pin_ttl_us = 1800000000;
+  double eviction_high_watermark_ratio = 0.90;
+  double eviction_ratio = 0.05;
+  uint64_t client_ttl_us = 10000000;
+  uint64_t put_timeout_us = 30000000;
+  uint64_t stripe_size_bytes = 16ull << 20;
+  uint32_t max_batch = 4096;      // at most kMaxBatchItems (checked by the config)
+  uint32_t max_key_bytes = 4096;  // at most kMaxStringBytes (checked by the config)
+  bool operator==(const Options&) const = default;
+};
 
 struct TickReport {
   uint64_t expired_clients = 0;
@@ -62,7 +77,7 @@ struct TickReport {
 class MasterState {
  public:
   // `policy` must not be null; `listener` may be, and must outlive this.
-  MasterState(const MasterConfig& config, std::unique_ptr<EvictionPolicy> policy,
+  MasterState(const Options& options, std::unique_ptr<EvictionPolicy> policy,
               StateListener* listener = nullptr);
   ~MasterState();
   MasterState(const MasterState&) = delete;
@@ -70,42 +85,42 @@ class MasterState {
 
   // Mounting the same segment again (same owner, incarnation and size) is an
   // idempotent success; any other reuse of a name is SEGMENT_ALREADY_EXISTS.
-  Status MountSegment(const proto::MountSegmentRequest& req, uint64_t now_us);
-  Status UnmountSegment(const proto::UnmountSegmentRequest& req, uint64_t now_us);
+  Status MountSegment(const msg::MountSegmentRequest& req, uint64_t now_us);
+  Status UnmountSegment(const msg::UnmountSegmentRequest& req, uint64_t now_us);
   // An unknown client is registered and told to remount its segments.
-  proto::PingReply Ping(const proto::PingRequest& req, uint64_t now_us);
+  msg::PingReply Ping(const msg::PingRequest& req, uint64_t now_us);
 
-  Result<proto::PutStartReply> PutStart(const proto::PutStartRequest& req, uint64_t now_us);
-  Status PutEnd(const proto::KeyRequest& req, uint64_t now_us);     // idempotent
-  Status PutRevoke(const proto::KeyRequest& req, uint64_t now_us);
-  Result<proto::GetReplicaListReply> GetReplicaList(const proto::KeyRequest& req,
+  Result<msg::PutStartReply> PutStart(const msg::PutStartRequest& req, uint64_t now_us);
+  Status PutEnd(const msg::KeyRequest& req, uint64_t now_us);     // idempotent
+  Status PutRevoke(const msg::KeyRequest& req, uint64_t now_us);
+  Result<msg::GetReplicaListReply> GetReplicaList(const msg::KeyRequest& req,
                                                     uint64_t now_us);
   // True when the key is complete (and leased); false when absent or in flight.
-  Result<bool> ExistKey(const proto::KeyRequest& req, uint64_t now_us);
-  Status Remove(const proto::RemoveRequest& req, uint64_t now_us);
+  Result<bool> ExistKey(const msg::KeyRequest& req, uint64_t now_us);
+  Status Remove(const msg::RemoveRequest& req, uint64_t now_us);
   // Removes every complete, unleased object.
-  proto::RemoveAllReply RemoveAll(uint64_t now_us);
+  msg::RemoveAllReply RemoveAll(uint64_t now_us);
   // Complete keys in byte order, after `cursor`, at most min(limit, max_batch).
-  Result<proto::ListKeysReply> ListKeys(const proto::ListKeysRequest& req, uint64_t now_us);
-  proto::ClusterStatusReply ClusterStatus(uint64_t now_us) const;
+  Result<msg::ListKeysReply> ListKeys(const msg::ListKeysRequest& req, uint64_t now_us);
+  msg::ClusterStatusReply ClusterStatus(uint64_t now_us) const;
 
   // Batches: one result per item, in order; refused whole (INVALID_PARAMS)
   // only when longer than `max_batch`.
-  Result<std::vector<proto::BatchItem<proto::PutStartReply>>> BatchPutStart(
-      const std::vector<proto::PutStartRequest>& reqs, uint64_t now_us);
-  Result<std::vector<Status>> BatchPutEnd(const std::vector<proto::KeyRequest>& reqs,
+  Result<std::vector<msg::BatchItem<msg::PutStartReply>>> BatchPutStart(
+      const std::vector<msg::PutStartRequest>& reqs, uint64_t now_us);
+  Result<std::vector<Status>> BatchPutEnd(const std::vector<msg::KeyRequest>& reqs,
                                           uint64_t now_us);
-  Result<std::vector<Status>> BatchPutRevoke(const std::vector<proto::KeyRequest>& reqs,
+  Result<std::vector<Status>> BatchPutRevoke(const std::vector<msg::KeyRequest>& reqs,
                                              uint64_t now_us);
-  Result<std::vector<proto::BatchItem<proto::GetReplicaListReply>>> BatchGetReplicaList(
-      const std::vector<proto::KeyRequest>& reqs, uint64_t now_us);
-  Result<std::vector<proto::BatchItem<bool>>> BatchExistKey(
-      const std::vector<proto::KeyRequest>& reqs, uint64_t now_us);
+  Result<std::vector<msg::BatchItem<msg::GetReplicaListReply>>> BatchGetReplicaList(
+      const std::vector<msg::KeyRequest>& reqs, uint64_t now_us);
+  Result<std::vector<msg::BatchItem<bool>>> BatchExistKey(
+      const std::vector<msg::KeyRequest>& reqs, uint64_t now_us);
 
   // The clients are done reading these keys (see the rules above). Never
   // fails: a key not found, never leased by that client, or whose lease
   // ran out is skipped.
-  void ReleaseLeases(const std::vector<proto::KeyRequest>& reqs, uint64_t now_us);
+  void ReleaseLeases(const std::vector<msg::KeyRequest>& reqs, uint64_t now_us);
 
   TickReport Tick(uint64_t now_us);
 
@@ -157,32 +172,32 @@ class MasterState {
   void FreeBuffers(const ObjectRecord& rec, uint64_t* largest_hole);
   uint32_t Stripes(uint64_t size_bytes) const;
   uint64_t BufferSize(const ObjectRecord& rec, uint32_t index) const;
-  std::vector<proto::ReplicaDesc> DescribeReplicas(const ObjectRecord& rec) const;
+  std::vector<msg::ReplicaDesc> DescribeReplicas(const ObjectRecord& rec) const;
   ObjectDump Dump(const ObjectIt& it) const;
   // `reader`: the client of a GetReplicaList, whose release counts; null
   // for ExistKey.
-  void GrantLease(ObjectRecord& rec, uint64_t now_us, const proto::ClientId* reader);
+  void GrantLease(ObjectRecord& rec, uint64_t now_us, const msg::ClientId* reader);
   // Forgets tracked reads whose lease ran out, a slice of the table per call.
   void SweepReads(uint64_t now_us);
   bool Leased(const ObjectRecord& rec, uint64_t now_us) const;
   bool Pinned(const ObjectRecord& rec, uint64_t now_us) const;
   bool OwnerAlive(const Segment& seg, uint64_t now_us) const;
-  Status DoPutEnd(const proto::KeyRequest& req, uint64_t now_us);
-  Status DoPutRevoke(const proto::KeyRequest& req, uint64_t now_us);
+  Status DoPutEnd(const msg::KeyRequest& req, uint64_t now_us);
+  Status DoPutRevoke(const msg::KeyRequest& req, uint64_t now_us);
   // OK when `client` started the in-flight put in `rec`.
-  Status CheckPutOwner(const ObjectRecord& rec, const proto::KeyRequest& req,
+  Status CheckPutOwner(const ObjectRecord& rec, const msg::KeyRequest& req,
                        const char* what) const;
 
   // master_state_space.cc
   Result<std::vector<uint64_t>> PlaceOrEvict(std::string_view key, uint64_t size_bytes,
                                              uint32_t replicas, uint64_t now_us,
-                                             const proto::PutPlacement& placement);
+                                             const msg::PutPlacement& placement);
   bool TryPlace(uint64_t size_bytes, uint32_t replicas, uint64_t now_us,
-                const proto::PutPlacement& placement, std::vector<uint64_t>* packed);
+                const msg::PutPlacement& placement, std::vector<uint64_t>* packed);
   std::vector<uint32_t> CandidateSegments(uint64_t now_us) const;
   // Moves the segments `placement` prefers to where TryPlace deals them to
   // their replicas first.
-  void Prefer(const proto::PutPlacement& placement, uint32_t replicas,
+  void Prefer(const msg::PutPlacement& placement, uint32_t replicas,
               std::vector<uint32_t>* cands) const;
   // Evicts one object the policy picks; false when none is evictable.
   bool EvictOne(uint64_t now_us, bool allow_pinned, uint64_t* freed_bytes,
@@ -194,7 +209,7 @@ class MasterState {
   uint64_t DiscardZombiePuts(uint64_t now_us);
   uint64_t ExpirePins(uint64_t now_us);
 
-  MasterConfig config_;
+  Options options_;
   std::unique_ptr<EvictionPolicy> policy_;
   StateListener* listener_;
 
@@ -204,13 +219,13 @@ class MasterState {
   std::vector<Timer> put_deadlines_;  // in-flight puts, min-heap
   // Who started each in-flight put, by slot: only that client may end or
   // revoke it. Kept beside the records so complete objects pay nothing.
-  std::unordered_map<uint32_t, proto::ClientId> put_owners_;
+  std::unordered_map<uint32_t, msg::ClientId> put_owners_;
   std::vector<Timer> pin_expiries_;   // live soft pins, min-heap
 
   // Reads not released yet, by client and object: their number and the
   // lease of the last one. Only a release within that lease counts.
   struct ReadKey {
-    proto::ClientId client;
+    msg::ClientId client;
     ObjectId object;
     bool operator==(const ReadKey&) const = default;
   };
@@ -231,7 +246,7 @@ class MasterState {
   std::vector<std::unique_ptr<Segment>> segments_;  // by id; null: free id
   std::vector<uint32_t> free_segment_ids_;
   std::map<std::string, uint32_t, std::less<>> segment_ids_;
-  std::map<proto::ClientId, Client> clients_;
+  std::map<msg::ClientId, Client> clients_;
 
   struct BulkRange {  // a buffer recorded by LoadObject during a bulk load
     uint32_t segment;

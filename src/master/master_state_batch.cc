@@ -21,10 +21,10 @@ Status CheckBatch(const std::vector<Req>& reqs, uint32_t max_batch, OpCounter& c
 
 }  // namespace
 
-Result<std::vector<proto::BatchItem<proto::PutStartReply>>> MasterState::BatchPutStart(
-    const std::vector<proto::PutStartRequest>& reqs, uint64_t now_us) {
-  MC_RETURN_IF_ERROR(CheckBatch(reqs, config_.max_batch, counters_.batch_put_start));
-  std::vector<proto::BatchItem<proto::PutStartReply>> out(reqs.size());
+Result<std::vector<msg::BatchItem<msg::PutStartReply>>> MasterState::BatchPutStart(
+    const std::vector<msg::PutStartRequest>& reqs, uint64_t now_us) {
+  MC_RETURN_IF_ERROR(CheckBatch(reqs, options_.max_batch, counters_.batch_put_start));
+  std::vector<msg::BatchItem<msg::PutStartReply>> out(reqs.size());
   bool failed = false;
   for (size_t i = 0; i < reqs.size(); ++i) {
     auto r = PutStart(reqs[i], now_us);
@@ -46,9 +46,9 @@ Result<std::vector<proto::BatchItem<proto::PutStartReply>>> MasterState::BatchPu
 // chain over its tail turns more of what survives into prefix hits. (Measured
 // with mooncake bench --trace on the shared trace at 2048 blocks: 0.1408 ->
 // 0.1478 prefix hit ratio.) Replies stay in request order.
-Result<std::vector<Status>> MasterState::BatchPutEnd(const std::vector<proto::KeyRequest>& reqs,
+Result<std::vector<Status>> MasterState::BatchPutEnd(const std::vector<msg::KeyRequest>& reqs,
                                                      uint64_t now_us) {
-  MC_RETURN_IF_ERROR(CheckBatch(reqs, config_.max_batch, counters_.batch_put_end));
+  MC_RETURN_IF_ERROR(CheckBatch(reqs, options_.max_batch, counters_.batch_put_end));
   std::vector<Status> out;
   out.reserve(reqs.size());
   out.resize(reqs.size());
@@ -59,8 +59,8 @@ Result<std::vector<Status>> MasterState::BatchPutEnd(const std::vector<proto::Ke
 }
 
 Result<std::vector<Status>> MasterState::BatchPutRevoke(
-    const std::vector<proto::KeyRequest>& reqs, uint64_t now_us) {
-  MC_RETURN_IF_ERROR(CheckBatch(reqs, config_.max_batch, counters_.batch_put_revoke));
+    const std::vector<msg::KeyRequest>& reqs, uint64_t now_us) {
+  MC_RETURN_IF_ERROR(CheckBatch(reqs, options_.max_batch, counters_.batch_put_revoke));
   std::vector<Status> out;
   out.reserve(reqs.size());
   for (const auto& req : reqs) out.push_back(PutRevoke(req, now_us));
@@ -69,10 +69,10 @@ Result<std::vector<Status>> MasterState::BatchPutRevoke(
   return out;
 }
 
-Result<std::vector<proto::BatchItem<proto::GetReplicaListReply>>>
-MasterState::BatchGetReplicaList(const std::vector<proto::KeyRequest>& reqs, uint64_t now_us) {
-  MC_RETURN_IF_ERROR(CheckBatch(reqs, config_.max_batch, counters_.batch_get_replica_list));
-  std::vector<proto::BatchItem<proto::GetReplicaListReply>> out(reqs.size());
+Result<std::vector<msg::BatchItem<msg::GetReplicaListReply>>>
+MasterState::BatchGetReplicaList(const std::vector<msg::KeyRequest>& reqs, uint64_t now_us) {
+  MC_RETURN_IF_ERROR(CheckBatch(reqs, options_.max_batch, counters_.batch_get_replica_list));
+  std::vector<msg::BatchItem<msg::GetReplicaListReply>> out(reqs.size());
   bool failed = false;
   for (size_t i = reqs.size(); i-- > 0;) {
     auto r = GetReplicaList(reqs[i], now_us);
@@ -87,10 +87,10 @@ MasterState::BatchGetReplicaList(const std::vector<proto::KeyRequest>& reqs, uin
   return out;
 }
 
-Result<std::vector<proto::BatchItem<bool>>> MasterState::BatchExistKey(
-    const std::vector<proto::KeyRequest>& reqs, uint64_t now_us) {
-  MC_RETURN_IF_ERROR(CheckBatch(reqs, config_.max_batch, counters_.batch_exist_key));
-  std::vector<proto::BatchItem<bool>> out(reqs.size());
+Result<std::vector<msg::BatchItem<bool>>> MasterState::BatchExistKey(
+    const std::vector<msg::KeyRequest>& reqs, uint64_t now_us) {
+  MC_RETURN_IF_ERROR(CheckBatch(reqs, options_.max_batch, counters_.batch_exist_key));
+  std::vector<msg::BatchItem<bool>> out(reqs.size());
   for (size_t i = reqs.size(); i-- > 0;) out[i].value = ExistKey(reqs[i], now_us).value();
   return out;
 }
@@ -117,7 +117,7 @@ std::vector<ObjectDump> MasterState::DumpObjects(bool complete_only) const {
 Status MasterState::LoadSegment(const SegmentDump& segment, uint64_t now_us) {
   StateListener* saved = listener_;
   listener_ = nullptr;  // replaying the journal must not append to it
-  Status s = MountSegment(proto::MountSegmentRequest{segment.owner, segment.desc}, now_us);
+  Status s = MountSegment(msg::MountSegmentRequest{segment.owner, segment.desc}, now_us);
   listener_ = saved;
   --counters_.mount_segment.requests;
   if (!s.ok()) --counters_.mount_segment.failures;
@@ -156,8 +156,9 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
     }
     for (uint32_t s = 0; s < stripes && failure.ok(); ++s) {
       const BufferLocation& b = replica[s];
-      const uint64_t want = s + 1 < stripes ? config_.stripe_size_bytes
-                                            : object.size_bytes - uint64_t{s} * config_.stripe_size_bytes;
+      const uint64_t want = s + 1 < stripes
+                                ? options_.stripe_size_bytes
+                                : object.size_bytes - uint64_t{s} * options_.stripe_size_bytes;
       auto seg = segment_ids_.find(b.segment_name);
       const SegmentAllocator* alloc = seg == segment_ids_.end() ? nullptr : &segments_[seg->second]->allocator;
       const bool in_range = alloc != nullptr && b.offset % SegmentAllocator::kAlignmentBytes == 0 &&
@@ -206,7 +207,7 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
   }
   if (object.soft_pin) {  // the pin restarts: its expiry is not durable
     rec.flags |= ObjectRecord::kPinCounted;
-    rec.pin_expiry_us = now_us + config_.default_kv_soft_pin_ttl_us;
+    rec.pin_expiry_us = now_us + options_.default_kv_soft_pin_ttl_us;
     ++soft_pinned_count_;
     pin_expiries_.push_back({rec.pin_expiry_us, IdOf(rec)});
     std::push_heap(pin_expiries_.begin(), pin_expiries_.end(), std::greater<>());

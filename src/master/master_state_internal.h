@@ -9,10 +9,10 @@
 namespace mc::master {
 
 struct MasterState::Segment {
-  proto::SegmentDesc desc;
-  proto::ClientId owner;
+  msg::SegmentDesc desc;
+  msg::ClientId owner;
   SegmentAllocator allocator;
-  Segment(proto::SegmentDesc d, proto::ClientId o)
+  Segment(msg::SegmentDesc d, msg::ClientId o)
       : desc(std::move(d)), owner(o), allocator(desc.size_bytes) {}
 };
 
@@ -22,6 +22,6 @@ struct MasterState::Client {
 };
 
 // "0123..." (32 hex digits) for messages.
-std::string ClientName(const proto::ClientId& id);
+std::string ClientName(const msg::ClientId& id);
 
 }  // namespace mc::master

@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "common/test_seed.h"
 #include "master/master_state.h"
 #include "master/master_test_util.h"
 
@@ -39,7 +40,7 @@ struct ModelSegment {
 };
 
 struct Model {
-  MasterConfig cfg;
+  Options cfg;
   std::map<std::string, ModelObject> objects;
   std::map<std::string, ModelSegment> segments;
   std::map<uint64_t, uint64_t> clients;  // id -> last ping
@@ -70,21 +71,13 @@ struct Model {
   }
 };
 
-uint64_t Seed() {
-  const char* env = std::getenv("MC_SEED");
-  uint64_t seed = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-  std::printf("master model test seed %llu (replay with MC_SEED=%llu)\n",
-              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
-  return seed;
-}
-
 struct Runner {
   std::mt19937_64 rng;
   Harness h;
   Model m;
   size_t evicted_seen = 0;
 
-  Runner(uint64_t seed, MasterConfig cfg) : rng(seed), h(cfg) { m.cfg = cfg; h.live.clear(); }
+  Runner(uint64_t seed, Options cfg) : rng(seed), h(cfg) { m.cfg = cfg; h.live.clear(); }
 
   uint64_t Pick(uint64_t n) { return rng() % n; }
   std::string Key() { return "k" + std::to_string(Pick(48)); }
@@ -326,8 +319,8 @@ struct Runner {
 }  // namespace
 
 TEST_CASE("randomized operations agree with a reference model of the master") {
-  const uint64_t seed = Seed();
-  MasterConfig cfg;
+  const uint64_t seed = mc::TestSeed("master model test");
+  Options cfg;
   cfg.stripe_size_bytes = 64 * kKiB;
   cfg.default_kv_soft_pin_ttl_us = 60 * kSecond;
   MasterCounters total;

@@ -3,7 +3,7 @@
 #include <cassert>
 #include <functional>
 
-#include "master/eviction_watermark.h"
+#include "eviction/watermark.h"
 #include "master/master_state.h"
 #include "master/master_state_internal.h"
 
@@ -29,7 +29,7 @@ std::vector<uint32_t> MasterState::CandidateSegments(uint64_t now_us) const {
 // replicas (replica r gets the r-th, (r+R)-th, ... emptiest), which keeps
 // replicas on disjoint segment sets; a replica's stripes go round-robin over
 // its own set, moving on to the next segment of the set when one is full.
-void MasterState::Prefer(const proto::PutPlacement& placement, uint32_t replicas,
+void MasterState::Prefer(const msg::PutPlacement& placement, uint32_t replicas,
                          std::vector<uint32_t>* cands) const {
   // Same host first (stable: emptiest first among each kind).
   if (!placement.preferred_host.empty()) {
@@ -52,7 +52,7 @@ void MasterState::Prefer(const proto::PutPlacement& placement, uint32_t replicas
 }
 
 bool MasterState::TryPlace(uint64_t size_bytes, uint32_t replicas, uint64_t now_us,
-                           const proto::PutPlacement& placement,
+                           const msg::PutPlacement& placement,
                            std::vector<uint64_t>* packed) {
   std::vector<uint32_t> cands = CandidateSegments(now_us);
   if (cands.size() < replicas) return false;
@@ -61,8 +61,8 @@ bool MasterState::TryPlace(uint64_t size_bytes, uint32_t replicas, uint64_t now_
   packed->clear();
   packed->reserve(uint64_t{stripes} * replicas);
   auto piece = [&](uint32_t s) {
-    return s + 1 < stripes ? config_.stripe_size_bytes
-                           : size_bytes - uint64_t{s} * config_.stripe_size_bytes;
+    return s + 1 < stripes ? options_.stripe_size_bytes
+                           : size_bytes - uint64_t{s} * options_.stripe_size_bytes;
   };
   bool ok = true;
   for (uint32_t r = 0; r < replicas && ok; ++r) {
@@ -92,7 +92,7 @@ bool MasterState::TryPlace(uint64_t size_bytes, uint32_t replicas, uint64_t now_
 Result<std::vector<uint64_t>> MasterState::PlaceOrEvict(std::string_view key,
                                                         uint64_t size_bytes, uint32_t replicas,
                                                         uint64_t now_us,
-                                                        const proto::PutPlacement& placement) {
+                                                        const msg::PutPlacement& placement) {
   std::vector<uint64_t> packed;
   if (TryPlace(size_bytes, replicas, now_us, placement, &packed)) return packed;
   // Refuse without evicting when even an empty pool could not hold it.
@@ -102,7 +102,7 @@ Result<std::vector<uint64_t>> MasterState::PlaceOrEvict(std::string_view key,
     usable += segments_[id]->allocator.capacity_bytes();
     largest = std::max(largest, segments_[id]->allocator.capacity_bytes());
   }
-  const uint64_t stripe = std::min(size_bytes, config_.stripe_size_bytes);
+  const uint64_t stripe = std::min(size_bytes, options_.stripe_size_bytes);
   const uint64_t need = SegmentAllocator::AlignUp(stripe) * Stripes(size_bytes) * replicas;
   if (cands.size() < replicas || usable < need || largest < stripe)
     return Error(ErrorCode::NO_AVAILABLE_HANDLE,
@@ -115,7 +115,7 @@ Result<std::vector<uint64_t>> MasterState::PlaceOrEvict(std::string_view key,
   // Each step removes an object, so this ends; it fails only when nothing
   // evictable is left.
   const uint64_t smallest = SegmentAllocator::AlignUp(
-      size_bytes - uint64_t{Stripes(size_bytes) - 1} * config_.stripe_size_bytes);
+      size_bytes - uint64_t{Stripes(size_bytes) - 1} * options_.stripe_size_bytes);
   uint64_t evicted_keys = 0;
   bool allow_pinned = false;
   bool placed = false;
@@ -239,7 +239,7 @@ uint64_t MasterState::ExpireClients(uint64_t now_us, uint64_t* segments) {
   std::vector<uint32_t> ids;
   uint64_t expired = 0;
   for (auto it = clients_.begin(); it != clients_.end();) {
-    if (it->second.last_ping_us + config_.client_ttl_us < now_us) {
+    if (it->second.last_ping_us + options_.client_ttl_us < now_us) {
       ids.insert(ids.end(), it->second.segments.begin(), it->second.segments.end());
       it = clients_.erase(it);
       ++expired;
@@ -296,8 +296,8 @@ TickReport MasterState::Tick(uint64_t now_us) {
   const uint64_t target = BackgroundEvictionBytes({.capacity_bytes = capacity_bytes_,
                                                     .allocated_bytes = allocated_bytes_,
                                                     .high_watermark_ratio =
-                                                        config_.eviction_high_watermark_ratio,
-                                                    .eviction_ratio = config_.eviction_ratio,
+                                                        options_.eviction_high_watermark_ratio,
+                                                    .eviction_ratio = options_.eviction_ratio,
                                                     .puts_evicted = puts_evicted_since_tick_});
   puts_evicted_since_tick_ = false;
   if (target > 0) report.evicted_bytes = EvictBytes(target, now_us, &report.evicted_keys);

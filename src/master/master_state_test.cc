@@ -19,7 +19,7 @@ TEST_CASE("a put becomes readable only after PutEnd and the key cannot be put tw
   auto started = h.Start("k", 1000);
   REQUIRE(started.ok());
   REQUIRE(started->replicas.size() == 1);
-  CHECK(started->replicas[0].status == proto::ReplicaStatus::kProcessing);
+  CHECK(started->replicas[0].status == msg::ReplicaStatus::kProcessing);
   CHECK(h.Get("k").code() == ErrorCode::REPLICA_IS_NOT_READY);
   CHECK_FALSE(h.Exists("k"));
   CHECK(h.Start("k", 1000).code() == ErrorCode::OBJECT_ALREADY_EXISTS);
@@ -29,7 +29,7 @@ TEST_CASE("a put becomes readable only after PutEnd and the key cannot be put tw
   REQUIRE(got.ok());
   CHECK(got->size_bytes == 1000);
   CHECK(got->lease_ttl_us == h.config.default_kv_lease_ttl_us);
-  CHECK(got->replicas[0].status == proto::ReplicaStatus::kComplete);
+  CHECK(got->replicas[0].status == msg::ReplicaStatus::kComplete);
   CHECK(got->replicas[0].buffers[0].endpoint == "10.0.0.1:s1");
   CHECK(h.Exists("k"));
   CHECK(h.Get("nope").code() == ErrorCode::OBJECT_NOT_FOUND);
@@ -60,7 +60,7 @@ TEST_CASE("only the client that started a put may end or revoke it") {
 }
 
 TEST_CASE("malformed puts are refused with INVALID_PARAMS or INVALID_KEY") {
-  MasterConfig c;
+  Options c;
   c.max_key_bytes = 8;
   Harness h(c);
   REQUIRE(h.Mount(1, "s1", 64 * kMiB).ok());
@@ -90,7 +90,7 @@ TEST_CASE("replicas land on distinct segments, emptiest segments first") {
 }
 
 TEST_CASE("objects larger than the stripe size are striped across segments in object order") {
-  MasterConfig c;
+  Options c;
   c.stripe_size_bytes = 1 * kMiB;
   Harness h(c);
   for (int i = 0; i < 4; ++i) REQUIRE(h.Mount(i + 1, "s" + std::to_string(i), 64 * kMiB).ok());
@@ -313,7 +313,7 @@ TEST_CASE("a dead client's segments are unmounted and its lone replicas removed"
   CHECK(h.listener.lost == std::vector<std::string>{"only"});
   CHECK(h.listener.unmounted == std::vector<std::string>{"doomed"});
   CHECK(h.state->ClusterStatus(h.now_us).segments.size() == 1);
-  proto::PingReply ping = h.state->Ping({Client(2)}, h.now_us);
+  msg::PingReply ping = h.state->Ping({Client(2)}, h.now_us);
   CHECK(ping.remount);
   CHECK_FALSE(h.state->Ping({Client(2)}, h.now_us).remount);
   REQUIRE(h.Mount(2, "doomed", 64 * kMiB).ok());  // the store remounts
@@ -431,12 +431,12 @@ TEST_CASE("ListKeys pages through keys in order and resumes after changes") {
 }
 
 TEST_CASE("batch forms answer every item in order") {
-  MasterConfig c;
+  Options c;
   c.max_batch = 4;
   Harness h(c);
   REQUIRE(h.Mount(1, "s", 8 * kMiB).ok());
   REQUIRE(h.Put("dup", 10).ok());
-  std::vector<proto::PutStartRequest> starts = {
+  std::vector<msg::PutStartRequest> starts = {
       {Client(1), "a", 10, {}}, {Client(1), "dup", 10, {}}, {Client(1), "b", 0, {}}};
   auto started = h.state->BatchPutStart(starts, h.now_us);
   REQUIRE(started.ok());
@@ -444,7 +444,7 @@ TEST_CASE("batch forms answer every item in order") {
   CHECK(started->at(0).value.replicas.size() == 1);
   CHECK(started->at(1).status.code() == ErrorCode::OBJECT_ALREADY_EXISTS);
   CHECK(started->at(2).status.code() == ErrorCode::INVALID_PARAMS);
-  std::vector<proto::KeyRequest> keys = {{Client(1), "a"}, {Client(1), "missing"}};
+  std::vector<msg::KeyRequest> keys = {{Client(1), "a"}, {Client(1), "missing"}};
   auto ended = h.state->BatchPutEnd(keys, h.now_us);
   CHECK(ended->at(0).ok());
   CHECK(ended->at(1).code() == ErrorCode::OBJECT_NOT_FOUND);
@@ -456,7 +456,7 @@ TEST_CASE("batch forms answer every item in order") {
   CHECK_FALSE(exist->at(1).value);
   auto revoked = h.state->BatchPutRevoke(keys, h.now_us);
   CHECK(revoked->at(0).code() == ErrorCode::INVALID_WRITE);
-  std::vector<proto::KeyRequest> too_many(5, {Client(1), "a"});
+  std::vector<msg::KeyRequest> too_many(5, {Client(1), "a"});
   CHECK(h.state->BatchExistKey(too_many, h.now_us).code() == ErrorCode::INVALID_PARAMS);
   auto counters = h.state->counters();
   CHECK(counters.batch_put_start.requests == 1);
@@ -512,7 +512,7 @@ TEST_CASE("RemoveAll removes every complete unleased object") {
 }
 
 TEST_CASE("state dumped and loaded into a fresh master matches and new puts never overlap") {
-  MasterConfig c;
+  Options c;
   c.stripe_size_bytes = kMiB;
   Harness h(c);
   REQUIRE(h.Mount(1, "a", 16 * kMiB).ok());
@@ -569,13 +569,13 @@ TEST_CASE("counters track requests, failures, evictions and gauges") {
 }
 
 TEST_CASE("a batch's first key counts as its most recent, so chain heads outlive tails") {
-  MasterConfig c;
+  Options c;
   c.default_kv_lease_ttl_us = 1;  // leases out of the way: only the policy decides
   Harness h(c);
   REQUIRE(h.Mount(1, "s", 3 * kMiB).ok());
-  std::vector<proto::KeyRequest> chain = {{Client(1), "head"}, {Client(1), "mid"},
+  std::vector<msg::KeyRequest> chain = {{Client(1), "head"}, {Client(1), "mid"},
                                           {Client(1), "tail"}};
-  std::vector<proto::PutStartRequest> starts;
+  std::vector<msg::PutStartRequest> starts;
   for (auto& k : chain) starts.push_back({Client(1), k.key, kMiB, {}});
   REQUIRE(h.state->BatchPutStart(starts, h.now_us).ok());
   REQUIRE(h.state->BatchPutEnd(chain, h.now_us).ok());

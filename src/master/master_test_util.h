@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "eviction/testing_policy.h"
 #include "master/master_state.h"
-#include "master/testing_policy.h"
 
 namespace mc::master::testing {
 
@@ -27,27 +27,27 @@ struct RecordingListener : StateListener {
   }
 };
 
-inline proto::ClientId Client(uint64_t n) { return proto::ClientId{n, n}; }
+inline msg::ClientId Client(uint64_t n) { return msg::ClientId{n, n}; }
 
-inline proto::SegmentDesc Segment(const std::string& name, uint64_t size_bytes) {
-  return proto::SegmentDesc{name, "host-" + name, "10.0.0.1:" + name, "", size_bytes, 1};
+inline msg::SegmentDesc Segment(const std::string& name, uint64_t size_bytes) {
+  return msg::SegmentDesc{name, "host-" + name, "10.0.0.1:" + name, "", size_bytes, 1};
 }
 
 // A MasterState with a manual clock (`now_us`) and an exact LRU policy.
 struct Harness {
-  MasterConfig config;
+  Options config;
   RecordingListener listener;
   std::unique_ptr<MasterState> state;
   uint64_t now_us = 1000000;
   std::set<uint64_t> live = {1};
 
-  explicit Harness(MasterConfig c = {}) : config(c) {
+  explicit Harness(Options c = {}) : config(c) {
     state = std::make_unique<MasterState>(config, std::make_unique<ExactLruPolicy>(), &listener);
   }
   Status Mount(uint64_t client, const std::string& name, uint64_t size_bytes) {
     return state->MountSegment({Client(client), Segment(name, size_bytes)}, now_us);
   }
-  Result<proto::PutStartReply> Start(const std::string& key, uint64_t size_bytes,
+  Result<msg::PutStartReply> Start(const std::string& key, uint64_t size_bytes,
                                      uint32_t replicas = 1, bool pin = false) {
     return state->PutStart({Client(1), key, size_bytes, {replicas, pin}}, now_us);
   }
@@ -58,7 +58,7 @@ struct Harness {
     if (!r.ok()) return r.status();
     return End(key);
   }
-  Result<proto::GetReplicaListReply> Get(const std::string& key) {
+  Result<msg::GetReplicaListReply> Get(const std::string& key) {
     return state->GetReplicaList({Client(1), key}, now_us);
   }
   bool Exists(const std::string& key) { return state->ExistKey({Client(1), key}, now_us).value(); }
@@ -72,7 +72,7 @@ struct Harness {
   TickReport Tick() { return state->Tick(now_us); }
 };
 
-inline std::set<std::string> SegmentsOf(const proto::ReplicaDesc& r) {
+inline std::set<std::string> SegmentsOf(const msg::ReplicaDesc& r) {
   std::set<std::string> out;
   for (const auto& b : r.buffers) out.insert(b.segment_name);
   return out;

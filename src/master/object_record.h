@@ -20,14 +20,15 @@
 namespace mc::master {
 
 constexpr uint32_t kSegmentIdBits = 24;
-constexpr uint32_t kMaxSegments = 1u << kSegmentIdBits;
-constexpr uint64_t kMaxSegmentBytes = (1ull << 40) * SegmentAllocator::kAlignmentBytes;
+// What a packed buffer can address: segment ids and bytes within one segment.
+constexpr uint32_t kMaxSegmentIds = 1u << kSegmentIdBits;
+constexpr uint64_t kMaxAddressableSegmentBytes = (1ull << 40) * SegmentAllocator::kAlignmentBytes;
 
 inline uint64_t PackBuffer(uint32_t segment_id, uint64_t offset) {
-  assert(segment_id < kMaxSegments && offset % SegmentAllocator::kAlignmentBytes == 0);
+  assert(segment_id < kMaxSegmentIds && offset % SegmentAllocator::kAlignmentBytes == 0);
   return (offset / SegmentAllocator::kAlignmentBytes) << kSegmentIdBits | segment_id;
 }
-inline uint32_t BufferSegment(uint64_t packed) { return packed & (kMaxSegments - 1); }
+inline uint32_t BufferSegment(uint64_t packed) { return packed & (kMaxSegmentIds - 1); }
 inline uint64_t BufferOffset(uint64_t packed) {
   return (packed >> kSegmentIdBits) * SegmentAllocator::kAlignmentBytes;
 }

@@ -1,3 +1,4 @@
+#include "common/test_seed.h"
 #include "master/segment_allocator.h"
 
 #include <doctest/doctest.h>
@@ -13,14 +14,6 @@ using mc::master::SegmentAllocator;
 namespace {
 
 constexpr uint64_t kUnit = SegmentAllocator::kAlignmentBytes;
-
-uint64_t TestSeed() {
-  const char* env = std::getenv("MC_SEED");
-  uint64_t seed = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-  std::printf("allocator test seed %llu (replay with MC_SEED=%llu)\n",
-              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
-  return seed;
-}
 
 // The trivially correct model: one bool per allocation unit.
 struct BitmapModel {
@@ -105,7 +98,7 @@ TEST_CASE("reserve carves an exact range and refuses anything not free") {
 }
 
 TEST_CASE("randomized allocate, free and reserve agree with a bitmap model") {
-  const uint64_t seed = TestSeed();
+  const uint64_t seed = mc::TestSeed("allocator test");
   std::mt19937_64 rng(seed);
   const uint64_t units = 4096;
   SegmentAllocator a(units * kUnit + 17);

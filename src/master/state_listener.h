@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "proto/messages.h"
+#include "msg/messages.h"
 
 namespace mc::master {
 
@@ -43,8 +43,8 @@ struct ObjectDump {
 };
 
 struct SegmentDump {
-  proto::SegmentDesc desc;
-  proto::ClientId owner;
+  msg::SegmentDesc desc;
+  msg::ClientId owner;
 };
 
 enum class RemoveReason : uint8_t {

@@ -51,7 +51,7 @@ void RemoveDb(const std::string& path) {
 
 void MountSegments(masterd::MasterService& svc, int count) {
   for (int i = 0; i < count; ++i) {
-    proto::MountSegmentRequest m;
+    msg::MountSegmentRequest m;
     m.client = {7, 7};
     m.segment.name = "bench-" + std::to_string(i);
     m.segment.endpoint = "127.0.0.1:" + std::to_string(1000 + i);
@@ -95,8 +95,8 @@ double PutsPerSecond(const std::string& db_path, int batch, double seconds) {
       o.master = address;
       o.max_connections = 1;
       rpc::MasterClient c(o);
-      proto::Batch<proto::PutStartRequest> starts(batch);
-      proto::Batch<proto::KeyRequest> ends(batch);
+      msg::Batch<msg::PutStartRequest> starts(batch);
+      msg::Batch<msg::KeyRequest> ends(batch);
       uint64_t n = 0, bad = 0, seq = 0;
       while (!stop.load(std::memory_order_relaxed)) {
         for (int i = 0; i < batch; ++i) {
@@ -109,7 +109,7 @@ double PutsPerSecond(const std::string& db_path, int batch, double seconds) {
           ok = c.PutStart(starts[0]).ok() && c.PutEnd(ends[0]).ok();
         } else {
           auto s = c.BatchPutStart(starts);
-          auto e = s.ok() ? c.BatchPutEnd(ends) : Result<proto::Batch<Status>>(s.status());
+          auto e = s.ok() ? c.BatchPutEnd(ends) : Result<msg::Batch<Status>>(s.status());
           ok = e.ok() && std::all_of(e->begin(), e->end(), [](const Status& x) { return x.ok(); });
         }
         n += ok ? batch : 0;
@@ -148,7 +148,7 @@ void FillDb(const std::string& path, uint64_t objects) {
   MountSegments(svc, 4);
   svc.WithState([&](master::MasterState& s) {
     for (uint64_t i = 0; i < objects; ++i) {
-      proto::KeyRequest k{{1, 2}, "prefix/chain/" + std::to_string(i * 2654435761u % 1000000007u)};
+      msg::KeyRequest k{{1, 2}, "prefix/chain/" + std::to_string(i * 2654435761u % 1000000007u)};
       if (!s.PutStart({k.client, k.key, kObjectBytes, {1, false}}, 1).ok()) std::abort();
       if (!s.PutEnd(k, 1).ok()) std::abort();
     }

@@ -8,8 +8,8 @@
 
 #include "common/log.h"
 #include "masterd/service.h"
-#include "metadata/sqlite_db.h"
-#include "proto/wire.h"
+#include "proto/byte_io.h"
+#include "storage/sqlite_db.h"
 
 namespace mc::masterd {
 
@@ -31,7 +31,7 @@ namespace {
 
 // v1 -> v2: the rows keep their values (row_check does not cover the id) and
 // get ids in key order.
-const metadata::SqliteMigration kMigrations[] = {
+const storage::SqliteMigration kMigrations[] = {
     {.from = 1,
      .sql = "CREATE TABLE objects_v2 (" MC_OBJECTS_COLUMNS ");"
             "INSERT INTO objects_v2(key, size_bytes, soft_pin, replicas, buffers, row_check)"
@@ -41,7 +41,7 @@ const metadata::SqliteMigration kMigrations[] = {
             "ALTER TABLE objects_v2 RENAME TO objects"},
 };
 
-const metadata::SqliteSchema kSchema{
+const storage::SqliteSchema kSchema{
     .kind = "mooncake master state",
     .version = kJournalSchemaVersion,
     .application_id = kJournalApplicationId,
@@ -91,7 +91,7 @@ class RowCheck {
 };
 
 int64_t SegmentCheck(uint32_t id, const master::SegmentDump& s) {
-  const proto::SegmentDesc& d = s.desc;
+  const msg::SegmentDesc& d = s.desc;
   return RowCheck()
       .U64(id).Bytes(d.name).U64(s.owner.hi).U64(s.owner.lo).U64(d.incarnation)
       .U64(d.size_bytes).Bytes(d.hostname).Bytes(d.endpoint).Bytes(d.shm_path)
@@ -105,7 +105,7 @@ int64_t ObjectCheck(std::string_view key, uint64_t size, bool pin, uint64_t repl
 
 int64_t AsI64(uint64_t v) { return static_cast<int64_t>(v); }
 uint64_t AsU64(sqlite3_stmt* s, int col) { return static_cast<uint64_t>(sqlite3_column_int64(s, col)); }
-std::string Text(sqlite3_stmt* s, int col) { return metadata::SqliteDb::Column(s, col); }
+std::string Text(sqlite3_stmt* s, int col) { return storage::SqliteDb::Column(s, col); }
 
 void BindText(sqlite3_stmt* s, int i, const std::string& v) {
   sqlite3_bind_blob(s, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
@@ -138,8 +138,8 @@ struct Journal::Statements {
 
 Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path,
                                                uint64_t stripe_size_bytes) {
-  MC_ASSIGN_OR_RETURN(std::unique_ptr<metadata::SqliteDb> db,
-                      metadata::SqliteDb::Open(path, kSchema));
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<storage::SqliteDb> db,
+                      storage::SqliteDb::Open(path, kSchema));
   // The page cache SQLite keeps: removes touch pages all over the table
   // when objects leave in another order than they came, and the default
   // 2 MiB thrashes past ~100k objects.
@@ -152,7 +152,7 @@ Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path,
   return j;
 }
 
-Journal::Journal(std::unique_ptr<metadata::SqliteDb> db, uint64_t stripe_size_bytes)
+Journal::Journal(std::unique_ptr<storage::SqliteDb> db, uint64_t stripe_size_bytes)
     : db_(std::move(db)), path_(db_->path()), stripe_size_bytes_(stripe_size_bytes),
       stmts_(std::make_unique<Statements>()) {
   assert(stripe_size_bytes_ > 0);
@@ -319,7 +319,7 @@ Status Journal::Commit(const std::vector<Change>& batch) {
   for (const Change& c : batch) {
     switch (c.kind) {
       case Change::Kind::kMount: {
-        const proto::SegmentDesc& d = c.segment.desc;
+        const msg::SegmentDesc& d = c.segment.desc;
         sqlite3_stmt* s = stmts_->mount;
         sqlite3_bind_int64(s, 1, c.segment_id);
         BindText(s, 2, d.name);
@@ -448,7 +448,7 @@ Status Journal::LoadSegments(master::MasterState& state, uint64_t now_us, LoadSt
     const auto id = static_cast<uint32_t>(sqlite3_column_int64(s, 0));
     master::SegmentDump d;
     d.desc.name = Text(s, 1);
-    d.owner = proto::ClientId{AsU64(s, 2), AsU64(s, 3)};
+    d.owner = msg::ClientId{AsU64(s, 2), AsU64(s, 3)};
     d.desc.incarnation = AsU64(s, 4);
     d.desc.size_bytes = AsU64(s, 5);
     d.desc.hostname = Text(s, 6);
@@ -509,7 +509,7 @@ Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadSta
       st = bad("checksum mismatch (the file is damaged)");
       break;
     }
-    if (replicas <= 0 || replicas > master::kMaxReplicas ||
+    if (replicas <= 0 || replicas > kMaxReplicas ||
         buffers.size() % kBufferRecordBytes != 0 || count % replicas != 0 || count == 0) {
       st = bad("malformed buffer list (" + std::to_string(buffers.size()) + " bytes, " +
                std::to_string(replicas) + " replicas)");

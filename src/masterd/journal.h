@@ -35,7 +35,7 @@
 #include "master/state_listener.h"
 #include "rpc/server.h"
 
-namespace mc::metadata {
+namespace mc::storage {
 class SqliteDb;
 }
 
@@ -111,7 +111,7 @@ class Journal final : public master::StateListener {
   struct Change;
 
  private:
-  Journal(std::unique_ptr<metadata::SqliteDb> db, uint64_t stripe_size_bytes);
+  Journal(std::unique_ptr<storage::SqliteDb> db, uint64_t stripe_size_bytes);
   Status Prepare();
   void Append(Change change);
   Status WaitFor(std::unique_lock<std::mutex>& lock, uint64_t target);
@@ -122,7 +122,7 @@ class Journal final : public master::StateListener {
   Status LoadObjects(master::MasterState& state, uint64_t now_us, LoadStats* stats,
                      const std::map<uint32_t, std::string>& names);
 
-  std::unique_ptr<metadata::SqliteDb> db_;  // writer thread only (after LoadInto)
+  std::unique_ptr<storage::SqliteDb> db_;  // writer thread only (after LoadInto)
   const std::string path_;
   const uint64_t stripe_size_bytes_;
   struct Statements;

@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "master/eviction_policy.h"
+#include "eviction/policy.h"
 #include "master/master_test_util.h"
 #include "masterd/journal_test_util.h"
 
@@ -24,13 +24,13 @@ namespace {
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kNow = 1000000;
 
-MasterConfig SmallStripes() {
-  MasterConfig c;
+Options SmallStripes() {
+  Options c;
   c.stripe_size_bytes = kMiB;  // so large objects have several buffers
   return c;
 }
 
-std::unique_ptr<MasterState> NewState(const MasterConfig& c, StateListener* l) {
+std::unique_ptr<MasterState> NewState(const Options& c, StateListener* l) {
   return std::make_unique<MasterState>(c, MakeEvictionPolicy("lru", 0), l);
 }
 
@@ -53,7 +53,7 @@ std::string Fingerprint(const MasterState& s) {
 
 // Opens the file with a fresh journal and state, loads it, and returns the
 // state's fingerprint.
-std::string ReloadedFingerprint(const std::string& path, const MasterConfig& config) {
+std::string ReloadedFingerprint(const std::string& path, const Options& config) {
   auto journal = masterd::Journal::Open(path, config.stripe_size_bytes);
   REQUIRE(journal.ok());
   auto state = NewState(config, journal->get());
@@ -82,7 +82,7 @@ int ExecBehindJournal(const std::string& path, const char* sql,
 
 TEST_CASE("journal reloads segments and complete objects exactly; in-flight puts are gone") {
   TempDb db;
-  const MasterConfig config = SmallStripes();
+  const Options config = SmallStripes();
   std::string before;
   uint64_t allocated_complete = 0;
   {
@@ -90,7 +90,7 @@ TEST_CASE("journal reloads segments and complete objects exactly; in-flight puts
     REQUIRE(journal.ok());
     auto state = NewState(config, journal->get());
     for (int i = 0; i < 3; ++i) {
-      proto::SegmentDesc d = Segment("s" + std::to_string(i), 64 * kMiB);
+      msg::SegmentDesc d = Segment("s" + std::to_string(i), 64 * kMiB);
       d.access_key = "key-" + std::to_string(i);
       d.incarnation = 100 + i;
       REQUIRE(state->MountSegment({Client(i + 1), d}, kNow).ok());
@@ -131,14 +131,14 @@ TEST_CASE("journal reloads segments and complete objects exactly; in-flight puts
 
 TEST_CASE("a store back with a new incarnation loses the old incarnation's objects") {
   TempDb db;
-  const MasterConfig config = SmallStripes();
+  const Options config = SmallStripes();
   auto journal = masterd::Journal::Open(db.path, config.stripe_size_bytes);
   REQUIRE(journal.ok());
   auto state = NewState(config, journal->get());
   REQUIRE(state->MountSegment({Client(1), Segment("s", 16 * kMiB)}, kNow).ok());
   REQUIRE(state->PutStart({Client(1), "old", kMiB, {1, false}}, kNow).ok());
   REQUIRE(state->PutEnd({Client(1), "old"}, kNow).ok());
-  proto::SegmentDesc reborn = Segment("s", 16 * kMiB);
+  msg::SegmentDesc reborn = Segment("s", 16 * kMiB);
   reborn.incarnation = 2;
   REQUIRE(state->MountSegment({Client(9), reborn}, kNow).ok());
   CHECK(state->GetReplicaList({Client(1), "old"}, kNow).code() == ErrorCode::OBJECT_NOT_FOUND);
@@ -193,7 +193,7 @@ TEST_CASE("a foreign, damaged or newer database is refused with its name and the
     REQUIRE(ExecBehindJournal(db.path, sql) == 1);
     auto j = masterd::Journal::Open(db.path, kMiB);
     REQUIRE(j.ok());
-    MasterConfig config;
+    Options config;
     config.stripe_size_bytes = kMiB;
     auto state = NewState(config, j->get());
     auto loaded = (*j)->LoadInto(*state, kNow);
@@ -213,7 +213,7 @@ TEST_CASE("a foreign, damaged or newer database is refused with its name and the
     }
     auto j = masterd::Journal::Open(db.path, kMiB);
     REQUIRE(j.ok());
-    MasterConfig config;
+    Options config;
     config.stripe_size_bytes = kMiB;
     auto state = NewState(config, j->get());
     auto loaded = (*j)->LoadInto(*state, kNow);
@@ -226,7 +226,7 @@ TEST_CASE("a foreign, damaged or newer database is refused with its name and the
 
 TEST_CASE("a reply that only reserved space waits for pending frees, not for other puts") {
   TempDb db;
-  const MasterConfig config = SmallStripes();
+  const Options config = SmallStripes();
   auto journal = masterd::Journal::Open(db.path, config.stripe_size_bytes);
   REQUIRE(journal.ok());
   masterd::Journal& j = **journal;
@@ -284,7 +284,7 @@ std::vector<std::string> KeysByRow(const std::string& path) {
 
 TEST_CASE("objects are a log: rows in commit order, one row per object, ids never reused") {
   TempDb db;
-  const MasterConfig config = SmallStripes();
+  const Options config = SmallStripes();
   std::vector<std::string> committed;
   {
     auto journal = masterd::Journal::Open(db.path, config.stripe_size_bytes);
@@ -325,7 +325,7 @@ TEST_CASE("objects are a log: rows in commit order, one row per object, ids neve
 
 TEST_CASE("a version 1 file is upgraded in place at open and loads the same state") {
   TempDb db;
-  const MasterConfig config = SmallStripes();
+  const Options config = SmallStripes();
   std::string before;
   {
     auto journal = masterd::Journal::Open(db.path, config.stripe_size_bytes);
@@ -395,7 +395,7 @@ void WriteFile(const std::string& path, const std::string& bytes) {
 TEST_CASE("the WAL is extended with zeros at open, and frames before the zeros are recovered") {
   TempDb db;
   TempDb image;  // what a crash leaves: the files as they are, WAL not checkpointed
-  const MasterConfig config = SmallStripes();
+  const Options config = SmallStripes();
   std::string before;
   {
     auto journal = masterd::Journal::Open(db.path, config.stripe_size_bytes);

@@ -6,7 +6,7 @@
 #include "common/capability.h"
 #include "common/log.h"
 #include "common/units.h"
-#include "master/eviction_policy.h"
+#include "eviction/policy.h"
 
 namespace mc::masterd {
 
@@ -18,21 +18,35 @@ uint64_t MasterService::TakePrivateOps() {
   return std::exchange(t_private_ops, 0);
 }
 
+master::Options MasterOptions(const MasterConfig& c) {
+  master::Options o;
+  o.default_kv_lease_ttl_us = c.default_kv_lease_ttl_us;
+  o.default_kv_soft_pin_ttl_us = c.default_kv_soft_pin_ttl_us;
+  o.eviction_high_watermark_ratio = c.eviction_high_watermark_ratio;
+  o.eviction_ratio = c.eviction_ratio;
+  o.client_ttl_us = c.client_ttl_us;
+  o.put_timeout_us = c.put_timeout_us;
+  o.stripe_size_bytes = c.stripe_size_bytes;
+  o.max_batch = c.max_batch;
+  o.max_key_bytes = c.max_key_bytes;
+  return o;
+}
+
 MasterService::MasterService(const MasterConfig& config, const Clock& clock,
                              master::StateListener* listener)
     : config_(config),
       clock_(clock),
       state_(std::make_unique<master::MasterState>(
-          config, master::MakeEvictionPolicy("adaptive", 0), listener)) {}
+          MasterOptions(config), master::MakeEvictionPolicy("adaptive", 0), listener)) {}
 
-void MasterService::Sign(proto::ReplicaDesc* replica, bool write, uint64_t now_wall_ms) {
+void MasterService::Sign(msg::ReplicaDesc* replica, bool write, uint64_t now_wall_ms) {
   // A write grant ends no later than the put's deadline (an unfinished put's
   // space is not freed before it) and a read grant no later than the lease
   // the get just took (a leased object is not removed or evicted): the wall
   // time was read before the state machine's clock and is rounded down, so
   // the grant never outlives either. See common/capability.h.
   uint64_t ttl_us = write ? config_.put_timeout_us : config_.default_kv_lease_ttl_us;
-  for (proto::BufferDesc& b : replica->buffers) {
+  for (msg::BufferDesc& b : replica->buffers) {
     auto it = segment_keys_.find(b.segment_name);
     if (it == segment_keys_.end()) continue;  // store gave no key: it checks nothing
     CapabilityGrant g{write ? CapabilityOp::kWrite : CapabilityOp::kRead,
@@ -43,12 +57,12 @@ void MasterService::Sign(proto::ReplicaDesc* replica, bool write, uint64_t now_w
   }
 }
 
-void MasterService::SignAll(std::vector<proto::ReplicaDesc>* replicas, bool write,
+void MasterService::SignAll(std::vector<msg::ReplicaDesc>* replicas, bool write,
                             uint64_t wall_before_ms) {
   for (auto& r : *replicas) Sign(&r, write, wall_before_ms);
 }
 
-Status MasterService::MountSegment(const proto::MountSegmentRequest& req) {
+Status MasterService::MountSegment(const msg::MountSegmentRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
   Status st = state_->MountSegment(req, clock_.NowUs());
   if (!st.ok()) return st;
@@ -69,7 +83,7 @@ void MasterService::AdoptLoadedSegments() {
   }
 }
 
-Status MasterService::UnmountSegment(const proto::UnmountSegmentRequest& req) {
+Status MasterService::UnmountSegment(const msg::UnmountSegmentRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
   Status st = state_->UnmountSegment(req, clock_.NowUs());
   if (st.ok()) {
@@ -79,67 +93,67 @@ Status MasterService::UnmountSegment(const proto::UnmountSegmentRequest& req) {
   return st;
 }
 
-Result<proto::PingReply> MasterService::Ping(const proto::PingRequest& req) {
+Result<msg::PingReply> MasterService::Ping(const msg::PingRequest& req) {
   ++t_private_ops;
   std::lock_guard<std::mutex> lock(mu_);
   return state_->Ping(req, clock_.NowUs());
 }
 
-Result<proto::PutStartReply> MasterService::PutStart(const proto::PutStartRequest& req) {
+Result<msg::PutStartReply> MasterService::PutStart(const msg::PutStartRequest& req) {
   ++t_private_ops;
   std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t wall_ms = WallClockUnixMs();  // before the lease starts
+  const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
   auto r = state_->PutStart(req, clock_.NowUs());
   if (r.ok()) SignAll(&r->replicas, true, wall_ms);
   return r;
 }
 
-Status MasterService::PutEnd(const proto::KeyRequest& req) {
+Status MasterService::PutEnd(const msg::KeyRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
   return state_->PutEnd(req, clock_.NowUs());
 }
 
-Status MasterService::PutRevoke(const proto::KeyRequest& req) {
+Status MasterService::PutRevoke(const msg::KeyRequest& req) {
   ++t_private_ops;
   std::lock_guard<std::mutex> lock(mu_);
   return state_->PutRevoke(req, clock_.NowUs());
 }
 
-Result<proto::GetReplicaListReply> MasterService::GetReplicaList(const proto::KeyRequest& req) {
+Result<msg::GetReplicaListReply> MasterService::GetReplicaList(const msg::KeyRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t wall_ms = WallClockUnixMs();  // before the lease starts
+  const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
   auto r = state_->GetReplicaList(req, clock_.NowUs());
   if (r.ok()) SignAll(&r->replicas, false, wall_ms);
   return r;
 }
 
-Result<bool> MasterService::ExistKey(const proto::KeyRequest& req) {
+Result<bool> MasterService::ExistKey(const msg::KeyRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
   return state_->ExistKey(req, clock_.NowUs());
 }
 
-Status MasterService::Remove(const proto::RemoveRequest& req) {
+Status MasterService::Remove(const msg::RemoveRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
   return state_->Remove(req, clock_.NowUs());
 }
 
-Result<proto::RemoveAllReply> MasterService::RemoveAll() {
+Result<msg::RemoveAllReply> MasterService::RemoveAll() {
   std::lock_guard<std::mutex> lock(mu_);
   return state_->RemoveAll(clock_.NowUs());
 }
 
-Result<proto::ListKeysReply> MasterService::ListKeys(const proto::ListKeysRequest& req) {
+Result<msg::ListKeysReply> MasterService::ListKeys(const msg::ListKeysRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
   return state_->ListKeys(req, clock_.NowUs());
 }
 
-Result<proto::ClusterStatusReply> MasterService::ClusterStatus() { return Snapshot(); }
+Result<msg::ClusterStatusReply> MasterService::ClusterStatus() { return Snapshot(); }
 
-Result<proto::Batch<proto::BatchItem<proto::PutStartReply>>> MasterService::BatchPutStart(
-    const proto::Batch<proto::PutStartRequest>& req) {
+Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> MasterService::BatchPutStart(
+    const msg::Batch<msg::PutStartRequest>& req) {
   ++t_private_ops;
   std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t wall_ms = WallClockUnixMs();  // before the lease starts
+  const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
   auto r = state_->BatchPutStart(req, clock_.NowUs());
   if (r.ok()) {
     for (auto& item : *r) {
@@ -149,22 +163,22 @@ Result<proto::Batch<proto::BatchItem<proto::PutStartReply>>> MasterService::Batc
   return r;
 }
 
-Result<proto::Batch<Status>> MasterService::BatchPutEnd(const proto::Batch<proto::KeyRequest>& req) {
+Result<msg::Batch<Status>> MasterService::BatchPutEnd(const msg::Batch<msg::KeyRequest>& req) {
   std::lock_guard<std::mutex> lock(mu_);
   return state_->BatchPutEnd(req, clock_.NowUs());
 }
 
-Result<proto::Batch<Status>> MasterService::BatchPutRevoke(
-    const proto::Batch<proto::KeyRequest>& req) {
+Result<msg::Batch<Status>> MasterService::BatchPutRevoke(
+    const msg::Batch<msg::KeyRequest>& req) {
   ++t_private_ops;
   std::lock_guard<std::mutex> lock(mu_);
   return state_->BatchPutRevoke(req, clock_.NowUs());
 }
 
-Result<proto::Batch<proto::BatchItem<proto::GetReplicaListReply>>>
-MasterService::BatchGetReplicaList(const proto::Batch<proto::KeyRequest>& req) {
+Result<msg::Batch<msg::BatchItem<msg::GetReplicaListReply>>>
+MasterService::BatchGetReplicaList(const msg::Batch<msg::KeyRequest>& req) {
   std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t wall_ms = WallClockUnixMs();  // before the lease starts
+  const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
   auto r = state_->BatchGetReplicaList(req, clock_.NowUs());
   if (r.ok()) {
     for (auto& item : *r) {
@@ -174,13 +188,13 @@ MasterService::BatchGetReplicaList(const proto::Batch<proto::KeyRequest>& req) {
   return r;
 }
 
-Result<proto::Batch<proto::BatchItem<bool>>> MasterService::BatchExistKey(
-    const proto::Batch<proto::KeyRequest>& req) {
+Result<msg::Batch<msg::BatchItem<bool>>> MasterService::BatchExistKey(
+    const msg::Batch<msg::KeyRequest>& req) {
   std::lock_guard<std::mutex> lock(mu_);
   return state_->BatchExistKey(req, clock_.NowUs());
 }
 
-Status MasterService::ReleaseLeases(const proto::Batch<proto::KeyRequest>& req) {
+Status MasterService::ReleaseLeases(const msg::Batch<msg::KeyRequest>& req) {
   std::lock_guard<std::mutex> lock(mu_);
   state_->ReleaseLeases(req, clock_.NowUs());
   return Status::Ok();
@@ -214,7 +228,7 @@ master::MasterCounters MasterService::Counters() const {
   return state_->counters();
 }
 
-proto::ClusterStatusReply MasterService::Snapshot() const {
+msg::ClusterStatusReply MasterService::Snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
   return state_->ClusterStatus(clock_.NowUs());
 }
@@ -223,7 +237,7 @@ Result<master::ObjectDump> MasterService::QueryKey(const std::string& key) const
   std::lock_guard<std::mutex> lock(mu_);
   // A cheap existence check first; the dump that finds the buffers is O(n)
   // under the lock, acceptable for an admin endpoint, never on the data path.
-  proto::ListKeysRequest req;
+  msg::ListKeysRequest req;
   req.prefix = key;
   req.limit = 1;
   auto page = state_->ListKeys(req, clock_.NowUs());
@@ -238,7 +252,7 @@ Result<master::ObjectDump> MasterService::QueryKey(const std::string& key) const
 
 std::vector<std::string> MasterService::AllKeys() const {
   std::vector<std::string> keys;
-  proto::ListKeysRequest req;
+  msg::ListKeysRequest req;
   req.limit = config_.max_batch;
   for (;;) {
     std::lock_guard<std::mutex> lock(mu_);

@@ -21,37 +21,40 @@
 
 namespace mc::masterd {
 
+// The state machine's share of the [master] settings.
+master::Options MasterOptions(const MasterConfig& config);
+
 class MasterService final : public rpc::Handler {
  public:
   MasterService(const MasterConfig& config, const Clock& clock,
                 master::StateListener* listener = nullptr);
 
   // rpc::Handler.
-  Status MountSegment(const proto::MountSegmentRequest& req) override;
-  Status UnmountSegment(const proto::UnmountSegmentRequest& req) override;
-  Result<proto::PingReply> Ping(const proto::PingRequest& req) override;
-  Result<proto::PutStartReply> PutStart(const proto::PutStartRequest& req) override;
-  Status PutEnd(const proto::KeyRequest& req) override;
-  Status PutRevoke(const proto::KeyRequest& req) override;
-  Result<proto::GetReplicaListReply> GetReplicaList(const proto::KeyRequest& req) override;
-  Result<bool> ExistKey(const proto::KeyRequest& req) override;
-  Status Remove(const proto::RemoveRequest& req) override;
-  Result<proto::RemoveAllReply> RemoveAll() override;
-  Result<proto::ListKeysReply> ListKeys(const proto::ListKeysRequest& req) override;
-  Result<proto::ClusterStatusReply> ClusterStatus() override;
-  Result<proto::Batch<proto::BatchItem<proto::PutStartReply>>> BatchPutStart(
-      const proto::Batch<proto::PutStartRequest>& req) override;
-  Result<proto::Batch<Status>> BatchPutEnd(const proto::Batch<proto::KeyRequest>& req) override;
-  Result<proto::Batch<Status>> BatchPutRevoke(const proto::Batch<proto::KeyRequest>& req) override;
-  Result<proto::Batch<proto::BatchItem<proto::GetReplicaListReply>>> BatchGetReplicaList(
-      const proto::Batch<proto::KeyRequest>& req) override;
-  Result<proto::Batch<proto::BatchItem<bool>>> BatchExistKey(
-      const proto::Batch<proto::KeyRequest>& req) override;
-  Status ReleaseLeases(const proto::Batch<proto::KeyRequest>& req) override;
+  Status MountSegment(const msg::MountSegmentRequest& req) override;
+  Status UnmountSegment(const msg::UnmountSegmentRequest& req) override;
+  Result<msg::PingReply> Ping(const msg::PingRequest& req) override;
+  Result<msg::PutStartReply> PutStart(const msg::PutStartRequest& req) override;
+  Status PutEnd(const msg::KeyRequest& req) override;
+  Status PutRevoke(const msg::KeyRequest& req) override;
+  Result<msg::GetReplicaListReply> GetReplicaList(const msg::KeyRequest& req) override;
+  Result<bool> ExistKey(const msg::KeyRequest& req) override;
+  Status Remove(const msg::RemoveRequest& req) override;
+  Result<msg::RemoveAllReply> RemoveAll() override;
+  Result<msg::ListKeysReply> ListKeys(const msg::ListKeysRequest& req) override;
+  Result<msg::ClusterStatusReply> ClusterStatus() override;
+  Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchPutStart(
+      const msg::Batch<msg::PutStartRequest>& req) override;
+  Result<msg::Batch<Status>> BatchPutEnd(const msg::Batch<msg::KeyRequest>& req) override;
+  Result<msg::Batch<Status>> BatchPutRevoke(const msg::Batch<msg::KeyRequest>& req) override;
+  Result<msg::Batch<msg::BatchItem<msg::GetReplicaListReply>>> BatchGetReplicaList(
+      const msg::Batch<msg::KeyRequest>& req) override;
+  Result<msg::Batch<msg::BatchItem<bool>>> BatchExistKey(
+      const msg::Batch<msg::KeyRequest>& req) override;
+  Status ReleaseLeases(const msg::Batch<msg::KeyRequest>& req) override;
 
   master::TickReport Tick();
   master::MasterCounters Counters() const;
-  proto::ClusterStatusReply Snapshot() const;
+  msg::ClusterStatusReply Snapshot() const;
   // Replica descriptors of `key` for the admin API (grants no lease).
   Result<master::ObjectDump> QueryKey(const std::string& key) const;
   std::vector<std::string> AllKeys() const;
@@ -78,9 +81,9 @@ class MasterService final : public rpc::Handler {
   }
 
  private:
-  void Sign(proto::ReplicaDesc* replica, bool write, uint64_t now_wall_ms);
+  void Sign(msg::ReplicaDesc* replica, bool write, uint64_t now_wall_ms);
   // `wall_before_ms`: wall time read before the state machine's `now`.
-  void SignAll(std::vector<proto::ReplicaDesc>* replicas, bool write, uint64_t wall_before_ms);
+  void SignAll(std::vector<msg::ReplicaDesc>* replicas, bool write, uint64_t wall_before_ms);
 
   MasterConfig config_;
   const Clock& clock_;

@@ -13,8 +13,8 @@ using namespace mc;
 
 namespace {
 
-proto::MountSegmentRequest Mount(const char* name, const std::string& key) {
-  proto::MountSegmentRequest m;
+msg::MountSegmentRequest Mount(const char* name, const std::string& key) {
+  msg::MountSegmentRequest m;
   m.client = {1, 2};
   m.segment.name = name;
   m.segment.endpoint = "127.0.0.1:1";
@@ -34,9 +34,9 @@ TEST_CASE("buffers handed out carry capabilities the store can check") {
 
   auto put = svc.PutStart({{1, 2}, "k", 1000, {}});
   REQUIRE(put.ok());
-  const proto::BufferDesc& b = put->replicas.at(0).buffers.at(0);
+  const msg::BufferDesc& b = put->replicas.at(0).buffers.at(0);
   CapabilityGrant grant{CapabilityOp::kWrite, 9, b.offset, b.size_bytes, b.capability_expiry_unix_ms};
-  uint64_t now = WallClockUnixMs();
+  uint64_t now = clock.UnixMs();
   CHECK(CheckCapability("secret-1", grant, b.capability, CapabilityOp::kWrite, b.offset, 1000, now).ok());
   // A write grant does not allow reading, and another store's key does not verify.
   CHECK_FALSE(CheckCapability("secret-1", grant, b.capability, CapabilityOp::kRead, b.offset, 1000, now).ok());
@@ -45,11 +45,53 @@ TEST_CASE("buffers handed out carry capabilities the store can check") {
   REQUIRE(svc.PutEnd({{1, 2}, "k"}).ok());
   auto get = svc.GetReplicaList({{1, 2}, "k"});
   REQUIRE(get.ok());
-  const proto::BufferDesc& r = get->replicas.at(0).buffers.at(0);
+  const msg::BufferDesc& r = get->replicas.at(0).buffers.at(0);
   CapabilityGrant rg{CapabilityOp::kRead, 9, r.offset, r.size_bytes, r.capability_expiry_unix_ms};
   CHECK(CheckCapability("secret-1", rg, r.capability, CapabilityOp::kRead, r.offset, 1000, now).ok());
   // The read grant lasts the lease (10 s by default), not much longer.
   CHECK(r.capability_expiry_unix_ms <= now + config.default_kv_lease_ttl_us / 1000 + 1000);
+}
+
+TEST_CASE("a read grant expires with its lease and then no longer reads the freed space") {
+  // The grant-expiry half of tests/e2e/test_data_port_grants.py, on a manual
+  // clock instead of a sleep: the master signs with the injected wall clock.
+  ManualClock clock;
+  MasterConfig config;
+  masterd::MasterService svc(config, clock);
+  REQUIRE(svc.MountSegment(Mount("s1", "secret-1")).ok());
+  REQUIRE(svc.PutStart({{1, 2}, "g", 1000, {}}).ok());
+  REQUIRE(svc.PutEnd({{1, 2}, "g"}).ok());
+  auto get = svc.GetReplicaList({{1, 2}, "g"});
+  REQUIRE(get.ok());
+  const msg::BufferDesc b = get->replicas.at(0).buffers.at(0);
+  CapabilityGrant grant{CapabilityOp::kRead, 9, b.offset, b.size_bytes, b.capability_expiry_unix_ms};
+  auto read_at = [&](uint64_t now_ms) {
+    return CheckCapability("secret-1", grant, b.capability, CapabilityOp::kRead, b.offset, 1000,
+                           now_ms);
+  };
+  CHECK(b.capability_expiry_unix_ms > clock.UnixMs());
+  CHECK(read_at(clock.UnixMs()).ok());
+
+  clock.AdvanceUs(config.default_kv_lease_ttl_us + 1000);
+  CHECK(clock.UnixMs() >= b.capability_expiry_unix_ms);
+  Status expired = read_at(clock.UnixMs());
+  CHECK(expired.code() == ErrorCode::INVALID_READ);
+  CHECK(expired.message().find("expired") != std::string::npos);
+
+  // The lease ran out too, so the key goes and a new put reuses its space;
+  // the old grant does not read the new object's bytes.
+  REQUIRE(svc.Ping({{1, 2}}).ok());  // the store is alive, its segment usable
+  REQUIRE(svc.Remove({"g"}).ok());
+  auto put = svc.PutStart({{1, 2}, "h", 1000, {}});
+  REQUIRE(put.ok());
+  CHECK(put->replicas.at(0).buffers.at(0).offset == b.offset);
+  CHECK(read_at(clock.UnixMs()).code() == ErrorCode::INVALID_READ);
+}
+
+TEST_CASE("the state machine's defaults are the [master] defaults") {
+  // master::Options repeats the defaults because the core may not include
+  // the config; this keeps the two from drifting.
+  CHECK(masterd::MasterOptions(MasterConfig{}) == master::Options{});
 }
 
 TEST_CASE("metrics text names what dashboards expect") {

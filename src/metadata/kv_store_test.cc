@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <random>
 
+#include "common/test_seed.h"
 #include "metadata/sqlite_durability.h"
 
 using mc::ErrorCode;
@@ -105,9 +106,7 @@ TEST_CASE("listing returns exactly the keys under a prefix in byte order") {
 }
 
 TEST_CASE("random operations agree with a std::map model") {
-  const char* env = std::getenv("MC_SEED");
-  const uint64_t seed = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-  MESSAGE("MC_SEED=" << seed);
+  const uint64_t seed = mc::TestSeed("kv_store model test");
   std::mt19937_64 rng(seed);
   auto s = MemoryStore();
   std::map<std::string, std::string> model;

@@ -2,13 +2,13 @@
 
 #include <sqlite3.h>
 
-#include "metadata/sqlite_db.h"
+#include "storage/sqlite_db.h"
 
 namespace mc::metadata {
 
 namespace {
 
-const SqliteSchema kSchema{
+const storage::SqliteSchema kSchema{
     .kind = "mooncake metadata server",
     .version = 1,
     .application_id = 0,  // version 1 files were written without one
@@ -18,7 +18,7 @@ const SqliteSchema kSchema{
 
 class SqliteDurability : public Durability {
  public:
-  explicit SqliteDurability(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+  explicit SqliteDurability(std::unique_ptr<storage::SqliteDb> db) : db_(std::move(db)) {}
   ~SqliteDurability() override {
     sqlite3_finalize(put_);
     sqlite3_finalize(delete_);
@@ -34,7 +34,7 @@ class SqliteDurability : public Durability {
     MC_RETURN_IF_ERROR(db_->Prepare("SELECT key, value FROM kv", &stmt));
     int rc;
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-      out->insert_or_assign(SqliteDb::Column(stmt, 0), SqliteDb::Column(stmt, 1));
+      out->insert_or_assign(storage::SqliteDb::Column(stmt, 0), storage::SqliteDb::Column(stmt, 1));
     }
     sqlite3_finalize(stmt);
     if (rc != SQLITE_DONE) return db_->Failure("reading " + db_->path());
@@ -55,7 +55,7 @@ class SqliteDurability : public Durability {
   }
 
  private:
-  std::unique_ptr<SqliteDb> db_;
+  std::unique_ptr<storage::SqliteDb> db_;
   sqlite3_stmt* put_ = nullptr;
   sqlite3_stmt* delete_ = nullptr;
 };
@@ -63,7 +63,7 @@ class SqliteDurability : public Durability {
 }  // namespace
 
 Result<std::unique_ptr<Durability>> OpenSqliteDurability(const std::string& path) {
-  MC_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path, kSchema));
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<storage::SqliteDb> db, storage::SqliteDb::Open(path, kSchema));
   auto durability = std::make_unique<SqliteDurability>(std::move(db));
   MC_RETURN_IF_ERROR(durability->Init());
   return std::unique_ptr<Durability>(std::move(durability));

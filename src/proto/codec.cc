@@ -39,16 +39,16 @@ void Decode(Reader& r, Status* v) {
   *v = code == 0 ? Status() : Status(static_cast<ErrorCode>(code), std::move(msg));
 }
 
-void Encode(Writer& w, const ClientId& v) {
+void Encode(Writer& w, const msg::ClientId& v) {
   w.U64(v.hi);
   w.U64(v.lo);
 }
-void Decode(Reader& r, ClientId* v) {
+void Decode(Reader& r, msg::ClientId* v) {
   v->hi = r.U64("client.hi");
   v->lo = r.U64("client.lo");
 }
 
-void Encode(Writer& w, const SegmentDesc& v) {
+void Encode(Writer& w, const msg::SegmentDesc& v) {
   w.Str(v.name);
   w.Str(v.hostname);
   w.Str(v.endpoint);
@@ -57,7 +57,7 @@ void Encode(Writer& w, const SegmentDesc& v) {
   w.U64(v.incarnation);
   w.Str(v.access_key);
 }
-void Decode(Reader& r, SegmentDesc* v) {
+void Decode(Reader& r, msg::SegmentDesc* v) {
   r.Str(&v->name, kMaxStringBytes, "segment.name");
   r.Str(&v->hostname, kMaxStringBytes, "segment.hostname");
   r.Str(&v->endpoint, kMaxStringBytes, "segment.endpoint");
@@ -67,7 +67,7 @@ void Decode(Reader& r, SegmentDesc* v) {
   r.Str(&v->access_key, kMaxStringBytes, "segment.access_key");
 }
 
-void Encode(Writer& w, const BufferDesc& v) {
+void Encode(Writer& w, const msg::BufferDesc& v) {
   w.Str(v.segment_name);
   w.Str(v.endpoint);
   w.Str(v.shm_path);
@@ -77,7 +77,7 @@ void Encode(Writer& w, const BufferDesc& v) {
   w.Str(v.capability);
   w.U64(v.capability_expiry_unix_ms);
 }
-void Decode(Reader& r, BufferDesc* v) {
+void Decode(Reader& r, msg::BufferDesc* v) {
   r.Str(&v->segment_name, kMaxStringBytes, "buffer.segment_name");
   r.Str(&v->endpoint, kMaxStringBytes, "buffer.endpoint");
   r.Str(&v->shm_path, kMaxStringBytes, "buffer.shm_path");
@@ -88,81 +88,81 @@ void Decode(Reader& r, BufferDesc* v) {
   v->capability_expiry_unix_ms = r.U64("buffer.capability_expiry_unix_ms");
 }
 
-void Encode(Writer& w, const ReplicaDesc& v) {
+void Encode(Writer& w, const msg::ReplicaDesc& v) {
   w.U8(static_cast<uint8_t>(v.status));
   EncodeVector(w, v.buffers);
 }
-void Decode(Reader& r, ReplicaDesc* v) {
+void Decode(Reader& r, msg::ReplicaDesc* v) {
   uint8_t s = r.U8("replica.status");
-  if (r.ok() && s != static_cast<uint8_t>(ReplicaStatus::kProcessing) &&
-      s != static_cast<uint8_t>(ReplicaStatus::kComplete)) {
+  if (r.ok() && s != static_cast<uint8_t>(msg::ReplicaStatus::kProcessing) &&
+      s != static_cast<uint8_t>(msg::ReplicaStatus::kComplete)) {
     return r.Fail("replica.status", "unknown replica status");
   }
-  v->status = static_cast<ReplicaStatus>(s);
+  v->status = static_cast<msg::ReplicaStatus>(s);
   DecodeVector(r, &v->buffers, kMaxBuffersPerReplica, "replica.buffers count");
 }
 
-void Encode(Writer& w, const PutOptions& v) {
+void Encode(Writer& w, const msg::PutOptions& v) {
   w.U32(v.replicas);
   w.Bool(v.soft_pin);
 }
-void Decode(Reader& r, PutOptions* v) {
+void Decode(Reader& r, msg::PutOptions* v) {
   v->replicas = r.U32("options.replicas");
   v->soft_pin = r.Bool("options.soft_pin");
 }
 
-void Encode(Writer& w, const MountSegmentRequest& v) {
+void Encode(Writer& w, const msg::MountSegmentRequest& v) {
   Encode(w, v.client);
   Encode(w, v.segment);
 }
-void Decode(Reader& r, MountSegmentRequest* v) {
+void Decode(Reader& r, msg::MountSegmentRequest* v) {
   Decode(r, &v->client);
   Decode(r, &v->segment);
 }
 
-void Encode(Writer& w, const UnmountSegmentRequest& v) {
+void Encode(Writer& w, const msg::UnmountSegmentRequest& v) {
   Encode(w, v.client);
   w.Str(v.segment_name);
 }
-void Decode(Reader& r, UnmountSegmentRequest* v) {
+void Decode(Reader& r, msg::UnmountSegmentRequest* v) {
   Decode(r, &v->client);
   r.Str(&v->segment_name, kMaxStringBytes, "segment_name");
 }
 
-void Encode(Writer& w, const PingRequest& v) { Encode(w, v.client); }
-void Decode(Reader& r, PingRequest* v) { Decode(r, &v->client); }
+void Encode(Writer& w, const msg::PingRequest& v) { Encode(w, v.client); }
+void Decode(Reader& r, msg::PingRequest* v) { Decode(r, &v->client); }
 
-void Encode(Writer& w, const PingReply& v) {
+void Encode(Writer& w, const msg::PingReply& v) {
   w.Bool(v.remount);
   w.U64(v.view_version);
 }
-void Decode(Reader& r, PingReply* v) {
+void Decode(Reader& r, msg::PingReply* v) {
   v->remount = r.Bool("remount");
   v->view_version = r.U64("view_version");
 }
 
-void Encode(Writer& w, const PutStartRequest& v) {
+void Encode(Writer& w, const msg::PutStartRequest& v) {
   Encode(w, v.client);
   w.Str(v.key);
   w.U64(v.size_bytes);
   Encode(w, v.options);
 }
-void Decode(Reader& r, PutStartRequest* v) {
+void Decode(Reader& r, msg::PutStartRequest* v) {
   Decode(r, &v->client);
   r.Str(&v->key, kMaxStringBytes, "key");
   v->size_bytes = r.U64("size_bytes");
   Decode(r, &v->options);
 }
 
-void Encode(Writer& w, const PutPlacement& v) {
+void Encode(Writer& w, const msg::PutPlacement& v) {
   w.U32(static_cast<uint32_t>(v.preferred_segments.size()));
   for (const auto& s : v.preferred_segments) w.Str(s);
   w.Str(v.preferred_host);
   w.U64(v.soft_pin_ttl_ms);
   w.Bool(v.hard_pin);
 }
-void Decode(Reader& r, PutPlacement* v) {
-  const uint32_t n = r.Count(kMaxReplicas, "placement.preferred_segments count");
+void Decode(Reader& r, msg::PutPlacement* v) {
+  const uint32_t n = r.Count(kMaxWireReplicas, "placement.preferred_segments count");
   v->preferred_segments.clear();
   for (uint32_t i = 0; i < n && r.ok(); ++i) {
     r.Str(&v->preferred_segments.emplace_back(), kMaxStringBytes, "placement.preferred_segment");
@@ -172,99 +172,99 @@ void Decode(Reader& r, PutPlacement* v) {
   v->hard_pin = r.Bool("placement.hard_pin");
 }
 
-void Encode(Writer& w, const PutStartExRequest& v) {
+void Encode(Writer& w, const msg::PutStartExRequest& v) {
   Encode(w, v.start);
   Encode(w, v.start.options.placement);
 }
-void Decode(Reader& r, PutStartExRequest* v) {
+void Decode(Reader& r, msg::PutStartExRequest* v) {
   Decode(r, &v->start);
   Decode(r, &v->start.options.placement);
 }
 
-void Encode(Writer& w, const PutStartReply& v) { EncodeVector(w, v.replicas); }
-void Decode(Reader& r, PutStartReply* v) {
-  DecodeVector(r, &v->replicas, kMaxReplicas, "replicas count");
+void Encode(Writer& w, const msg::PutStartReply& v) { EncodeVector(w, v.replicas); }
+void Decode(Reader& r, msg::PutStartReply* v) {
+  DecodeVector(r, &v->replicas, kMaxWireReplicas, "replicas count");
 }
 
-void Encode(Writer& w, const KeyRequest& v) {
+void Encode(Writer& w, const msg::KeyRequest& v) {
   Encode(w, v.client);
   w.Str(v.key);
 }
-void Decode(Reader& r, KeyRequest* v) {
+void Decode(Reader& r, msg::KeyRequest* v) {
   Decode(r, &v->client);
   r.Str(&v->key, kMaxStringBytes, "key");
 }
 
-void Encode(Writer& w, const GetReplicaListReply& v) {
+void Encode(Writer& w, const msg::GetReplicaListReply& v) {
   EncodeVector(w, v.replicas);
   w.U64(v.size_bytes);
   w.U64(v.lease_ttl_us);
 }
-void Decode(Reader& r, GetReplicaListReply* v) {
-  DecodeVector(r, &v->replicas, kMaxReplicas, "replicas count");
+void Decode(Reader& r, msg::GetReplicaListReply* v) {
+  DecodeVector(r, &v->replicas, kMaxWireReplicas, "replicas count");
   v->size_bytes = r.U64("size_bytes");
   v->lease_ttl_us = r.U64("lease_ttl_us");
 }
 
-void Encode(Writer& w, const RemoveRequest& v) {
+void Encode(Writer& w, const msg::RemoveRequest& v) {
   w.Str(v.key);
   w.Bool(v.force);
 }
-void Decode(Reader& r, RemoveRequest* v) {
+void Decode(Reader& r, msg::RemoveRequest* v) {
   r.Str(&v->key, kMaxStringBytes, "key");
   v->force = r.Bool("force");
 }
 
-void Encode(Writer& w, const RemoveAllReply& v) { w.U64(v.removed); }
-void Decode(Reader& r, RemoveAllReply* v) { v->removed = r.U64("removed"); }
+void Encode(Writer& w, const msg::RemoveAllReply& v) { w.U64(v.removed); }
+void Decode(Reader& r, msg::RemoveAllReply* v) { v->removed = r.U64("removed"); }
 
-void Encode(Writer& w, const ListKeysRequest& v) {
+void Encode(Writer& w, const msg::ListKeysRequest& v) {
   w.Str(v.prefix);
   w.U32(v.limit);
   w.Str(v.cursor);
 }
-void Decode(Reader& r, ListKeysRequest* v) {
+void Decode(Reader& r, msg::ListKeysRequest* v) {
   r.Str(&v->prefix, kMaxStringBytes, "prefix");
   v->limit = r.U32("limit");
   r.Str(&v->cursor, kMaxStringBytes, "cursor");
 }
 
-void Encode(Writer& w, const KeyInfo& v) {
+void Encode(Writer& w, const msg::KeyInfo& v) {
   w.Str(v.key);
   w.U64(v.size_bytes);
   w.U32(v.replicas);
   w.Bool(v.soft_pinned);
 }
-void Decode(Reader& r, KeyInfo* v) {
+void Decode(Reader& r, msg::KeyInfo* v) {
   r.Str(&v->key, kMaxStringBytes, "key");
   v->size_bytes = r.U64("size_bytes");
   v->replicas = r.U32("replicas");
   v->soft_pinned = r.Bool("soft_pinned");
 }
 
-void Encode(Writer& w, const ListKeysReply& v) {
+void Encode(Writer& w, const msg::ListKeysReply& v) {
   EncodeVector(w, v.keys);
   w.Str(v.next_cursor);
 }
-void Decode(Reader& r, ListKeysReply* v) {
+void Decode(Reader& r, msg::ListKeysReply* v) {
   DecodeVector(r, &v->keys, kMaxBatchItems, "keys count");
   r.Str(&v->next_cursor, kMaxStringBytes, "next_cursor");
 }
 
-void Encode(Writer& w, const SegmentStatus& v) {
+void Encode(Writer& w, const msg::SegmentStatus& v) {
   w.Str(v.name);
   w.Str(v.endpoint);
   w.U64(v.size_bytes);
   w.U64(v.used_bytes);
 }
-void Decode(Reader& r, SegmentStatus* v) {
+void Decode(Reader& r, msg::SegmentStatus* v) {
   r.Str(&v->name, kMaxStringBytes, "segment.name");
   r.Str(&v->endpoint, kMaxStringBytes, "segment.endpoint");
   v->size_bytes = r.U64("segment.size_bytes");
   v->used_bytes = r.U64("segment.used_bytes");
 }
 
-void Encode(Writer& w, const ClusterStatusReply& v) {
+void Encode(Writer& w, const msg::ClusterStatusReply& v) {
   w.U64(v.capacity_bytes);
   w.U64(v.used_bytes);
   w.U64(v.key_count);
@@ -272,13 +272,13 @@ void Encode(Writer& w, const ClusterStatusReply& v) {
   w.U64(v.active_clients);
   EncodeVector(w, v.segments);
 }
-void Decode(Reader& r, ClusterStatusReply* v) {
+void Decode(Reader& r, msg::ClusterStatusReply* v) {
   v->capacity_bytes = r.U64("capacity_bytes");
   v->used_bytes = r.U64("used_bytes");
   v->key_count = r.U64("key_count");
   v->soft_pinned_count = r.U64("soft_pinned_count");
   v->active_clients = r.U64("active_clients");
-  DecodeVector(r, &v->segments, kMaxSegments, "segments count");
+  DecodeVector(r, &v->segments, kMaxListedSegments, "segments count");
 }
 
 void EncodeErrorReply(const Status& status, std::string* out) {

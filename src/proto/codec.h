@@ -13,29 +13,21 @@
 #include <string_view>
 #include <vector>
 
+#include "common/ceilings.h"
+#include "msg/messages.h"
+#include "proto/byte_io.h"
 #include "proto/frame.h"
-#include "proto/messages.h"
-#include "proto/wire.h"
 
 namespace mc::proto {
 
-// Wire limits: a decoder refuses anything larger. The master applies its
-// own, smaller, configured limits (max_batch, max_key_bytes) on top.
-inline constexpr size_t kMaxStringBytes = 64u << 10;    // keys, names, paths, cursors
-inline constexpr size_t kMaxMessageBytes = 4096;        // error messages (encoder truncates)
-inline constexpr size_t kMaxBatchItems = 65536;         // batch elements, listed keys
-inline constexpr size_t kMaxReplicas = 256;             // replicas of one object
-inline constexpr size_t kMaxBuffersPerReplica = 65536;  // stripes of one replica
-inline constexpr size_t kMaxSegments = 65536;           // segments in ClusterStatus
+// Wire limits (kMaxStringBytes, kMaxBatchItems, ...) live in
+// common/ceilings.h, shared with the config that checks settings against them.
 // Elements reserved before any is decoded.
 inline constexpr size_t kReserveItems = 64;
 
 // The payload of an operation that carries nothing (RemoveAll and
 // ClusterStatus requests; replies of Mount/Unmount/PutEnd/PutRevoke/Remove).
 struct Empty {};
-
-template <typename T>
-using Batch = std::vector<T>;
 
 // ---- one overload pair per type --------------------------------------------
 #define MC_PROTO_CODEC(T)                 \
@@ -44,48 +36,48 @@ using Batch = std::vector<T>;
 MC_PROTO_CODEC(Empty)
 MC_PROTO_CODEC(bool)
 MC_PROTO_CODEC(Status)
-MC_PROTO_CODEC(ClientId)
-MC_PROTO_CODEC(SegmentDesc)
-MC_PROTO_CODEC(BufferDesc)
-MC_PROTO_CODEC(ReplicaDesc)
-MC_PROTO_CODEC(PutOptions)
-MC_PROTO_CODEC(MountSegmentRequest)
-MC_PROTO_CODEC(UnmountSegmentRequest)
-MC_PROTO_CODEC(PingRequest)
-MC_PROTO_CODEC(PingReply)
-MC_PROTO_CODEC(PutStartRequest)
-MC_PROTO_CODEC(PutStartReply)
-MC_PROTO_CODEC(PutPlacement)
-MC_PROTO_CODEC(PutStartExRequest)
-MC_PROTO_CODEC(KeyRequest)
-MC_PROTO_CODEC(GetReplicaListReply)
-MC_PROTO_CODEC(RemoveRequest)
-MC_PROTO_CODEC(RemoveAllReply)
-MC_PROTO_CODEC(ListKeysRequest)
-MC_PROTO_CODEC(KeyInfo)
-MC_PROTO_CODEC(ListKeysReply)
-MC_PROTO_CODEC(SegmentStatus)
-MC_PROTO_CODEC(ClusterStatusReply)
+MC_PROTO_CODEC(msg::ClientId)
+MC_PROTO_CODEC(msg::SegmentDesc)
+MC_PROTO_CODEC(msg::BufferDesc)
+MC_PROTO_CODEC(msg::ReplicaDesc)
+MC_PROTO_CODEC(msg::PutOptions)
+MC_PROTO_CODEC(msg::MountSegmentRequest)
+MC_PROTO_CODEC(msg::UnmountSegmentRequest)
+MC_PROTO_CODEC(msg::PingRequest)
+MC_PROTO_CODEC(msg::PingReply)
+MC_PROTO_CODEC(msg::PutStartRequest)
+MC_PROTO_CODEC(msg::PutStartReply)
+MC_PROTO_CODEC(msg::PutPlacement)
+MC_PROTO_CODEC(msg::PutStartExRequest)
+MC_PROTO_CODEC(msg::KeyRequest)
+MC_PROTO_CODEC(msg::GetReplicaListReply)
+MC_PROTO_CODEC(msg::RemoveRequest)
+MC_PROTO_CODEC(msg::RemoveAllReply)
+MC_PROTO_CODEC(msg::ListKeysRequest)
+MC_PROTO_CODEC(msg::KeyInfo)
+MC_PROTO_CODEC(msg::ListKeysReply)
+MC_PROTO_CODEC(msg::SegmentStatus)
+MC_PROTO_CODEC(msg::ClusterStatusReply)
 #undef MC_PROTO_CODEC
 
 template <typename T>
-void Encode(Writer& w, const BatchItem<T>& v) {
+void Encode(Writer& w, const msg::BatchItem<T>& v) {
   Encode(w, v.status);
   if (v.status.ok()) Encode(w, v.value);
 }
 template <typename T>
-void Decode(Reader& r, BatchItem<T>* v) {
+void Decode(Reader& r, msg::BatchItem<T>* v) {
   Decode(r, &v->status);
   if (r.ok() && v->status.ok()) Decode(r, &v->value);
 }
 // A batch: u32 count (at most kMaxBatchItems), then the elements.
 template <typename T>
-void Encode(Writer& w, const Batch<T>& v) {
+void Encode(Writer& w, const msg::Batch<T>& v) {
   w.U32(static_cast<uint32_t>(v.size()));
   for (const T& e : v) Encode(w, e);
 }
 template <typename T>
-void Decode(Reader& r, Batch<T>* v) {
+void Decode(Reader& r, msg::Batch<T>* v) {
   uint32_t n = r.Count(kMaxBatchItems, "batch count");
   v->clear();
   // Grow as elements decode, so a lying count costs no memory up front.
@@ -102,26 +94,29 @@ struct OpTraits;
     using Request = Req;             \
     using Reply = Rep;               \
   };
-MC_PROTO_OP(MountSegment, MountSegmentRequest, Empty)
-MC_PROTO_OP(UnmountSegment, UnmountSegmentRequest, Empty)
-MC_PROTO_OP(Ping, PingRequest, PingReply)
-MC_PROTO_OP(PutStart, PutStartRequest, PutStartReply)
-MC_PROTO_OP(PutEnd, KeyRequest, Empty)
-MC_PROTO_OP(PutRevoke, KeyRequest, Empty)
-MC_PROTO_OP(GetReplicaList, KeyRequest, GetReplicaListReply)
-MC_PROTO_OP(ExistKey, KeyRequest, bool)
-MC_PROTO_OP(Remove, RemoveRequest, Empty)
-MC_PROTO_OP(RemoveAll, Empty, RemoveAllReply)
-MC_PROTO_OP(ListKeys, ListKeysRequest, ListKeysReply)
-MC_PROTO_OP(ClusterStatus, Empty, ClusterStatusReply)
-MC_PROTO_OP(BatchPutStart, Batch<PutStartRequest>, Batch<BatchItem<PutStartReply>>)
-MC_PROTO_OP(BatchPutEnd, Batch<KeyRequest>, Batch<Status>)
-MC_PROTO_OP(BatchPutRevoke, Batch<KeyRequest>, Batch<Status>)
-MC_PROTO_OP(BatchGetReplicaList, Batch<KeyRequest>, Batch<BatchItem<GetReplicaListReply>>)
-MC_PROTO_OP(BatchExistKey, Batch<KeyRequest>, Batch<BatchItem<bool>>)
-MC_PROTO_OP(BatchRemove, Batch<RemoveRequest>, Batch<Status>)
-MC_PROTO_OP(ReleaseLeases, Batch<KeyRequest>, Empty)  // a notification: no reply is sent
-MC_PROTO_OP(BatchPutStartEx, Batch<PutStartExRequest>, Batch<BatchItem<PutStartReply>>)
+MC_PROTO_OP(MountSegment, msg::MountSegmentRequest, Empty)
+MC_PROTO_OP(UnmountSegment, msg::UnmountSegmentRequest, Empty)
+MC_PROTO_OP(Ping, msg::PingRequest, msg::PingReply)
+MC_PROTO_OP(PutStart, msg::PutStartRequest, msg::PutStartReply)
+MC_PROTO_OP(PutEnd, msg::KeyRequest, Empty)
+MC_PROTO_OP(PutRevoke, msg::KeyRequest, Empty)
+MC_PROTO_OP(GetReplicaList, msg::KeyRequest, msg::GetReplicaListReply)
+MC_PROTO_OP(ExistKey, msg::KeyRequest, bool)
+MC_PROTO_OP(Remove, msg::RemoveRequest, Empty)
+MC_PROTO_OP(RemoveAll, Empty, msg::RemoveAllReply)
+MC_PROTO_OP(ListKeys, msg::ListKeysRequest, msg::ListKeysReply)
+MC_PROTO_OP(ClusterStatus, Empty, msg::ClusterStatusReply)
+MC_PROTO_OP(BatchPutStart, msg::Batch<msg::PutStartRequest>,
+            msg::Batch<msg::BatchItem<msg::PutStartReply>>)
+MC_PROTO_OP(BatchPutEnd, msg::Batch<msg::KeyRequest>, msg::Batch<Status>)
+MC_PROTO_OP(BatchPutRevoke, msg::Batch<msg::KeyRequest>, msg::Batch<Status>)
+MC_PROTO_OP(BatchGetReplicaList, msg::Batch<msg::KeyRequest>,
+            msg::Batch<msg::BatchItem<msg::GetReplicaListReply>>)
+MC_PROTO_OP(BatchExistKey, msg::Batch<msg::KeyRequest>, msg::Batch<msg::BatchItem<bool>>)
+MC_PROTO_OP(BatchRemove, msg::Batch<msg::RemoveRequest>, msg::Batch<Status>)
+MC_PROTO_OP(ReleaseLeases, msg::Batch<msg::KeyRequest>, Empty)  // a notification: no reply is sent
+MC_PROTO_OP(BatchPutStartEx, msg::Batch<msg::PutStartExRequest>,
+            msg::Batch<msg::BatchItem<msg::PutStartReply>>)
 #undef MC_PROTO_OP
 
 // ---- whole payloads ---------------------------------------------------------

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "proto/wire.h"
+#include "proto/byte_io.h"
 
 namespace mc::proto {
 

@@ -51,31 +51,31 @@ void DecodeAsEverything(std::string_view bytes) {
     Status st = DecodePayload(bytes, v, "fuzz");
     CHECK((st.ok() || st.code() == ErrorCode::PROTOCOL_ERROR));
   };
-  MountSegmentRequest a; one(&a);
-  UnmountSegmentRequest b; one(&b);
-  PingRequest c; one(&c);
-  PingReply d; one(&d);
-  PutStartRequest e; one(&e);
-  PutStartReply f; one(&f);
-  KeyRequest g; one(&g);
-  GetReplicaListReply h; one(&h);
-  RemoveRequest i; one(&i);
-  RemoveAllReply j; one(&j);
-  ListKeysRequest k; one(&k);
-  ListKeysReply l; one(&l);
-  ClusterStatusReply m; one(&m);
-  Batch<PutStartRequest> n; one(&n);
-  Batch<KeyRequest> o; one(&o);
-  Batch<RemoveRequest> p; one(&p);
-  Batch<BatchItem<PutStartReply>> q; one(&q);
-  Batch<BatchItem<GetReplicaListReply>> r; one(&r);
-  Batch<BatchItem<bool>> s; one(&s);
-  Batch<Status> t; one(&t);
+  msg::MountSegmentRequest a; one(&a);
+  msg::UnmountSegmentRequest b; one(&b);
+  msg::PingRequest c; one(&c);
+  msg::PingReply d; one(&d);
+  msg::PutStartRequest e; one(&e);
+  msg::PutStartReply f; one(&f);
+  msg::KeyRequest g; one(&g);
+  msg::GetReplicaListReply h; one(&h);
+  msg::RemoveRequest i; one(&i);
+  msg::RemoveAllReply j; one(&j);
+  msg::ListKeysRequest k; one(&k);
+  msg::ListKeysReply l; one(&l);
+  msg::ClusterStatusReply m; one(&m);
+  msg::Batch<msg::PutStartRequest> n; one(&n);
+  msg::Batch<msg::KeyRequest> o; one(&o);
+  msg::Batch<msg::RemoveRequest> p; one(&p);
+  msg::Batch<msg::BatchItem<msg::PutStartReply>> q; one(&q);
+  msg::Batch<msg::BatchItem<msg::GetReplicaListReply>> r; one(&r);
+  msg::Batch<msg::BatchItem<bool>> s; one(&s);
+  msg::Batch<Status> t; one(&t);
   HelloRequest u; one(&u);
   HelloReply w; one(&w);
   AuthRequest x; one(&x);
   AuthReply y; one(&y);
-  (void)DecodeReply<GetReplicaListReply>(bytes, "fuzz");
+  (void)DecodeReply<msg::GetReplicaListReply>(bytes, "fuzz");
 }
 
 std::string Hex(const uint8_t* p, size_t n) {
@@ -134,39 +134,39 @@ TEST_CASE("bad frame headers are refused with the reason") {
 }
 
 TEST_CASE("every message type round-trips, and its truncations are refused") {
-  ClientId client{0x1122334455667788, 0x99aabbccddeeff00};
+  msg::ClientId client{0x1122334455667788, 0x99aabbccddeeff00};
   CHECK(client.ToString() == "112233445566778899aabbccddeeff00");
-  SegmentDesc seg{"host:1", "host", "10.0.0.1:7000", "/dev/shm/x", 1 << 30, 42, "key"};
-  BufferDesc buf{"host:1", "10.0.0.1:7000", "/dev/shm/x", "host", 4096, 1 << 20, "mac", 99};
-  ReplicaDesc rep{ReplicaStatus::kComplete, {buf, buf}};
-  CheckRoundTrip(MountSegmentRequest{client, seg});
-  CheckRoundTrip(UnmountSegmentRequest{client, "host:1"});
-  CheckRoundTrip(PingRequest{client});
-  CheckRoundTrip(PingReply{true, 7});
-  CheckRoundTrip(PutStartRequest{client, "key", 4096, {3, true}});
-  CheckRoundTrip(PutStartReply{{rep, rep}});
+  msg::SegmentDesc seg{"host:1", "host", "10.0.0.1:7000", "/dev/shm/x", 1 << 30, 42, "key"};
+  msg::BufferDesc buf{"host:1", "10.0.0.1:7000", "/dev/shm/x", "host", 4096, 1 << 20, "mac", 99};
+  msg::ReplicaDesc rep{msg::ReplicaStatus::kComplete, {buf, buf}};
+  CheckRoundTrip(msg::MountSegmentRequest{client, seg});
+  CheckRoundTrip(msg::UnmountSegmentRequest{client, "host:1"});
+  CheckRoundTrip(msg::PingRequest{client});
+  CheckRoundTrip(msg::PingReply{true, 7});
+  CheckRoundTrip(msg::PutStartRequest{client, "key", 4096, {3, true}});
+  CheckRoundTrip(msg::PutStartReply{{rep, rep}});
   {
     // BatchPutStartEx carries the placement that PutStart's payload leaves out.
-    PutStartExRequest ex{{client, "key", 4096, {2, true, {{"s1", "s2"}, "host", 60000, true}}}};
-    CheckRoundTrip(ex, [](const PutStartExRequest& a, const PutStartExRequest& b) {
-      const PutPlacement& x = a.start.options.placement;
-      const PutPlacement& y = b.start.options.placement;
+    msg::PutStartExRequest ex{{client, "key", 4096, {2, true, {{"s1", "s2"}, "host", 60000, true}}}};
+    CheckRoundTrip(ex, [](const msg::PutStartExRequest& a, const msg::PutStartExRequest& b) {
+      const msg::PutPlacement& x = a.start.options.placement;
+      const msg::PutPlacement& y = b.start.options.placement;
       return a.start == b.start && x.preferred_segments == y.preferred_segments &&
              x.preferred_host == y.preferred_host && x.soft_pin_ttl_ms == y.soft_pin_ttl_ms &&
              x.hard_pin == y.hard_pin;
     });
   }
-  CheckRoundTrip(KeyRequest{client, "k"});
-  CheckRoundTrip(GetReplicaListReply{{rep}, 2 << 20, 10000000});
-  CheckRoundTrip(RemoveRequest{"k", true});
-  CheckRoundTrip(RemoveAllReply{12});
-  CheckRoundTrip(ListKeysRequest{"pre", 100, "cur"});
-  CheckRoundTrip(ListKeysReply{{{"a", 1, 2, true}, {"b", 3, 1, false}}, "b"});
-  CheckRoundTrip(ClusterStatusReply{10, 5, 3, 1, 2, {{"s", "e", 10, 5}}});
-  CheckRoundTrip(Batch<KeyRequest>{{client, "a"}, {client, "b"}});
-  CheckRoundTrip(Batch<BatchItem<bool>>{{Status::Ok(), true},
+  CheckRoundTrip(msg::KeyRequest{client, "k"});
+  CheckRoundTrip(msg::GetReplicaListReply{{rep}, 2 << 20, 10000000});
+  CheckRoundTrip(msg::RemoveRequest{"k", true});
+  CheckRoundTrip(msg::RemoveAllReply{12});
+  CheckRoundTrip(msg::ListKeysRequest{"pre", 100, "cur"});
+  CheckRoundTrip(msg::ListKeysReply{{{"a", 1, 2, true}, {"b", 3, 1, false}}, "b"});
+  CheckRoundTrip(msg::ClusterStatusReply{10, 5, 3, 1, 2, {{"s", "e", 10, 5}}});
+  CheckRoundTrip(msg::Batch<msg::KeyRequest>{{client, "a"}, {client, "b"}});
+  CheckRoundTrip(msg::Batch<msg::BatchItem<bool>>{{Status::Ok(), true},
                                         {Error(ErrorCode::OBJECT_NOT_FOUND, "no 'b'"), false}});
-  CheckRoundTrip(Batch<Status>{Status::Ok(), Error(ErrorCode::OBJECT_HAS_LEASE, "leased")},
+  CheckRoundTrip(msg::Batch<Status>{Status::Ok(), Error(ErrorCode::OBJECT_HAS_LEASE, "leased")},
                  SameStatuses);
   CheckRoundTrip(HelloRequest{RandomNonce()});
   CheckRoundTrip(HelloReply{1, true, RandomNonce()});
@@ -176,26 +176,25 @@ TEST_CASE("every message type round-trips, and its truncations are refused") {
 }
 
 TEST_CASE("randomized messages round-trip (MC_SEED replays)") {
-  uint64_t seed = TestSeed();
-  std::printf("proto round-trip seed: MC_SEED=%llu\n", static_cast<unsigned long long>(seed));
+  uint64_t seed = mc::TestSeed("proto round-trip");
   RandomMessages g(seed);
   for (int i = 0; i < 300; ++i) {
     CAPTURE(i);
-    CheckRoundTrip(MountSegmentRequest{g.Client(), g.Segment()});
-    CheckRoundTrip(UnmountSegmentRequest{g.Client(), g.Str()});
-    CheckRoundTrip(PingReply{g.Bool(), g.U64()});
+    CheckRoundTrip(msg::MountSegmentRequest{g.Client(), g.Segment()});
+    CheckRoundTrip(msg::UnmountSegmentRequest{g.Client(), g.Str()});
+    CheckRoundTrip(msg::PingReply{g.Bool(), g.U64()});
     CheckRoundTrip(g.PutStart());
-    CheckRoundTrip(PutStartReply{g.Replicas()});
+    CheckRoundTrip(msg::PutStartReply{g.Replicas()});
     CheckRoundTrip(g.GetReplicas());
     CheckRoundTrip(g.Remove());
-    CheckRoundTrip(ListKeysRequest{g.Str(), g.U32(), g.Str()});
+    CheckRoundTrip(msg::ListKeysRequest{g.Str(), g.U32(), g.Str()});
     CheckRoundTrip(g.ListKeys());
     CheckRoundTrip(g.Cluster());
     CheckRoundTrip(g.BatchOf([&] { return g.PutStart(); }));
     CheckRoundTrip(g.BatchOf([&] { return g.Key(); }));
     CheckRoundTrip(g.BatchOf([&] { return g.Remove(); }));
-    CheckRoundTrip(g.ItemsOf<PutStartReply>([&] { return PutStartReply{g.Replicas()}; }));
-    CheckRoundTrip(g.ItemsOf<GetReplicaListReply>([&] { return g.GetReplicas(); }));
+    CheckRoundTrip(g.ItemsOf<msg::PutStartReply>([&] { return msg::PutStartReply{g.Replicas()}; }));
+    CheckRoundTrip(g.ItemsOf<msg::GetReplicaListReply>([&] { return g.GetReplicas(); }));
     CheckRoundTrip(g.ItemsOf<bool>([&] { return g.Bool(); }));
     CheckRoundTrip(g.BatchOf([&] { return g.St(); }), SameStatuses);
   }
@@ -203,15 +202,15 @@ TEST_CASE("randomized messages round-trip (MC_SEED replays)") {
 
 TEST_CASE("replies carry an error code and message, or the body") {
   std::string ok;
-  EncodeReply(Result<RemoveAllReply>(RemoveAllReply{5}), &ok);
-  auto back = DecodeReply<RemoveAllReply>(ok, "reply");
+  EncodeReply(Result<msg::RemoveAllReply>(msg::RemoveAllReply{5}), &ok);
+  auto back = DecodeReply<msg::RemoveAllReply>(ok, "reply");
   REQUIRE(back.ok());
   CHECK(back->removed == 5);
 
   std::string err;
-  EncodeReply(Result<RemoveAllReply>(Error(ErrorCode::OBJECT_HAS_LEASE, "key 'a' is leased")),
+  EncodeReply(Result<msg::RemoveAllReply>(Error(ErrorCode::OBJECT_HAS_LEASE, "key 'a' is leased")),
               &err);
-  auto e = DecodeReply<RemoveAllReply>(err, "reply");
+  auto e = DecodeReply<msg::RemoveAllReply>(err, "reply");
   CHECK(e.code() == ErrorCode::OBJECT_HAS_LEASE);
   CHECK(e.status().message() == "key 'a' is leased");
   CHECK(err.size() == 4 + 4 + 17);  // i32 code, u32 length, message
@@ -231,18 +230,18 @@ TEST_CASE("replies carry an error code and message, or the body") {
 TEST_CASE("decoders refuse values past their limits without allocating for them") {
   std::string s;
   Writer w(&s);
-  Encode(w, ClientId{});
+  Encode(w, msg::ClientId{});
   w.U32(static_cast<uint32_t>(kMaxStringBytes + 1));  // key length past the limit
   s.append(kMaxStringBytes + 1, 'k');
-  KeyRequest k;
-  Status st = DecodePayload(s, &k, "KeyRequest");
+  msg::KeyRequest k;
+  Status st = DecodePayload(s, &k, "msg::KeyRequest");
   CHECK(st.message().find("'key'") != std::string::npos);
   CHECK(st.message().find("limit") != std::string::npos);
 
   std::string batch;
   Writer wb(&batch);
   wb.U32(0xffffffff);  // four billion items in a 4-byte payload
-  Batch<KeyRequest> b;
+  msg::Batch<msg::KeyRequest> b;
   CHECK(DecodePayload(batch, &b, "batch").message().find("more items than the limit") !=
         std::string::npos);
   std::string lying;
@@ -255,22 +254,21 @@ TEST_CASE("decoders refuse values past their limits without allocating for them"
   Writer wbool(&badbool);
   wbool.Str("k");
   wbool.U8(2);
-  RemoveRequest rr;
-  CHECK(DecodePayload(badbool, &rr, "RemoveRequest").code() == ErrorCode::PROTOCOL_ERROR);
+  msg::RemoveRequest rr;
+  CHECK(DecodePayload(badbool, &rr, "msg::RemoveRequest").code() == ErrorCode::PROTOCOL_ERROR);
 
   std::string badrep;
   Writer wr(&badrep);
   wr.U32(1);
   wr.U8(7);  // replica status 7 does not exist
   wr.U32(0);
-  PutStartReply psr;
-  CHECK(DecodePayload(badrep, &psr, "PutStartReply").message().find("replica status") !=
+  msg::PutStartReply psr;
+  CHECK(DecodePayload(badrep, &psr, "msg::PutStartReply").message().find("replica status") !=
         std::string::npos);
 }
 
 TEST_CASE("random bytes decode to a value or PROTOCOL_ERROR for every type (MC_SEED replays)") {
-  uint64_t seed = TestSeed();
-  std::printf("proto random-bytes seed: MC_SEED=%llu\n", static_cast<unsigned long long>(seed));
+  uint64_t seed = mc::TestSeed("proto random-bytes");
   RandomMessages g(seed);
   for (int i = 0; i < 3000; ++i) {
     std::string bytes;
@@ -278,7 +276,7 @@ TEST_CASE("random bytes decode to a value or PROTOCOL_ERROR for every type (MC_S
     if (g.Bool()) {
       bytes = g.Str();
     } else {
-      bytes = Enc(g.ItemsOf<GetReplicaListReply>([&] { return g.GetReplicas(); }));
+      bytes = Enc(g.ItemsOf<msg::GetReplicaListReply>([&] { return g.GetReplicas(); }));
       for (size_t f = g.Pick(4); f > 0 && !bytes.empty(); --f)
         bytes[g.Pick(bytes.size())] = static_cast<char>(g.Pick(256));
     }
@@ -314,7 +312,7 @@ TEST_CASE("the EXAMPLE bytes in mooncake-protocol(7) are what we send") {
            Hex(reinterpret_cast<const uint8_t*>(payload.data()), payload.size());
   };
   std::string req;
-  EncodePayload(KeyRequest{{1, 2}, "k"}, &req);
+  EncodePayload(msg::KeyRequest{{1, 2}, "k"}, &req);
   CHECK(frame(0, req) ==
         "4d435250010024001500000007000000000000000100000000000000020000000000000001000000"
         "6b");

@@ -11,6 +11,8 @@
 
 namespace mc::rpc {
 
+using namespace mc::proto;  // this layer speaks the wire format (a .cc, not a header)
+
 namespace {
 constexpr size_t kReadChunkBytes = 64u << 10;
 }  // namespace
@@ -44,7 +46,8 @@ struct MasterClient::Conn {
         }
         buf.resize(end + kReadChunkBytes);
       }
-      MC_ASSIGN_OR_RETURN(size_t n, ReadSome(fd, buf.data() + end, buf.size() - end, deadline_us));
+      MC_ASSIGN_OR_RETURN(size_t n,
+                          net::ReadSome(fd, buf.data() + end, buf.size() - end, deadline_us));
       if (n == 0) return Error(ErrorCode::RPC_FAIL, "connection closed by the master");
       end += n;
     }
@@ -59,7 +62,7 @@ struct MasterClient::Conn {
     FrameHeader h{kProtocolVersion, 0, op, static_cast<uint32_t>(payload.size()), id};
     EncodeFrameHeader(h, reinterpret_cast<uint8_t*>(scratch.data()));
     scratch.append(payload);
-    return WriteAll(fd, scratch, deadline_us);
+    return net::WriteAll(fd, scratch, deadline_us);
   }
 
   // An idle connection with something to read was closed (or told off) by
@@ -88,7 +91,7 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::Acquire(uint64_t deadl
         --open_;  // stale: drop it, maybe open a fresh one below
       }
       if (open_ < options_.max_connections) break;
-      uint64_t now = MonotonicUs();
+      uint64_t now = net::MonotonicUs();
       if (now >= deadline_us) {
         return Error(ErrorCode::RPC_TIMEOUT, "all " + std::to_string(options_.max_connections) +
                                                  " connections to master " + options_.master +
@@ -114,7 +117,7 @@ void MasterClient::Release(std::unique_ptr<Conn> conn) {
 }
 
 Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectWithRetries() {
-  auto hp = ParseHostPort(options_.master);
+  auto hp = net::ParseHostPort(options_.master);
   if (!hp.ok()) return hp.status();
   uint64_t backoff_us = options_.initial_backoff_us;
   uint32_t attempts = options_.retries == 0 ? 1 : options_.retries;
@@ -135,11 +138,11 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectWithRetries() {
   return Unavailable(last.message() + " (" + std::to_string(attempts) + " attempts)");
 }
 
-Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectOnce(const HostPort& hp) {
-  MC_ASSIGN_OR_RETURN(int fd, ConnectTcp(hp, options_.rpc_timeout_us));
+Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectOnce(const net::HostPort& hp) {
+  MC_ASSIGN_OR_RETURN(int fd, net::ConnectTcp(hp, options_.rpc_timeout_us));
   auto c = std::make_unique<Conn>();
   c->fd = fd;
-  MC_RETURN_IF_ERROR(Handshake(c.get(), MonotonicUs() + options_.rpc_timeout_us));
+  MC_RETURN_IF_ERROR(Handshake(c.get(), net::MonotonicUs() + options_.rpc_timeout_us));
   return c;
 }
 
@@ -202,7 +205,7 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::SendOne(Opcode op,
 }
 
 Result<std::string> MasterClient::Call(Opcode op, std::string_view request_payload) {
-  uint64_t deadline = MonotonicUs() + options_.rpc_timeout_us;
+  uint64_t deadline = net::MonotonicUs() + options_.rpc_timeout_us;
   uint64_t id = 0;
   MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, SendOne(op, request_payload, deadline, &id));
   for (;;) {
@@ -227,13 +230,14 @@ Result<std::string> MasterClient::Call(Opcode op, std::string_view request_paylo
 
 Status MasterClient::Notify(Opcode op, std::string_view request_payload) {
   uint64_t id = 0;
-  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c,
-                      SendOne(op, request_payload, MonotonicUs() + options_.rpc_timeout_us, &id));
+  MC_ASSIGN_OR_RETURN(
+      std::unique_ptr<Conn> c,
+      SendOne(op, request_payload, net::MonotonicUs() + options_.rpc_timeout_us, &id));
   Release(std::move(c));
   return Status::Ok();
 }
 
-Status MasterClient::ReleaseLeases(const Batch<KeyRequest>& req) {
+Status MasterClient::ReleaseLeases(const msg::Batch<msg::KeyRequest>& req) {
   std::string payload;
   EncodePayload(req, &payload);
   return Notify(Opcode::kReleaseLeases, payload);
@@ -244,11 +248,11 @@ Status MasterClient::ReleaseLeases(const Batch<KeyRequest>& req) {
     auto r = Invoke<Opcode::k##name>(req);                               \
     return r.ok() ? Status::Ok() : r.status();                           \
   }
-MC_CLIENT_STATUS(MountSegment, MountSegmentRequest)
-MC_CLIENT_STATUS(UnmountSegment, UnmountSegmentRequest)
-MC_CLIENT_STATUS(PutEnd, KeyRequest)
-MC_CLIENT_STATUS(PutRevoke, KeyRequest)
-MC_CLIENT_STATUS(Remove, RemoveRequest)
+MC_CLIENT_STATUS(MountSegment, msg::MountSegmentRequest)
+MC_CLIENT_STATUS(UnmountSegment, msg::UnmountSegmentRequest)
+MC_CLIENT_STATUS(PutEnd, msg::KeyRequest)
+MC_CLIENT_STATUS(PutRevoke, msg::KeyRequest)
+MC_CLIENT_STATUS(Remove, msg::RemoveRequest)
 #undef MC_CLIENT_STATUS
 
 #define MC_CLIENT_RESULT(name)                                                            \
@@ -269,8 +273,10 @@ MC_CLIENT_RESULT(BatchExistKey)
 MC_CLIENT_RESULT(BatchRemove)
 #undef MC_CLIENT_RESULT
 
-Result<RemoveAllReply> MasterClient::RemoveAll() { return Invoke<Opcode::kRemoveAll>(Empty{}); }
-Result<ClusterStatusReply> MasterClient::ClusterStatus() {
+Result<msg::RemoveAllReply> MasterClient::RemoveAll() {
+  return Invoke<Opcode::kRemoveAll>(Empty{});
+}
+Result<msg::ClusterStatusReply> MasterClient::ClusterStatus() {
   return Invoke<Opcode::kClusterStatus>(Empty{});
 }
 

@@ -19,12 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "net/socket.h"
 #include "proto/codec.h"
-#include "rpc/socket.h"
 
 namespace mc::rpc {
-
-using namespace mc::proto;
 
 struct ClientOptions {
   std::string master = "127.0.0.1:50051";  // host:port
@@ -43,43 +41,46 @@ class MasterClient {
   MasterClient(const MasterClient&) = delete;
   MasterClient& operator=(const MasterClient&) = delete;
 
-  Status MountSegment(const MountSegmentRequest& req);
-  Status UnmountSegment(const UnmountSegmentRequest& req);
-  Result<PingReply> Ping(const PingRequest& req);
-  Result<PutStartReply> PutStart(const PutStartRequest& req);
-  Status PutEnd(const KeyRequest& req);
-  Status PutRevoke(const KeyRequest& req);
-  Result<GetReplicaListReply> GetReplicaList(const KeyRequest& req);
-  Result<bool> ExistKey(const KeyRequest& req);
-  Status Remove(const RemoveRequest& req);
-  Result<RemoveAllReply> RemoveAll();
-  Result<ListKeysReply> ListKeys(const ListKeysRequest& req);
-  Result<ClusterStatusReply> ClusterStatus();
-  Result<Batch<BatchItem<PutStartReply>>> BatchPutStart(const Batch<PutStartRequest>& req);
-  Result<Batch<Status>> BatchPutEnd(const Batch<KeyRequest>& req);
-  Result<Batch<Status>> BatchPutRevoke(const Batch<KeyRequest>& req);
-  Result<Batch<BatchItem<GetReplicaListReply>>> BatchGetReplicaList(const Batch<KeyRequest>& req);
-  Result<Batch<BatchItem<bool>>> BatchExistKey(const Batch<KeyRequest>& req);
-  Result<Batch<Status>> BatchRemove(const Batch<RemoveRequest>& req);
+  Status MountSegment(const msg::MountSegmentRequest& req);
+  Status UnmountSegment(const msg::UnmountSegmentRequest& req);
+  Result<msg::PingReply> Ping(const msg::PingRequest& req);
+  Result<msg::PutStartReply> PutStart(const msg::PutStartRequest& req);
+  Status PutEnd(const msg::KeyRequest& req);
+  Status PutRevoke(const msg::KeyRequest& req);
+  Result<msg::GetReplicaListReply> GetReplicaList(const msg::KeyRequest& req);
+  Result<bool> ExistKey(const msg::KeyRequest& req);
+  Status Remove(const msg::RemoveRequest& req);
+  Result<msg::RemoveAllReply> RemoveAll();
+  Result<msg::ListKeysReply> ListKeys(const msg::ListKeysRequest& req);
+  Result<msg::ClusterStatusReply> ClusterStatus();
+  Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchPutStart(
+      const msg::Batch<msg::PutStartRequest>& req);
+  Result<msg::Batch<Status>> BatchPutEnd(const msg::Batch<msg::KeyRequest>& req);
+  Result<msg::Batch<Status>> BatchPutRevoke(const msg::Batch<msg::KeyRequest>& req);
+  Result<msg::Batch<msg::BatchItem<msg::GetReplicaListReply>>> BatchGetReplicaList(
+      const msg::Batch<msg::KeyRequest>& req);
+  Result<msg::Batch<msg::BatchItem<bool>>> BatchExistKey(const msg::Batch<msg::KeyRequest>& req);
+  Result<msg::Batch<Status>> BatchRemove(const msg::Batch<msg::RemoveRequest>& req);
   // A notification: returns once the frame is sent (the master answers
   // nothing). An error means it may not have arrived; the leases then end
   // by time, as they would without it.
-  Status ReleaseLeases(const Batch<KeyRequest>& req);
+  Status ReleaseLeases(const msg::Batch<msg::KeyRequest>& req);
 
   // Sends a notification frame (IsNotification) without waiting.
-  Status Notify(Opcode op, std::string_view request_payload);
+  Status Notify(proto::Opcode op, std::string_view request_payload);
 
   // Sends one request frame and returns the reply payload (status + body).
   // The typed methods above are this plus the codecs.
-  Result<std::string> Call(Opcode op, std::string_view request_payload);
+  Result<std::string> Call(proto::Opcode op, std::string_view request_payload);
 
   // Typed form of Call for any operation.
-  template <Opcode op>
-  Result<typename OpTraits<op>::Reply> Invoke(const typename OpTraits<op>::Request& req) {
+  template <proto::Opcode op>
+  Result<typename proto::OpTraits<op>::Reply> Invoke(
+      const typename proto::OpTraits<op>::Request& req) {
     std::string payload;
-    EncodePayload(req, &payload);
+    proto::EncodePayload(req, &payload);
     MC_ASSIGN_OR_RETURN(std::string reply, Call(op, payload));
-    return DecodeReply<typename OpTraits<op>::Reply>(reply, OpcodeName(op));
+    return proto::DecodeReply<typename proto::OpTraits<op>::Reply>(reply, proto::OpcodeName(op));
   }
 
   const std::string& master() const { return options_.master; }
@@ -90,14 +91,14 @@ class MasterClient {
   Result<std::unique_ptr<Conn>> Acquire(uint64_t deadline_us);
   void Release(std::unique_ptr<Conn> conn);  // null: the connection was dropped
   Result<std::unique_ptr<Conn>> ConnectWithRetries();
-  Result<std::unique_ptr<Conn>> ConnectOnce(const HostPort& hp);
+  Result<std::unique_ptr<Conn>> ConnectOnce(const net::HostPort& hp);
   Status Handshake(Conn* c, uint64_t deadline_us);
   Status Unavailable(const std::string& why) const;
   // Acquires a connection and sends one frame on it (its request id in *id).
-  Result<std::unique_ptr<Conn>> SendOne(Opcode op, std::string_view payload, uint64_t deadline_us,
-                                        uint64_t* id);
+  Result<std::unique_ptr<Conn>> SendOne(proto::Opcode op, std::string_view payload,
+                                        uint64_t deadline_us, uint64_t* id);
   // Drops the borrowed connection and names the operation in the error.
-  Status Dropped(Opcode op, const Status& st, const char* when);
+  Status Dropped(proto::Opcode op, const Status& st, const char* when);
 
   ClientOptions options_;
   std::mutex mu_;

@@ -4,23 +4,25 @@
 
 namespace mc::rpc {
 
+using namespace mc::proto;  // this layer speaks the wire format (a .cc, not a header)
+
 namespace {
 Status Unsupported(std::string_view op) {
   return Error(ErrorCode::NOT_SUPPORTED, std::string(op) + " is not supported by this server");
 }
 
 template <typename Rep, typename Req, typename F>
-Result<Batch<Rep>> EachItem(const Batch<Req>& reqs, F one) {
-  Batch<Rep> out;
+Result<msg::Batch<Rep>> EachItem(const msg::Batch<Req>& reqs, F one) {
+  msg::Batch<Rep> out;
   out.reserve(reqs.size());
   for (const Req& r : reqs) out.push_back(one(r));
   return out;
 }
 
 template <typename T>
-BatchItem<T> ToItem(Result<T> r) {
-  if (!r.ok()) return BatchItem<T>{r.status(), T{}};
-  return BatchItem<T>{Status::Ok(), std::move(r).value()};
+msg::BatchItem<T> ToItem(Result<T> r) {
+  if (!r.ok()) return msg::BatchItem<T>{r.status(), T{}};
+  return msg::BatchItem<T>{Status::Ok(), std::move(r).value()};
 }
 
 // Adapts a Status-returning handler method to the Result<Empty> shape of
@@ -44,52 +46,62 @@ void Serve(std::string_view payload, std::string* out, F call) {
 }
 }  // namespace
 
-Status Handler::MountSegment(const MountSegmentRequest&) { return Unsupported("MountSegment"); }
-Status Handler::UnmountSegment(const UnmountSegmentRequest&) {
+Status Handler::MountSegment(const msg::MountSegmentRequest&) {
+  return Unsupported("MountSegment");
+}
+Status Handler::UnmountSegment(const msg::UnmountSegmentRequest&) {
   return Unsupported("UnmountSegment");
 }
-Result<PingReply> Handler::Ping(const PingRequest&) { return Unsupported("Ping"); }
-Result<PutStartReply> Handler::PutStart(const PutStartRequest&) { return Unsupported("PutStart"); }
-Status Handler::PutEnd(const KeyRequest&) { return Unsupported("PutEnd"); }
-Status Handler::PutRevoke(const KeyRequest&) { return Unsupported("PutRevoke"); }
-Result<GetReplicaListReply> Handler::GetReplicaList(const KeyRequest&) {
+Result<msg::PingReply> Handler::Ping(const msg::PingRequest&) { return Unsupported("Ping"); }
+Result<msg::PutStartReply> Handler::PutStart(const msg::PutStartRequest&) {
+  return Unsupported("PutStart");
+}
+Status Handler::PutEnd(const msg::KeyRequest&) { return Unsupported("PutEnd"); }
+Status Handler::PutRevoke(const msg::KeyRequest&) { return Unsupported("PutRevoke"); }
+Result<msg::GetReplicaListReply> Handler::GetReplicaList(const msg::KeyRequest&) {
   return Unsupported("GetReplicaList");
 }
-Result<bool> Handler::ExistKey(const KeyRequest&) { return Unsupported("ExistKey"); }
-Status Handler::Remove(const RemoveRequest&) { return Unsupported("Remove"); }
-Result<RemoveAllReply> Handler::RemoveAll() { return Unsupported("RemoveAll"); }
-Result<ListKeysReply> Handler::ListKeys(const ListKeysRequest&) { return Unsupported("ListKeys"); }
-Result<ClusterStatusReply> Handler::ClusterStatus() { return Unsupported("ClusterStatus"); }
-
-Result<Batch<BatchItem<PutStartReply>>> Handler::BatchPutStart(const Batch<PutStartRequest>& req) {
-  return EachItem<BatchItem<PutStartReply>>(req, [&](const auto& r) { return ToItem(PutStart(r)); });
+Result<bool> Handler::ExistKey(const msg::KeyRequest&) { return Unsupported("ExistKey"); }
+Status Handler::Remove(const msg::RemoveRequest&) { return Unsupported("Remove"); }
+Result<msg::RemoveAllReply> Handler::RemoveAll() { return Unsupported("RemoveAll"); }
+Result<msg::ListKeysReply> Handler::ListKeys(const msg::ListKeysRequest&) {
+  return Unsupported("ListKeys");
 }
-Result<Batch<BatchItem<PutStartReply>>> Handler::BatchPutStartEx(
-    const Batch<PutStartExRequest>& req) {
-  Batch<PutStartRequest> plain;
+Result<msg::ClusterStatusReply> Handler::ClusterStatus() { return Unsupported("ClusterStatus"); }
+
+Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> Handler::BatchPutStart(
+    const msg::Batch<msg::PutStartRequest>& req) {
+  return EachItem<msg::BatchItem<msg::PutStartReply>>(
+      req, [&](const auto& r) { return ToItem(PutStart(r)); });
+}
+Result<msg::Batch<Status>> Handler::BatchPutEnd(const msg::Batch<msg::KeyRequest>& req) {
+  return EachItem<Status>(req, [&](const auto& r) { return PutEnd(r); });
+}
+Result<msg::Batch<Status>> Handler::BatchPutRevoke(const msg::Batch<msg::KeyRequest>& req) {
+  return EachItem<Status>(req, [&](const auto& r) { return PutRevoke(r); });
+}
+Result<msg::Batch<msg::BatchItem<msg::GetReplicaListReply>>> Handler::BatchGetReplicaList(
+    const msg::Batch<msg::KeyRequest>& req) {
+  return EachItem<msg::BatchItem<msg::GetReplicaListReply>>(
+      req, [&](const auto& r) { return ToItem(GetReplicaList(r)); });
+}
+Result<msg::Batch<msg::BatchItem<bool>>> Handler::BatchExistKey(
+    const msg::Batch<msg::KeyRequest>& req) {
+  return EachItem<msg::BatchItem<bool>>(req, [&](const auto& r) { return ToItem(ExistKey(r)); });
+}
+Result<msg::Batch<Status>> Handler::BatchRemove(const msg::Batch<msg::RemoveRequest>& req) {
+  return EachItem<Status>(req, [&](const auto& r) { return Remove(r); });
+}
+
+Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> Handler::BatchPutStartEx(
+    const msg::Batch<msg::PutStartExRequest>& req) {
+  msg::Batch<msg::PutStartRequest> plain;
   plain.reserve(req.size());
   for (const auto& r : req) plain.push_back(r.start);
   return BatchPutStart(plain);
 }
-Result<Batch<Status>> Handler::BatchPutEnd(const Batch<KeyRequest>& req) {
-  return EachItem<Status>(req, [&](const auto& r) { return PutEnd(r); });
-}
-Result<Batch<Status>> Handler::BatchPutRevoke(const Batch<KeyRequest>& req) {
-  return EachItem<Status>(req, [&](const auto& r) { return PutRevoke(r); });
-}
-Result<Batch<BatchItem<GetReplicaListReply>>> Handler::BatchGetReplicaList(
-    const Batch<KeyRequest>& req) {
-  return EachItem<BatchItem<GetReplicaListReply>>(
-      req, [&](const auto& r) { return ToItem(GetReplicaList(r)); });
-}
-Result<Batch<BatchItem<bool>>> Handler::BatchExistKey(const Batch<KeyRequest>& req) {
-  return EachItem<BatchItem<bool>>(req, [&](const auto& r) { return ToItem(ExistKey(r)); });
-}
-Result<Batch<Status>> Handler::BatchRemove(const Batch<RemoveRequest>& req) {
-  return EachItem<Status>(req, [&](const auto& r) { return Remove(r); });
-}
 
-Status Handler::ReleaseLeases(const Batch<KeyRequest>&) {
+Status Handler::ReleaseLeases(const msg::Batch<msg::KeyRequest>&) {
   return Unsupported("ReleaseLeases");
 }
 

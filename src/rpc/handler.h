@@ -16,39 +16,39 @@
 
 namespace mc::rpc {
 
-using namespace mc::proto;  // the vocabulary: requests and replies
-
 class Handler {
  public:
   virtual ~Handler() = default;
 
-  virtual Status MountSegment(const MountSegmentRequest& req);
-  virtual Status UnmountSegment(const UnmountSegmentRequest& req);
-  virtual Result<PingReply> Ping(const PingRequest& req);
-  virtual Result<PutStartReply> PutStart(const PutStartRequest& req);
-  virtual Status PutEnd(const KeyRequest& req);
-  virtual Status PutRevoke(const KeyRequest& req);
-  virtual Result<GetReplicaListReply> GetReplicaList(const KeyRequest& req);
-  virtual Result<bool> ExistKey(const KeyRequest& req);
-  virtual Status Remove(const RemoveRequest& req);
-  virtual Result<RemoveAllReply> RemoveAll();
-  virtual Result<ListKeysReply> ListKeys(const ListKeysRequest& req);
-  virtual Result<ClusterStatusReply> ClusterStatus();
+  virtual Status MountSegment(const msg::MountSegmentRequest& req);
+  virtual Status UnmountSegment(const msg::UnmountSegmentRequest& req);
+  virtual Result<msg::PingReply> Ping(const msg::PingRequest& req);
+  virtual Result<msg::PutStartReply> PutStart(const msg::PutStartRequest& req);
+  virtual Status PutEnd(const msg::KeyRequest& req);
+  virtual Status PutRevoke(const msg::KeyRequest& req);
+  virtual Result<msg::GetReplicaListReply> GetReplicaList(const msg::KeyRequest& req);
+  virtual Result<bool> ExistKey(const msg::KeyRequest& req);
+  virtual Status Remove(const msg::RemoveRequest& req);
+  virtual Result<msg::RemoveAllReply> RemoveAll();
+  virtual Result<msg::ListKeysReply> ListKeys(const msg::ListKeysRequest& req);
+  virtual Result<msg::ClusterStatusReply> ClusterStatus();
 
-  virtual Result<Batch<BatchItem<PutStartReply>>> BatchPutStart(const Batch<PutStartRequest>& req);
+  virtual Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchPutStart(
+      const msg::Batch<msg::PutStartRequest>& req);
   // By default BatchPutStart of the same requests, placement included (it
   // rides in PutStartRequest::options).
-  virtual Result<Batch<BatchItem<PutStartReply>>> BatchPutStartEx(
-      const Batch<PutStartExRequest>& req);
-  virtual Result<Batch<Status>> BatchPutEnd(const Batch<KeyRequest>& req);
-  virtual Result<Batch<Status>> BatchPutRevoke(const Batch<KeyRequest>& req);
-  virtual Result<Batch<BatchItem<GetReplicaListReply>>> BatchGetReplicaList(
-      const Batch<KeyRequest>& req);
-  virtual Result<Batch<BatchItem<bool>>> BatchExistKey(const Batch<KeyRequest>& req);
-  virtual Result<Batch<Status>> BatchRemove(const Batch<RemoveRequest>& req);
+  virtual Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchPutStartEx(
+      const msg::Batch<msg::PutStartExRequest>& req);
+  virtual Result<msg::Batch<Status>> BatchPutEnd(const msg::Batch<msg::KeyRequest>& req);
+  virtual Result<msg::Batch<Status>> BatchPutRevoke(const msg::Batch<msg::KeyRequest>& req);
+  virtual Result<msg::Batch<msg::BatchItem<msg::GetReplicaListReply>>> BatchGetReplicaList(
+      const msg::Batch<msg::KeyRequest>& req);
+  virtual Result<msg::Batch<msg::BatchItem<bool>>> BatchExistKey(
+      const msg::Batch<msg::KeyRequest>& req);
+  virtual Result<msg::Batch<Status>> BatchRemove(const msg::Batch<msg::RemoveRequest>& req);
   // A notification (the server sends no reply): the client is done reading
   // these keys, so their leases may end early.
-  virtual Status ReleaseLeases(const Batch<KeyRequest>& req);
+  virtual Status ReleaseLeases(const msg::Batch<msg::KeyRequest>& req);
 };
 
 // Decodes `payload` as the request of `op`, calls `handler` and appends the
@@ -56,6 +56,6 @@ class Handler {
 // PROTOCOL_ERROR reply, an unknown opcode NOT_SUPPORTED; never throws.
 // Hello/Auth are not operations (the server handles them) and get
 // PROTOCOL_ERROR here.
-void Dispatch(Handler& handler, Opcode op, std::string_view payload, std::string* out);
+void Dispatch(Handler& handler, proto::Opcode op, std::string_view payload, std::string* out);
 
 }  // namespace mc::rpc

@@ -15,14 +15,16 @@
 
 using namespace mc;
 using namespace mc::rpc;
+using namespace mc::proto;
 
 namespace {
 
 class NullHandler : public Handler {
  public:
-  Result<bool> ExistKey(const KeyRequest&) override { return true; }
-  Result<Batch<BatchItem<bool>>> BatchExistKey(const Batch<KeyRequest>& req) override {
-    return Batch<BatchItem<bool>>(req.size(), BatchItem<bool>{Status::Ok(), true});
+  Result<bool> ExistKey(const msg::KeyRequest&) override { return true; }
+  Result<msg::Batch<msg::BatchItem<bool>>> BatchExistKey(
+      const msg::Batch<msg::KeyRequest>& req) override {
+    return msg::Batch<msg::BatchItem<bool>>(req.size(), msg::BatchItem<bool>{Status::Ok(), true});
   }
 };
 
@@ -36,7 +38,7 @@ void RunCase(const std::string& address, int connections, int batch, double seco
       o.master = address;
       o.max_connections = 1;
       MasterClient c(o);
-      Batch<KeyRequest> keys;
+      msg::Batch<msg::KeyRequest> keys;
       for (int i = 0; i < batch; ++i) keys.push_back({{1, 2}, "bench/key/" + std::to_string(t * 1000 + i)});
       uint64_t n = 0, bad = 0;
       while (!stop.load(std::memory_order_relaxed)) {

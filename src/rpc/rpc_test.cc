@@ -21,64 +21,65 @@
 
 using namespace mc;
 using namespace mc::rpc;
+using namespace mc::proto;
 
 namespace {
 
 // Answers every operation from a small in-memory key set; thread-safe.
 class TestHandler : public Handler {
  public:
-  Status MountSegment(const MountSegmentRequest& r) override {
+  Status MountSegment(const msg::MountSegmentRequest& r) override {
     return r.segment.name.empty() ? Error(ErrorCode::INVALID_PARAMS, "empty segment name")
                                   : Status::Ok();
   }
-  Result<PingReply> Ping(const PingRequest& r) override {
+  Result<msg::PingReply> Ping(const msg::PingRequest& r) override {
     {
       std::lock_guard<std::mutex> l(mu_);
       ++ping_threads[std::this_thread::get_id()];
     }
-    return PingReply{r.client.hi == 7, 42};
+    return msg::PingReply{r.client.hi == 7, 42};
   }
   std::map<std::thread::id, int> ping_threads;  // which I/O thread answered how many pings
-  Result<PutStartReply> PutStart(const PutStartRequest& r) override {
+  Result<msg::PutStartReply> PutStart(const msg::PutStartRequest& r) override {
     std::lock_guard<std::mutex> l(mu_);
     if (!keys_.emplace(r.key, r.size_bytes).second)
       return Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key '" + r.key + "' exists");
-    BufferDesc b{"seg", "127.0.0.1:1", "", "h", 0, r.size_bytes};
-    return PutStartReply{{ReplicaDesc{ReplicaStatus::kProcessing, {b}}}};
+    msg::BufferDesc b{"seg", "127.0.0.1:1", "", "h", 0, r.size_bytes};
+    return msg::PutStartReply{{msg::ReplicaDesc{msg::ReplicaStatus::kProcessing, {b}}}};
   }
-  Status PutEnd(const KeyRequest&) override { return Status::Ok(); }
-  Result<GetReplicaListReply> GetReplicaList(const KeyRequest& r) override {
+  Status PutEnd(const msg::KeyRequest&) override { return Status::Ok(); }
+  Result<msg::GetReplicaListReply> GetReplicaList(const msg::KeyRequest& r) override {
     std::lock_guard<std::mutex> l(mu_);
     auto it = keys_.find(r.key);
     if (it == keys_.end()) return Error(ErrorCode::OBJECT_NOT_FOUND, "key '" + r.key + "' not found");
-    return GetReplicaListReply{{}, it->second, 10000000};
+    return msg::GetReplicaListReply{{}, it->second, 10000000};
   }
-  Result<bool> ExistKey(const KeyRequest& r) override {
+  Result<bool> ExistKey(const msg::KeyRequest& r) override {
     std::lock_guard<std::mutex> l(mu_);
     return keys_.count(r.key) == 1;
   }
-  Status Remove(const RemoveRequest& r) override {
+  Status Remove(const msg::RemoveRequest& r) override {
     std::lock_guard<std::mutex> l(mu_);
     return keys_.erase(r.key) ? Status::Ok() : Error(ErrorCode::OBJECT_NOT_FOUND, "no " + r.key);
   }
-  Result<RemoveAllReply> RemoveAll() override {
+  Result<msg::RemoveAllReply> RemoveAll() override {
     std::lock_guard<std::mutex> l(mu_);
-    RemoveAllReply r{keys_.size()};
+    msg::RemoveAllReply r{keys_.size()};
     keys_.clear();
     return r;
   }
-  Result<ListKeysReply> ListKeys(const ListKeysRequest& r) override {
+  Result<msg::ListKeysReply> ListKeys(const msg::ListKeysRequest& r) override {
     std::lock_guard<std::mutex> l(mu_);
-    ListKeysReply out;
+    msg::ListKeysReply out;
     for (auto& [k, size] : keys_)
       if (k.rfind(r.prefix, 0) == 0 && out.keys.size() < r.limit) out.keys.push_back({k, size, 1, false});
     return out;
   }
-  Result<ClusterStatusReply> ClusterStatus() override {
-    return ClusterStatusReply{100, 10, 1, 0, 1, {{"seg", "127.0.0.1:1", 100, 10}}};
+  Result<msg::ClusterStatusReply> ClusterStatus() override {
+    return msg::ClusterStatusReply{100, 10, 1, 0, 1, {{"seg", "127.0.0.1:1", 100, 10}}};
   }
   // Counts, then fails: a notification's error must not come back either.
-  Status ReleaseLeases(const Batch<KeyRequest>& r) override {
+  Status ReleaseLeases(const msg::Batch<msg::KeyRequest>& r) override {
     released += r.size();
     return Error(ErrorCode::INTERNAL_ERROR, "counted");
   }
@@ -91,9 +92,9 @@ class TestHandler : public Handler {
 
 template <typename F>
 bool WaitUntil(F cond, int timeout_ms = 5000) {
-  uint64_t deadline = MonotonicUs() + timeout_ms * 1000ull;
+  uint64_t deadline = net::MonotonicUs() + timeout_ms * 1000ull;
   while (!cond()) {
-    if (MonotonicUs() > deadline) return false;
+    if (net::MonotonicUs() > deadline) return false;
     std::this_thread::yield();
     ::usleep(1000);  // waiting on another thread's I/O, not on simulated time
   }
@@ -137,12 +138,14 @@ int Unsent(int fd) {
 
 struct Raw {
   explicit Raw(const std::string& address) {
-    auto fd_or = ConnectTcp(*ParseHostPort(address), 2000000);
+    auto fd_or = net::ConnectTcp(*net::ParseHostPort(address), 2000000);
     REQUIRE(fd_or.ok());
     fd = *fd_or;
   }
   ~Raw() { ::close(fd); }
-  void Send(std::string_view bytes) { REQUIRE(WriteAll(fd, bytes, MonotonicUs() + 2000000).ok()); }
+  void Send(std::string_view bytes) {
+    REQUIRE(net::WriteAll(fd, bytes, net::MonotonicUs() + 2000000).ok());
+  }
   void SendFrame(Opcode op, uint64_t id, std::string_view payload, uint8_t version = kProtocolVersion) {
     std::string f(kFrameHeaderBytes, '\0');
     EncodeFrameHeader({version, 0, op, static_cast<uint32_t>(payload.size()), id},
@@ -151,7 +154,7 @@ struct Raw {
   }
   // Next frame, or an error if the server closed first / nothing came.
   Result<std::pair<FrameHeader, std::string>> Read(int timeout_ms = 3000) {
-    uint64_t deadline = MonotonicUs() + timeout_ms * 1000ull;
+    uint64_t deadline = net::MonotonicUs() + timeout_ms * 1000ull;
     for (;;) {
       if (buf.size() >= kFrameHeaderBytes) {
         auto h = DecodeFrameHeader(reinterpret_cast<const uint8_t*>(buf.data()), buf.size(), kMaxPayloadBytes);
@@ -163,7 +166,7 @@ struct Raw {
         }
       }
       char tmp[65536];
-      auto n = ReadSome(fd, tmp, sizeof tmp, deadline);
+      auto n = net::ReadSome(fd, tmp, sizeof tmp, deadline);
       if (!n.ok()) return n.status();
       if (*n == 0) return Error(ErrorCode::RPC_FAIL, "closed");
       buf.append(tmp, *n);
@@ -201,7 +204,7 @@ bool Contains(const std::string& s, std::string_view part) { return s.find(part)
 TEST_CASE("a client calls every operation and gets typed replies and errors") {
   TestServer ts;
   MasterClient c(ts.Client());
-  ClientId me{7, 8};
+  msg::ClientId me{7, 8};
   CHECK(c.MountSegment({me, {"seg", "h", "e", "", 100, 1}}).ok());
   CHECK(c.MountSegment({me, {}}).code() == ErrorCode::INVALID_PARAMS);
   CHECK(c.UnmountSegment({me, "seg"}).code() == ErrorCode::NOT_SUPPORTED);
@@ -277,15 +280,15 @@ TEST_CASE("the auth token never appears on the wire") {
   const std::string token = "TOKEN-must-not-leak-0123456789";
   TestServer ts(token);
   // A one-connection proxy that records both directions.
-  auto lfd = ListenTcp("127.0.0.1", 0, 4);
+  auto lfd = net::ListenTcp("127.0.0.1", 0, 4);
   REQUIRE(lfd.ok());
-  uint16_t proxy_port = LocalPort(*lfd);
+  uint16_t proxy_port = net::LocalPort(*lfd);
   std::string captured;
   std::thread proxy([&] {
     pollfd lp{*lfd, POLLIN, 0};
     if (::poll(&lp, 1, 3000) <= 0) return;
     int a = ::accept(*lfd, nullptr, nullptr);
-    int b = *ConnectTcp(*ParseHostPort(ts.address()), 2000000);
+    int b = *net::ConnectTcp(*net::ParseHostPort(ts.address()), 2000000);
     pollfd p[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
     char buf[4096];
     for (bool open = true; open && ::poll(p, 2, 3000) > 0;) {
@@ -294,7 +297,7 @@ TEST_CASE("the auth token never appears on the wire") {
         ssize_t n = ::read(p[i].fd, buf, sizeof buf);
         if (n <= 0) { open = false; break; }
         captured.append(buf, n);
-        (void)WriteAll(p[1 - i].fd, std::string_view(buf, n), MonotonicUs() + 1000000);
+        (void)net::WriteAll(p[1 - i].fd, std::string_view(buf, n), net::MonotonicUs() + 1000000);
       }
     }
     ::close(a);
@@ -363,7 +366,7 @@ TEST_CASE("bad framing gets a ConnectionError and a close; bad payloads only an 
     raw.SendFrame(static_cast<Opcode>(0x7777), 11, "whatever");
     raw.SendFrame(Opcode::kExistKey, 12, "short");
     std::string ping;
-    EncodePayload(PingRequest{}, &ping);
+    EncodePayload(msg::PingRequest{}, &ping);
     raw.SendFrame(Opcode::kPing, 13, ping);
     auto a = raw.Read(), b = raw.Read(), c = raw.Read();
     REQUIRE((a.ok() && b.ok() && c.ok()));
@@ -373,7 +376,7 @@ TEST_CASE("bad framing gets a ConnectionError and a close; bad payloads only an 
     CHECK(ReplyStatus(b->second).code() == ErrorCode::PROTOCOL_ERROR);
     CHECK(Contains(ReplyStatus(b->second).message(), "malformed ExistKey"));
     CHECK(c->first.request_id == 13);
-    CHECK(DecodeReply<PingReply>(c->second, "ping")->view_version == 42);
+    CHECK(DecodeReply<msg::PingReply>(c->second, "ping")->view_version == 42);
   }
   SUBCASE("a truncated frame and a hang-up") {
     {
@@ -389,8 +392,7 @@ TEST_CASE("bad framing gets a ConnectionError and a close; bad payloads only an 
 
 TEST_CASE("random bytes never crash the server or stop it serving (MC_SEED replays)") {
   TestServer ts;
-  uint64_t seed = TestSeed();
-  std::printf("rpc random-bytes seed: MC_SEED=%llu\n", static_cast<unsigned long long>(seed));
+  uint64_t seed = mc::TestSeed("rpc random-bytes");
   RandomMessages g(seed);
   MasterClient good(ts.Client());
   for (int i = 0; i < 60; ++i) {
@@ -442,8 +444,8 @@ TEST_CASE("a notification (ReleaseLeases) gets no reply, even when it fails, and
   Raw raw(ts.address());
   raw.Handshake();
   std::string release, exist;
-  EncodePayload(Batch<KeyRequest>{{{1, 2}, "a"}, {{1, 2}, "b"}}, &release);
-  EncodePayload(KeyRequest{{1, 2}, "k"}, &exist);
+  EncodePayload(msg::Batch<msg::KeyRequest>{{{1, 2}, "a"}, {{1, 2}, "b"}}, &release);
+  EncodePayload(msg::KeyRequest{{1, 2}, "k"}, &exist);
   raw.SendFrame(Opcode::kReleaseLeases, 5, release);
   raw.SendFrame(Opcode::kExistKey, 6, exist);
   auto f = raw.Read();  // the first frame back answers the request after it
@@ -467,7 +469,7 @@ TEST_CASE("requests pipeline on one connection and replies come back in order") 
   std::string many;
   for (uint64_t id = 100; id < 400; ++id) {
     std::string p;
-    EncodePayload(KeyRequest{{}, "k" + std::to_string(id)}, &p);
+    EncodePayload(msg::KeyRequest{{}, "k" + std::to_string(id)}, &p);
     std::string h(kFrameHeaderBytes, '\0');
     EncodeFrameHeader({kProtocolVersion, 0, Opcode::kExistKey, static_cast<uint32_t>(p.size()), id},
                       reinterpret_cast<uint8_t*>(h.data()));
@@ -557,7 +559,7 @@ TEST_CASE("connections past the limit are refused with a reason") {
 TEST_CASE("a batch at the wire limit (65536 keys, about 8 MiB) goes through in one frame") {
   TestServer ts;
   MasterClient c(ts.Client());
-  Batch<KeyRequest> keys;
+  msg::Batch<msg::KeyRequest> keys;
   for (size_t i = 0; i < kMaxBatchItems; ++i) keys.push_back({{}, std::string(100, 'k') + std::to_string(i)});
   auto r = c.BatchExistKey(keys);
   REQUIRE(r.ok());
@@ -640,7 +642,7 @@ namespace {
 thread_local uint64_t t_free_ops = 0;
 class BlockingHandler : public TestHandler {
  public:
-  Result<PingReply> Ping(const PingRequest& r) override {
+  Result<msg::PingReply> Ping(const msg::PingRequest& r) override {
     ++t_free_ops;
     if (r.client.hi == 99) {
       entered = true;
@@ -648,7 +650,7 @@ class BlockingHandler : public TestHandler {
     }
     return TestHandler::Ping(r);
   }
-  Result<bool> ExistKey(const KeyRequest& r) override {
+  Result<bool> ExistKey(const msg::KeyRequest& r) override {
     ++t_free_ops;
     return TestHandler::ExistKey(r);
   }
@@ -687,8 +689,8 @@ TEST_CASE("a connection's replies wait for its own requests, not for another's i
   // The only I/O thread is stuck in a handler while A (a gated PutEnd) and
   // B (a free ExistKey) both arrive, so one epoll wakeup sees both.
   std::string ping, key;
-  EncodePayload(PingRequest{{99, 1}}, &ping);
-  EncodePayload(KeyRequest{{1, 2}, "k"}, &key);
+  EncodePayload(msg::PingRequest{{99, 1}}, &ping);
+  EncodePayload(msg::KeyRequest{{1, 2}, "k"}, &key);
   blocker.SendFrame(Opcode::kPing, 1, ping);
   REQUIRE(WaitUntil([&] { return handler.entered.load(); }));
   a.SendFrame(Opcode::kPutEnd, 2, key);

@@ -14,11 +14,13 @@
 #include <unordered_map>
 
 #include "common/log.h"
+#include "net/socket.h"
 #include "proto/auth.h"
 #include "proto/handshake.h"
-#include "rpc/socket.h"
 
 namespace mc::rpc {
+
+using namespace mc::proto;  // this layer speaks the wire format (a .cc, not a header)
 
 struct Server::Counters {
   std::atomic<uint64_t> accepted{0}, refused{0}, active{0}, requests{0}, protocol_errors{0},
@@ -117,7 +119,7 @@ class Server::Loop {
 
   void Run() {
     epoll_event events[kMaxEvents];
-    uint64_t last_tick_us = MonotonicUs();
+    uint64_t last_tick_us = net::MonotonicUs();
     while (!s_->counters_->stopping.load(std::memory_order_relaxed)) {
       int n = ::epoll_wait(epfd_, events, kMaxEvents, kTickMs);
       for (int i = 0; i < n; ++i) {
@@ -134,8 +136,8 @@ class Server::Loop {
         }
       }
       if (!held_.empty()) ReleaseReady();
-      if (MonotonicUs() - last_tick_us >= kTickMs * 1000) {
-        last_tick_us = MonotonicUs();
+      if (net::MonotonicUs() - last_tick_us >= kTickMs * 1000) {
+        last_tick_us = net::MonotonicUs();
         CheckTimeouts();
       }
     }
@@ -207,7 +209,7 @@ class Server::Loop {
 
   // Serves an accepted connection (already counted in `active`) on this loop.
   void Adopt(int fd) {
-    SetNoDelay(fd);
+    net::SetNoDelay(fd);
     auto c = std::make_unique<Conn>();
     c->fd = fd;
     c->serial = next_serial_++;
@@ -514,8 +516,8 @@ Server::~Server() { Stop(); }
 Status Server::Start() {
   if (options_.io_threads == 0 || options_.max_connections == 0)
     return Error(ErrorCode::INVALID_PARAMS, "rpc server needs io_threads and max_connections > 0");
-  MC_ASSIGN_OR_RETURN(listen_fd_, ListenTcp(options_.address, options_.port, 1024));
-  port_ = LocalPort(listen_fd_);
+  MC_ASSIGN_OR_RETURN(listen_fd_, net::ListenTcp(options_.address, options_.port, 1024));
+  port_ = net::LocalPort(listen_fd_);
   for (uint32_t i = 0; i < options_.io_threads; ++i) {
     auto loop = std::make_unique<Loop>(this);
     Status st = loop->Init();

@@ -37,7 +37,7 @@ bool SplitUrl(const std::string& url, std::string* base, std::string* path) {
 }
 
 // The segment descriptor in the reference's layout (mooncake/ram/<name>).
-std::string DescriptorJson(const proto::SegmentDesc& seg, uint16_t port, uint64_t addr) {
+std::string DescriptorJson(const msg::SegmentDesc& seg, uint16_t port, uint64_t addr) {
   return "{\"name\":\"" + JsonEscape(seg.name) + "\",\"protocol\":\"tcp\",\"tcp_data_port\":" +
          std::to_string(port) + ",\"buffers\":[{\"name\":\"" + JsonEscape(seg.name) +
          "\",\"addr\":" + std::to_string(addr) + ",\"length\":" + std::to_string(seg.size_bytes) +
@@ -98,7 +98,7 @@ class MetadataPublisher : public MetadataPublisherImpl {
   using MetadataPublisherImpl::MetadataPublisherImpl;
 };
 
-Result<std::unique_ptr<SegmentHost>> SegmentHost::Create(const Config& config, proto::ClientId id) {
+Result<std::unique_ptr<SegmentHost>> SegmentHost::Create(const Config& config, msg::ClientId id) {
   std::unique_ptr<SegmentHost> h(new SegmentHost());
   h->config_ = config;
   h->id_ = id;
@@ -114,7 +114,7 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Create(const Config& config, p
     const std::string advice = transfer::HugePageAdvice(so.size_bytes, transfer::FreeHugePages());
     if (!advice.empty()) MC_LOG(INFO) << "segment on 4 KiB pages: " << advice;
   }
-  proto::SegmentDesc& desc = h->desc_;
+  msg::SegmentDesc& desc = h->desc_;
   desc.size_bytes = h->segment_->size_bytes();
   desc.incarnation = RandomU64();
   desc.access_key = RandomBytes(32);
@@ -130,7 +130,9 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Create(const Config& config, p
   // complete, leased replicas (common/capability.h).
   auto server = transfer::TcpDataServer::Start(
       h->segment_->base(), h->segment_->size_bytes(),
-      transfer::CapabilityCheck(desc.access_key, desc.incarnation, WallClockUnixMs), to);
+      transfer::CapabilityCheck(desc.access_key, desc.incarnation,
+                                [] { return SystemClock::Instance().UnixMs(); }),
+      to);
   if (!server.ok()) {
     return Error(server.code(), "cannot start the data server: " + server.status().ToString());
   }
@@ -147,7 +149,7 @@ SegmentHost::~SegmentHost() { Stop(); }
 
 Result<bool> SegmentHost::Mount(const WaitFn& wait) {
   uint64_t backoff = 100;
-  const proto::MountSegmentRequest req{id_, desc_};
+  const msg::MountSegmentRequest req{id_, desc_};
   for (;;) {
     auto r = link_->Invoke<Opcode::kMountSegment>(req);
     if (r.ok()) {
@@ -200,7 +202,7 @@ bool SegmentHost::Sleep(uint64_t ms) {
 
 void SegmentHost::Heartbeat() {
   while (!Sleep(kPingIntervalMs)) {
-    auto pong = link_->Invoke<Opcode::kPing>(proto::PingRequest{id_});
+    auto pong = link_->Invoke<Opcode::kPing>(msg::PingRequest{id_});
     if (!pong.ok()) {
       MC_LOG(WARN) << "heartbeat to master " << config_.cluster.master
                    << " failed: " << pong.status().ToString();
@@ -237,7 +239,7 @@ void SegmentHost::Stop() {
   }
   if (mounted_) {
     MC_LOG(INFO) << "unmounting segment " << desc_.name;
-    auto un = link_->Invoke<Opcode::kUnmountSegment>(proto::UnmountSegmentRequest{id_, desc_.name});
+    auto un = link_->Invoke<Opcode::kUnmountSegment>(msg::UnmountSegmentRequest{id_, desc_.name});
     if (!un.ok()) MC_LOG(WARN) << "unmount failed: " << un.status().ToString();
     meta_->Delete("mooncake/ram/" + desc_.name);
   }

@@ -23,7 +23,7 @@
 
 #include "common/result.h"
 #include "config/config.h"
-#include "proto/messages.h"
+#include "msg/messages.h"
 
 namespace mc::transfer {
 class Segment;
@@ -44,7 +44,7 @@ class SegmentHost {
 
   // Reserves config.store.global_segment_size_bytes and starts serving it
   // (nothing is mounted yet). Errors name what failed.
-  static Result<std::unique_ptr<SegmentHost>> Create(const Config& config, proto::ClientId id);
+  static Result<std::unique_ptr<SegmentHost>> Create(const Config& config, msg::ClientId id);
   ~SegmentHost();
   SegmentHost(const SegmentHost&) = delete;
   SegmentHost& operator=(const SegmentHost&) = delete;
@@ -77,8 +77,8 @@ class SegmentHost {
   bool Sleep(uint64_t ms);
 
   Config config_;
-  proto::ClientId id_;
-  proto::SegmentDesc desc_;
+  msg::ClientId id_;
+  msg::SegmentDesc desc_;
   uint16_t port_ = 0;
   std::unique_ptr<transfer::Segment> segment_;
   std::unique_ptr<transfer::TcpDataServer> server_;

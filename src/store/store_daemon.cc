@@ -16,7 +16,7 @@ constexpr uint64_t kStopPollMs = 200;
 
 Status RunStore(const Config& config) {
   InstallStopSignals();
-  proto::ClientId id;
+  msg::ClientId id;
   std::string rid = RandomBytes(16);
   std::memcpy(&id.hi, rid.data(), 8);
   std::memcpy(&id.lo, rid.data() + 8, 8);

@@ -27,6 +27,7 @@
 #include <stop_token>
 #include <string>
 
+#include "common/ceilings.h"
 #include "common/result.h"
 
 namespace mc::transfer {
@@ -53,8 +54,8 @@ struct SegmentOptions {
   std::string shm_dir = "/dev/shm";  // kShmFile only
 };
 
-// Upper bound of one segment (1 TiB), checked when the segment is created.
-inline constexpr uint64_t kMaxSegmentBytes = 1ull << 40;
+// The upper bound of one segment, kMaxSegmentBytes (common/ceilings.h), is
+// checked when the segment is created.
 
 class Segment {
  public:

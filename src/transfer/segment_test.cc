@@ -88,7 +88,7 @@ TEST_CASE("segment sizes of zero or above the limit are refused") {
   SegmentOptions opts;
   opts.size_bytes = 0;
   CHECK(Segment::Create(opts).code() == mc::ErrorCode::INVALID_PARAMS);
-  opts.size_bytes = kMaxSegmentBytes + 1;
+  opts.size_bytes = mc::kMaxSegmentBytes + 1;
   CHECK(Segment::Create(opts).code() == mc::ErrorCode::INVALID_PARAMS);
 }
 

@@ -58,7 +58,7 @@ Status SendReply(int fd, uint64_t request_id, const Status& st, const void* data
   reply.length = iov[1].iov_len;
   wire::EncodeReply(reply, hdr);
   iov[0] = {hdr, sizeof(hdr)};
-  return SendAllV(fd, iov, iov[1].iov_len > 0 ? 2 : 1);
+  return net::SendAllV(fd, iov, iov[1].iov_len > 0 ? 2 : 1);
 }
 
 // Reads and discards `len` payload bytes of a refused WRITE.
@@ -66,10 +66,31 @@ Status Drain(int fd, uint64_t len) {
   std::vector<uint8_t> scratch(std::min<uint64_t>(len, kDrainChunkBytes));
   while (len > 0) {
     size_t n = std::min<uint64_t>(len, scratch.size());
-    MC_RETURN_IF_ERROR(RecvAll(fd, scratch.data(), n));
+    MC_RETURN_IF_ERROR(net::RecvAll(fd, scratch.data(), n));
     len -= n;
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+namespace {
+
+// A blocking listening socket on an IPv4 literal (the accept loop polls it
+// with the wake eventfd, then accepts).
+Result<int> Listen(const TcpDataServerOptions& o) {
+  in_addr addr{};
+  if (inet_pton(AF_INET, o.listen_host.c_str(), &addr) != 1) {
+    return Error(ErrorCode::INVALID_PARAMS,
+                 "listen address '" + o.listen_host + "' is not an IPv4 literal");
+  }
+  auto fd = net::ListenTcp(o.listen_host, o.port, kListenBacklog);
+  if (!fd.ok()) return Error(ErrorCode::INTERNAL_ERROR, fd.status().message());
+  if (!net::SetNonBlocking(*fd, false)) {
+    close(*fd);
+    return Error(ErrorCode::INTERNAL_ERROR, std::string("fcntl: ") + std::strerror(errno));
+  }
+  return *fd;
 }
 
 }  // namespace
@@ -88,9 +109,10 @@ Result<std::unique_ptr<TcpDataServer>> TcpDataServer::Start(uint8_t* base, uint6
   s->size_bytes_ = size_bytes;
   s->check_ = std::move(check);
   s->options_ = std::move(options);
+  s->clock_ = s->options_.clock != nullptr ? s->options_.clock : &SystemClock::Instance();
   s->counters_ = std::make_unique<Counters>();
-  MC_ASSIGN_OR_RETURN(s->listen_fd_, ListenTcp(s->options_.listen_host, s->options_.port,
-                                               kListenBacklog, &s->port_));
+  MC_ASSIGN_OR_RETURN(s->listen_fd_, Listen(s->options_));
+  s->port_ = net::LocalPort(s->listen_fd_);
   s->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (s->wake_fd_ < 0) {
     return Error(ErrorCode::INTERNAL_ERROR, std::string("eventfd: ") + std::strerror(errno));
@@ -163,7 +185,7 @@ void TcpDataServer::AcceptLoop() {
       }
       continue;
     }
-    TuneSocket(fd, options_.tuning);
+    net::TuneSocket(fd, options_.tuning);
     std::lock_guard<std::mutex> lock(mu_);
     if (conns_.size() >= options_.max_connections) {
       counters_->refused.fetch_add(1);
@@ -197,7 +219,7 @@ void TcpDataServer::LogRefusal(int fd, OpKind op, const Status& st) {
   // A peer hammering the port with bad requests must not flood the log: at
   // most kMaxRefusalLogsPerWindow lines per window, then one line saying how
   // many were left out. The counter in stats() counts them all.
-  const uint64_t now_ms = WallClockUnixMs();
+  const uint64_t now_ms = clock_->UnixMs();
   uint64_t suppressed = 0;
   {
     std::lock_guard<std::mutex> lock(log_mu_);
@@ -227,10 +249,10 @@ bool TcpDataServer::Authenticate(int fd, const std::array<uint8_t, wire::kNonceB
   uint8_t mac[wire::kMacBytes];
   // A peer that hangs up before asking (e.g. a client that has no token) is
   // not an authentication attempt.
-  if (!RecvAll(fd, hdr, sizeof(hdr)).ok()) return false;
+  if (!net::RecvAll(fd, hdr, sizeof(hdr)).ok()) return false;
   bool ok = wire::DecodeRequest(hdr, &req).ok() &&
             req.op == static_cast<uint16_t>(wire::Op::kAuth) && req.length == wire::kMacBytes &&
-            RecvAll(fd, mac, sizeof(mac)).ok();
+            net::RecvAll(fd, mac, sizeof(mac)).ok();
   if (ok) {
     auto want = wire::AuthMac(options_.auth_token, nonce);
     ok = wire::MacEqual(mac, want.data());
@@ -254,7 +276,7 @@ void TcpDataServer::Serve(Conn* conn) {
   bool alive = wire::RandomNonce(&hello.nonce).ok();
   if (alive) {
     wire::EncodeHello(hello, buf);
-    alive = SendAll(fd, buf, sizeof(buf)).ok();
+    alive = net::SendAll(fd, buf, sizeof(buf)).ok();
   }
   if (alive && !options_.auth_token.empty()) alive = Authenticate(fd, hello.nonce);
   while (alive && !stopping_.load()) {
@@ -266,7 +288,7 @@ void TcpDataServer::Serve(Conn* conn) {
     }
     uint8_t hdr[wire::kRequestBytes];
     wire::Request req;
-    Status st = RecvAll(fd, hdr, sizeof(hdr));
+    Status st = net::RecvAll(fd, hdr, sizeof(hdr));
     if (!st.ok()) break;  // peer closed or stalled: nothing to answer
     st = wire::DecodeRequest(hdr, &req);
     if (st.ok()) {
@@ -312,7 +334,7 @@ bool TcpDataServer::Handle(int fd, const wire::Request& req) {
   uint8_t* range = base_ + req.offset;
   // Counters move before the reply so a client that saw the reply also sees them.
   if (is_write) {
-    if (!RecvAll(fd, range, req.length).ok()) return false;
+    if (!net::RecvAll(fd, range, req.length).ok()) return false;
     counters_->bytes_written.fetch_add(req.length);
     counters_->served.fetch_add(1);
     return SendReply(fd, req.request_id, Status::Ok(), nullptr, 0).ok();

@@ -1,7 +1,7 @@
 // TcpDataServer: the store side of the TCP data path. Serves WRITE and READ
-// requests (format in wire.h) straight into and out of segment memory: bytes
-// are recv()'d into the destination and send()'d from the source, with no
-// intermediate copy.
+// requests (format in data_protocol.h) straight into and out of segment
+// memory: bytes are recv()'d into the destination and send()'d from the
+// source, with no intermediate copy.
 //
 // One thread accepts; each connection (persistent, at most max_connections)
 // is served by its own blocking thread, which on loopback with 2 cores beats
@@ -27,10 +27,12 @@
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/result.h"
-#include "transfer/socket_io.h"
+#include "net/socket.h"
+#include "net/stream_io.h"
+#include "transfer/data_protocol.h"
 #include "transfer/transport.h"
-#include "transfer/wire.h"
 
 namespace mc::transfer {
 
@@ -41,7 +43,8 @@ struct TcpDataServerOptions {
   uint64_t max_frame_bytes = 64ull << 20;  // largest WRITE/READ length
   int idle_timeout_ms = 600000;            // close a connection idle this long
   std::string auth_token;                  // empty = no authentication
-  SocketTuning tuning;                     // io_timeout_ms bounds a stalled frame
+  net::SocketTuning tuning;                // io_timeout_us bounds a stalled frame
+  const Clock* clock = nullptr;            // wall time of the refusal log window; null: SystemClock
 };
 
 struct TcpDataServerStats {
@@ -105,6 +108,7 @@ class TcpDataServer {
   std::mutex mu_;                 // guards conns_
   std::list<Conn> conns_;
   std::unique_ptr<Counters> counters_;
+  const Clock* clock_ = nullptr;  // options_.clock or SystemClock
   std::mutex log_mu_;  // guards the refusal log window
   uint64_t refusal_window_start_ms_ = 0;
   uint64_t refusals_logged_ = 0;

@@ -6,10 +6,10 @@
 #include <cstring>
 #include <limits>
 
-#include "transfer/socket_io.h"
+#include "net/stream_io.h"
+#include "transfer/data_protocol.h"
 #include "transfer/tcp_transport.h"
 #include "transfer/transfer_test_util.h"
-#include "transfer/wire.h"
 
 using namespace mc::transfer;
 using mc::ErrorCode;
@@ -22,28 +22,28 @@ struct Raw {
   int fd = -1;
   wire::Hello hello;
   explicit Raw(const Store& store) {
-    auto r = ConnectTcp("127.0.0.1", store.server->port(), 2000);
+    auto r = mc::net::ConnectTcp({"127.0.0.1", store.server->port()}, 2000000);
     REQUIRE(r.ok());
     fd = *r;
-    TuneSocket(fd, SocketTuning{0, 5000});
+    mc::net::TuneSocket(fd, mc::net::SocketTuning{0, 5000000});
     uint8_t buf[wire::kHelloBytes];
-    REQUIRE(RecvAll(fd, buf, sizeof(buf)).ok());
+    REQUIRE(mc::net::RecvAll(fd, buf, sizeof(buf)).ok());
     REQUIRE(wire::DecodeHello(buf, &hello).ok());
   }
   ~Raw() { close(fd); }
   void SendRequest(uint16_t op, uint64_t offset, uint64_t len, uint64_t id = 9) {
     uint8_t hdr[wire::kRequestBytes];
     wire::EncodeRequest({op, id, offset, len}, hdr);
-    REQUIRE(SendAll(fd, hdr, sizeof(hdr)).ok());
+    REQUIRE(mc::net::SendAll(fd, hdr, sizeof(hdr)).ok());
   }
   // Reads one reply; returns its status code (OK = 0) and skips its payload.
   int32_t ReadReply(uint64_t* length = nullptr) {
     uint8_t hdr[wire::kReplyBytes];
-    if (!RecvAll(fd, hdr, sizeof(hdr)).ok()) return 1;  // 1: no reply at all
+    if (!mc::net::RecvAll(fd, hdr, sizeof(hdr)).ok()) return 1;  // 1: no reply at all
     wire::Reply r;
     REQUIRE(wire::DecodeReply(hdr, &r).ok());
     std::vector<uint8_t> body(r.length);
-    REQUIRE(RecvAll(fd, body.data(), body.size()).ok());
+    REQUIRE(mc::net::RecvAll(fd, body.data(), body.size()).ok());
     if (length != nullptr) *length = r.length;
     return r.status;
   }
@@ -87,7 +87,7 @@ TEST_CASE("garbage bytes get a protocol error and a closed connection") {
     Raw raw(store);
     std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
     junk.resize(wire::kRequestBytes, '.');
-    REQUIRE(SendAll(raw.fd, junk.data(), junk.size()).ok());
+    REQUIRE(mc::net::SendAll(raw.fd, junk.data(), junk.size()).ok());
     CHECK(raw.ReadReply() == static_cast<int32_t>(ErrorCode::PROTOCOL_ERROR));
     CHECK(raw.ClosedByPeer());
   }
@@ -101,13 +101,13 @@ TEST_CASE("a truncated frame does not disturb the server") {
     Raw raw(store);
     uint8_t hdr[wire::kRequestBytes];
     wire::EncodeRequest({kWrite, 1, 0, 4096}, hdr);
-    REQUIRE(SendAll(raw.fd, hdr, 20).ok());  // half a header, then hang up
+    REQUIRE(mc::net::SendAll(raw.fd, hdr, 20).ok());  // half a header, then hang up
   }
   {
     Raw raw(store);
     raw.SendRequest(kWrite, 0, 4096);
     std::vector<uint8_t> part(1000, 5);
-    REQUIRE(SendAll(raw.fd, part.data(), part.size()).ok());  // payload cut short
+    REQUIRE(mc::net::SendAll(raw.fd, part.data(), part.size()).ok());  // payload cut short
   }
   CheckStillServing(store);
 }
@@ -123,7 +123,7 @@ TEST_CASE("out-of-bounds and overflowing ranges are refused and the connection s
   // A refused write has its payload drained, so the next frame parses.
   raw.SendRequest(kWrite, std::numeric_limits<uint64_t>::max(), 100);
   std::vector<uint8_t> payload(100, 9);
-  REQUIRE(SendAll(raw.fd, payload.data(), payload.size()).ok());
+  REQUIRE(mc::net::SendAll(raw.fd, payload.data(), payload.size()).ok());
   CHECK(raw.ReadReply() == static_cast<int32_t>(ErrorCode::INVALID_WRITE));
   uint64_t len = 0;
   raw.SendRequest(kRead, 0, 64);

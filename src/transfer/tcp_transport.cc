@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "common/log.h"
-#include "transfer/wire.h"
+#include "transfer/data_protocol.h"
 
 namespace mc::transfer {
 
@@ -21,7 +21,8 @@ std::string PeerKey(const Endpoint& ep) { return ep.host + ":" + std::to_string(
 // Reads the error message that follows a failed reply and builds its Status.
 Status ReadErrorReply(int fd, const wire::Reply& reply, const std::string& peer) {
   std::string msg(std::min<uint64_t>(reply.length, wire::kMaxErrorMessageBytes), '\0');
-  if (reply.length > wire::kMaxErrorMessageBytes || !RecvAll(fd, msg.data(), msg.size()).ok()) {
+  if (reply.length > wire::kMaxErrorMessageBytes ||
+      !net::RecvAll(fd, msg.data(), msg.size()).ok()) {
     msg = "(unreadable message)";
   }
   ErrorCode code = IsKnownErrorCode(reply.status) ? static_cast<ErrorCode>(reply.status)
@@ -32,7 +33,7 @@ Status ReadErrorReply(int fd, const wire::Reply& reply, const std::string& peer)
 
 Status ReadReply(int fd, uint64_t request_id, const std::string& peer, wire::Reply* reply) {
   uint8_t hdr[wire::kReplyBytes];
-  MC_RETURN_IF_ERROR(RecvAll(fd, hdr, sizeof(hdr)));
+  MC_RETURN_IF_ERROR(net::RecvAll(fd, hdr, sizeof(hdr)));
   MC_RETURN_IF_ERROR(wire::DecodeReply(hdr, reply));
   if (reply->status != 0) return ReadErrorReply(fd, *reply, peer);
   if (reply->request_id != request_id) {
@@ -46,10 +47,11 @@ Status ReadReply(int fd, uint64_t request_id, const std::string& peer, wire::Rep
 // Reads the server's greeting: HELLO, or an error reply when it refuses us.
 Status ReadHello(int fd, const std::string& peer, wire::Hello* hello) {
   uint8_t buf[wire::kHelloBytes];
-  MC_RETURN_IF_ERROR(RecvAll(fd, buf, wire::kReplyBytes));
+  MC_RETURN_IF_ERROR(net::RecvAll(fd, buf, wire::kReplyBytes));
   wire::Reply reply;
   if (wire::DecodeReply(buf, &reply).ok()) return ReadErrorReply(fd, reply, peer);
-  MC_RETURN_IF_ERROR(RecvAll(fd, buf + wire::kReplyBytes, wire::kHelloBytes - wire::kReplyBytes));
+  MC_RETURN_IF_ERROR(
+      net::RecvAll(fd, buf + wire::kReplyBytes, wire::kHelloBytes - wire::kReplyBytes));
   return wire::DecodeHello(buf, hello);
 }
 
@@ -57,7 +59,7 @@ Status ReadHello(int fd, const std::string& peer, wire::Hello* hello) {
 
 TcpTransport::TcpTransport(TcpTransportOptions options)
     : options_(std::move(options)), workers_(std::max(options_.streams - 1, 0)) {
-  assert(options_.streams >= 1 && options_.streams <= kMaxStreams);
+  assert(options_.streams >= 1 && options_.streams <= static_cast<int>(kMaxTcpStreams));
   assert(options_.min_chunk_bytes > 0 && options_.min_chunk_bytes <= options_.max_chunk_bytes);
   assert(options_.min_read_chunk_bytes > 0);
 }
@@ -85,8 +87,14 @@ void TcpTransport::DropIdle(const Endpoint& ep) {
 
 Result<TcpTransport::Conn> TcpTransport::Connect(const Endpoint& ep) {
   const std::string peer = PeerKey(ep);
-  MC_ASSIGN_OR_RETURN(int fd, ConnectTcp(ep.host, ep.port, options_.connect_timeout_ms));
-  TuneSocket(fd, options_.tuning);
+  auto connected = net::ConnectTcp({ep.host, ep.port}, options_.connect_timeout_us);
+  if (!connected.ok()) {
+    // The data plane reports its own code; net names what failed.
+    return Error(ErrorCode::TRANSFER_FAIL, "connect " + ep.host + ":" + std::to_string(ep.port) +
+                                               ": " + connected.status().message());
+  }
+  const int fd = *connected;
+  net::TuneSocket(fd, options_.tuning);
   Conn conn{fd, 1, false};
   wire::Hello hello;
   Status st = ReadHello(fd, peer, &hello);
@@ -102,7 +110,7 @@ Result<TcpTransport::Conn> TcpTransport::Connect(const Endpoint& ep) {
       uint8_t hdr[wire::kRequestBytes];
       wire::EncodeRequest(req, hdr);
       iovec iov[2] = {{hdr, sizeof(hdr)}, {mac.data(), mac.size()}};
-      st = SendAllV(fd, iov, 2);
+      st = net::SendAllV(fd, iov, 2);
       wire::Reply reply;
       if (st.ok()) st = ReadReply(fd, req.request_id, peer, &reply);
     }
@@ -163,7 +171,7 @@ Status TcpTransport::SendChunk(Conn& conn, const TransferOp& op, const Chunk& ch
   // Header and payload leave in one sendmsg; the payload is the caller's
   // buffer itself, never copied.
   iovec iov[2] = {{hdr, sizeof(hdr)}, {local, is_write ? chunk.len : 0}};
-  return SendAllV(conn.fd, iov, is_write && chunk.len > 0 ? 2 : 1);
+  return net::SendAllV(conn.fd, iov, is_write && chunk.len > 0 ? 2 : 1);
 }
 
 Status TcpTransport::FinishChunk(Conn& conn, const TransferOp& op, const Chunk& chunk,
@@ -187,7 +195,7 @@ Status TcpTransport::FinishChunk(Conn& conn, const TransferOp& op, const Chunk& 
   }
   if (!is_write) {
     MC_RETURN_IF_ERROR(
-        RecvAll(conn.fd, static_cast<uint8_t*>(op.buffer) + chunk.offset_in_op, chunk.len));
+        net::RecvAll(conn.fd, static_cast<uint8_t*>(op.buffer) + chunk.offset_in_op, chunk.len));
   }
   *broken = false;
   return Status::Ok();

@@ -1,4 +1,4 @@
-// TcpTransport: the client side of the TCP data path (wire format in wire.h).
+// TcpTransport: the client side of the TCP data path (wire format in data_protocol.h).
 //
 // Keeps a small pool of persistent connections per peer. A large transfer is
 // cut into chunks (between min_chunk_bytes, or min_read_chunk_bytes for a
@@ -22,7 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "transfer/socket_io.h"
+#include "common/ceilings.h"
+#include "net/socket.h"
+#include "net/stream_io.h"
 #include "transfer/transport.h"
 #include "transfer/worker_pool.h"
 
@@ -40,13 +42,13 @@ struct TcpTransportOptions {
   uint64_t min_read_chunk_bytes = 512ull << 10;
   uint64_t max_chunk_bytes = 1ull << 20;  // must be <= the server's max_frame_bytes
   int max_idle_connections_per_peer = 8;
-  int connect_timeout_ms = 5000;
+  uint64_t connect_timeout_us = 5000000;
   std::string auth_token;  // empty = none; must match the server's
-  SocketTuning tuning;
+  net::SocketTuning tuning;
 };
 
-// Limits checked by the constructor (asserted: a bad value is a caller bug).
-inline constexpr int kMaxStreams = 64;
+// Limits checked by the constructor (asserted: a bad value is a caller bug):
+// streams at most kMaxTcpStreams (common/ceilings.h).
 // Requests in flight per connection.
 inline constexpr size_t kPipelineDepth = 2;
 

@@ -11,19 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "common/test_seed.h"
 #include "transfer/segment.h"
 #include "transfer/tcp_server.h"
 
 namespace mc::transfer::testing {
 
+// One seed for the whole transfer test binary; each test offsets it.
 inline uint64_t TestSeed() {
-  static const uint64_t seed = [] {
-    const char* env = std::getenv("MC_SEED");
-    uint64_t s = env != nullptr ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-    std::printf("transfer tests: seed %llu (replay with MC_SEED=%llu)\n",
-                static_cast<unsigned long long>(s), static_cast<unsigned long long>(s));
-    return s;
-  }();
+  static const uint64_t seed = mc::TestSeed("transfer tests");
   return seed;
 }
 

@@ -41,7 +41,7 @@ struct Grant {
   uint64_t offset = 0;
   uint64_t size_bytes = 0;
   uint64_t expiry_unix_ms = 0;
-  std::string signature;  // 32 bytes, from proto::BufferDesc::capability
+  std::string signature;  // 32 bytes, from msg::BufferDesc::capability
 };
 
 // Decides whether [offset, offset + len) of a segment may be written or read

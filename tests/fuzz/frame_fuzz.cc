@@ -59,33 +59,33 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       break;
     }
-    case 1: Check<MountSegmentRequest>(bytes); break;
-    case 2: Check<UnmountSegmentRequest>(bytes); break;
-    case 3: Check<PingRequest>(bytes); break;
-    case 4: Check<PingReply>(bytes); break;
-    case 5: Check<PutStartRequest>(bytes); break;
-    case 6: Check<PutStartReply>(bytes); break;
-    case 7: Check<KeyRequest>(bytes); break;
-    case 8: Check<GetReplicaListReply>(bytes); break;
-    case 9: Check<RemoveRequest>(bytes); break;
-    case 10: Check<RemoveAllReply>(bytes); break;
-    case 11: Check<ListKeysRequest>(bytes); break;
-    case 12: Check<ListKeysReply>(bytes); break;
-    case 13: Check<ClusterStatusReply>(bytes); break;
-    case 14: Check<Batch<PutStartRequest>>(bytes); break;
-    case 15: Check<Batch<KeyRequest>>(bytes); break;
-    case 16: Check<Batch<RemoveRequest>>(bytes); break;
-    case 17: Check<Batch<BatchItem<PutStartReply>>>(bytes); break;
-    case 18: Check<Batch<BatchItem<GetReplicaListReply>>>(bytes); break;
-    case 19: Check<Batch<BatchItem<bool>>>(bytes); break;
-    case 20: Check<Batch<Status>>(bytes); break;
+    case 1: Check<msg::MountSegmentRequest>(bytes); break;
+    case 2: Check<msg::UnmountSegmentRequest>(bytes); break;
+    case 3: Check<msg::PingRequest>(bytes); break;
+    case 4: Check<msg::PingReply>(bytes); break;
+    case 5: Check<msg::PutStartRequest>(bytes); break;
+    case 6: Check<msg::PutStartReply>(bytes); break;
+    case 7: Check<msg::KeyRequest>(bytes); break;
+    case 8: Check<msg::GetReplicaListReply>(bytes); break;
+    case 9: Check<msg::RemoveRequest>(bytes); break;
+    case 10: Check<msg::RemoveAllReply>(bytes); break;
+    case 11: Check<msg::ListKeysRequest>(bytes); break;
+    case 12: Check<msg::ListKeysReply>(bytes); break;
+    case 13: Check<msg::ClusterStatusReply>(bytes); break;
+    case 14: Check<msg::Batch<msg::PutStartRequest>>(bytes); break;
+    case 15: Check<msg::Batch<msg::KeyRequest>>(bytes); break;
+    case 16: Check<msg::Batch<msg::RemoveRequest>>(bytes); break;
+    case 17: Check<msg::Batch<msg::BatchItem<msg::PutStartReply>>>(bytes); break;
+    case 18: Check<msg::Batch<msg::BatchItem<msg::GetReplicaListReply>>>(bytes); break;
+    case 19: Check<msg::Batch<msg::BatchItem<bool>>>(bytes); break;
+    case 20: Check<msg::Batch<Status>>(bytes); break;
     case 21: Check<HelloRequest>(bytes); break;
     case 22: Check<HelloReply>(bytes); break;
     case 23: Check<AuthRequest>(bytes); break;
     case 24: Check<AuthReply>(bytes); break;
-    case 25: CheckReply<GetReplicaListReply>(bytes); break;
-    case 26: CheckReply<Batch<BatchItem<PutStartReply>>>(bytes); break;
-    default: CheckReply<ClusterStatusReply>(bytes); break;
+    case 25: CheckReply<msg::GetReplicaListReply>(bytes); break;
+    case 26: CheckReply<msg::Batch<msg::BatchItem<msg::PutStartReply>>>(bytes); break;
+    default: CheckReply<msg::ClusterStatusReply>(bytes); break;
   }
   return 0;
 }

@@ -13,8 +13,8 @@ if ! command -v "$cxx" >/dev/null 2>&1; then
 fi
 work="$(mktemp -d /tmp/mooncake-frame-fuzz.XXXXXX)"
 # Decoders only: no OpenSSL, httplib or sqlite, so clang compiles them alone.
-sources=(tests/fuzz/frame_fuzz.cc src/proto/wire.cc src/proto/frame.cc src/proto/codec.cc
-         src/proto/handshake.cc src/proto/messages.cc src/common/result.cc
+sources=(tests/fuzz/frame_fuzz.cc src/proto/byte_io.cc src/proto/frame.cc src/proto/codec.cc
+         src/proto/handshake.cc src/msg/messages.cc src/common/result.cc
          src/common/error_code.cc)
 cd "$src"
 if ! "$cxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined \

@@ -1,0 +1,87 @@
+// PolicyDuel: decides whether the adaptive policy should evict by ARC's lists
+// or by plain recency, by replaying the keys through two shadow caches, an
+// exact LRU and an ARC, and keeping a saturating score of which one hits more
+// (set dueling, as in adaptive CPU caches). ARC beats LRU on most prefix-
+// cache workloads but loses on some recency-friendly ones (long multi-turn
+// chats on a large cache); the duel lets the policy follow whichever wins.
+//
+// Small caches are replayed whole; a large one through a sample of keys
+// (chosen by key hash) with the capacity scaled alike, 1 key in 2, 4 or at
+// most 8, so that the shadows never hold fewer than kShadowObjects. A sample
+// of a few hundred keys is noise: which keys it happens to take decides the
+// winner, and the policy flips between the two modes, which loses to both.
+// The score saturates at one shadow capacity of net hits, so a lasting change
+// of workload turns it within about a cache's worth of references.
+// Shadows hold key hashes only, about 115 bytes per shadow object (more once
+// ARC's shadow has ghosts): at most a few MB below 2 * kShadowObjects real
+// objects, and 10-20 bytes per real object in a large cache. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "eviction/table.h"
+
+namespace mc::master {
+
+class AdaptivePolicy;
+
+class PolicyDuel {
+ public:
+  static constexpr unsigned kMaxSampleShift = 3;     // at most 1 key in 8
+  static constexpr size_t kShadowObjects = 16384;    // sample only above this
+  static constexpr size_t kMinShadowObjects = 16;
+  static constexpr int32_t kMinScoreLimit = 256;     // saturating counter bound
+
+  PolicyDuel();
+  ~PolicyDuel();
+
+  // Every reference the cache sees (a hit, or an insert after a miss).
+  void OnReference(uint64_t key_hash);
+  // A read of a key the real cache does not hold: each shadow that holds it
+  // scores a hit (and refreshes it); neither inserts it, as the real cache
+  // does not. This is how the duel learns that a policy evicted keys that
+  // were still wanted even when nobody puts them back.
+  void OnMiss(uint64_t key_hash);
+  // A removal the policy did not choose.
+  void OnRemove(uint64_t key_hash);
+  // The real cache's size in objects, learnt when it is full.
+  void SetCapacity(size_t cache_objects);
+  // The most objects the real cache has held so far: once it is large enough,
+  // the duel samples keys (the sample only ever gets sparser; the shadows
+  // start over then, the score is kept).
+  void SetTrackedHighWater(size_t objects);
+  unsigned sample_shift() const { return shift_; }
+  size_t shadow_capacity() const { return capacity_objects_; }
+  // A tie goes to recency: exact LRU is the bar the policy must never fall
+  // below, so ARC has to earn the lead (measured with trace_sim over the
+  // shared trace and 48 synthetic ones: fewer cases below LRU, same gains).
+  bool prefer_recency() const { return score_ >= 0; }
+  int32_t score() const { return score_; }
+  size_t memory_bytes() const;
+
+ private:
+  struct LruNode {
+    uint64_t key_hash = 0;
+    uint64_t size_bytes = 1;
+    uint32_t prev = eviction::kNoSlot;
+    uint32_t next = eviction::kNoSlot;
+  };
+  bool Sampled(uint64_t key_hash) const {
+    return (eviction::MixBits(key_hash ^ 0x5eed) & ((1u << shift_) - 1)) == 0;
+  }
+  bool LruReference(uint64_t key_hash);
+  bool ArcReference(uint64_t key_hash);
+
+  unsigned shift_ = 0;                  // sample 1 key in 2^shift_
+  size_t cache_objects_ = SIZE_MAX;     // the real cache's, once it has filled
+  size_t capacity_objects_ = SIZE_MAX;  // the shadows': unbounded until then
+  int32_t score_limit_ = kMinScoreLimit;
+  int32_t score_ = 0;                   // > 0: LRU shadow has been hitting more
+  eviction::NodeList lru_list_;
+  eviction::NodePool<LruNode> lru_nodes_;
+  eviction::SlotIndex lru_index_;
+  std::unique_ptr<AdaptivePolicy> arc_;  // ids are the key hashes
+};
+
+}  // namespace mc::master

@@ -1,0 +1,15 @@
+// MakeEvictionPolicy: the names operators write in the config.
+#include "eviction/adaptive.h"
+#include "eviction/lru.h"
+#include "eviction/policy.h"
+
+namespace mc::master {
+
+std::unique_ptr<EvictionPolicy> MakeEvictionPolicy(std::string_view name,
+                                                   size_t capacity_hint_objects) {
+  if (name == "adaptive") return std::make_unique<AdaptivePolicy>(capacity_hint_objects);
+  if (name == "lru") return std::make_unique<ClockPolicy>(capacity_hint_objects);
+  return nullptr;
+}
+
+}  // namespace mc::master

@@ -1,0 +1,192 @@
+// Trace replay against exact LRU and against policies behind the seam.
+#include <cassert>
+#include <list>
+#include <unordered_map>
+
+#include "eviction/trace.h"
+#include "eviction/watermark.h"
+
+namespace mc::bench {
+namespace {
+
+class ExactLruCache final : public PrefixCache {
+ public:
+  explicit ExactLruCache(size_t capacity_blocks) : capacity_(capacity_blocks) {}
+
+  size_t LookupPrefix(std::span<const uint64_t> blocks) override {
+    size_t n = 0;
+    while (n < blocks.size() && Touch(blocks[n])) ++n;
+    return n;
+  }
+
+  void Store(std::span<const uint64_t> blocks) override {
+    for (uint64_t b : blocks) {
+      if (Touch(b) || capacity_ == 0) continue;
+      if (map_.size() == capacity_) {
+        map_.erase(order_.back());
+        order_.pop_back();
+      }
+      order_.push_front(b);
+      map_.emplace(b, order_.begin());
+    }
+  }
+
+ private:
+  bool Touch(uint64_t b) {
+    auto it = map_.find(b);
+    if (it == map_.end()) return false;
+    order_.splice(order_.begin(), order_, it->second);
+    return true;
+  }
+
+  size_t capacity_;
+  std::list<uint64_t> order_;  // front = most recent
+  std::unordered_map<uint64_t, std::list<uint64_t>::iterator> map_;
+};
+
+class PolicyCache final : public PrefixCache {
+ public:
+  PolicyCache(std::unique_ptr<master::EvictionPolicy> policy, size_t capacity_blocks,
+              TouchOrder order, const PoolModel& pool)
+      : policy_(std::move(policy)), capacity_(capacity_blocks), order_(order), pool_(pool) {}
+
+  size_t LookupPrefix(std::span<const uint64_t> blocks) override {
+    size_t n = 0;
+    while (n < blocks.size() && ids_.count(blocks[n])) ++n;
+    ForEach(blocks.first(n), [&](uint64_t b) { Access(ids_.at(b)); });
+    // The live replay asks the master about every block of the request in
+    // one BatchExistKey, so each block not held is a miss the policy sees.
+    ForEach(blocks.subspan(n), [&](uint64_t b) {
+      if (!ids_.count(b)) policy_->OnMiss(b);
+    });
+    return n;
+  }
+
+  void Store(std::span<const uint64_t> blocks) override {
+    ForEach(blocks, [&](uint64_t b) {
+      auto it = ids_.find(b);
+      if (it != ids_.end()) {
+        Access(it->second);
+        return;
+      }
+      if (capacity_ == 0) return;
+      if (ids_.size() == capacity_) {
+        Evict();
+        puts_evicted_ = true;
+      }
+      master::ObjectId id = next_id_++;
+      ids_.emplace(b, id);
+      blocks_.emplace(id, b);
+      // The key hash is the block's hash id: a re-stored block finds its ghost.
+      policy_->OnInsert(id, b, kBlockBytes);
+      ++puts_;
+      if (pool_.puts_per_tick > 0 && ++puts_since_tick_ == pool_.puts_per_tick) Tick();
+    });
+  }
+
+ private:
+  // Blocks all have one size; only the count matters against the capacity.
+  static constexpr uint64_t kBlockBytes = 1;
+
+  template <typename Fn>
+  void ForEach(std::span<const uint64_t> blocks, Fn fn) {
+    if (order_ == TouchOrder::kChainOrder) {
+      for (uint64_t b : blocks) fn(b);
+    } else {
+      for (size_t i = blocks.size(); i-- > 0;) fn(blocks[i]);
+    }
+  }
+
+  void Access(master::ObjectId id) {
+    policy_->OnAccess(id);
+    if (pool_.lease_puts > 0) leased_until_[id] = puts_ + pool_.lease_puts;
+  }
+
+  void Evict() {
+    std::optional<master::ObjectId> victim = policy_->NextVictim([&](master::ObjectId id) {
+      auto it = leased_until_.find(id);
+      return it == leased_until_.end() || it->second <= puts_;
+    });
+    // Everything leased: the live master would fail the put; the model lets
+    // it through so the replay goes on (the live replay counts failed puts).
+    if (!victim) victim = policy_->NextVictim([](master::ObjectId) { return true; });
+    assert(victim && "a full cache must yield a victim");
+    auto it = blocks_.find(*victim);
+    assert(it != blocks_.end() && "policy returned an id it was never given");
+    ids_.erase(it->second);
+    blocks_.erase(it);
+    leased_until_.erase(*victim);
+    assert(policy_->tracked() == ids_.size());
+  }
+
+  void Tick() {
+    uint64_t target = master::BackgroundEvictionBytes(
+        {.capacity_bytes = capacity_ * kBlockBytes,
+         .allocated_bytes = ids_.size() * kBlockBytes,
+         .high_watermark_ratio = pool_.high_watermark_ratio,
+         .eviction_ratio = pool_.eviction_ratio,
+         .puts_evicted = puts_evicted_});
+    puts_evicted_ = false;
+    for (uint64_t freed = 0; freed < target && !ids_.empty(); freed += kBlockBytes) Evict();
+    puts_since_tick_ = 0;
+  }
+
+  std::unique_ptr<master::EvictionPolicy> policy_;
+  size_t capacity_;
+  TouchOrder order_;
+  PoolModel pool_;
+  uint64_t puts_since_tick_ = 0;
+  bool puts_evicted_ = false;  // since the last tick
+  uint64_t puts_ = 0;
+  std::unordered_map<master::ObjectId, uint64_t> leased_until_;  // id -> puts_
+  master::ObjectId next_id_ = 1;
+  std::unordered_map<uint64_t, master::ObjectId> ids_;     // block -> id
+  std::unordered_map<master::ObjectId, uint64_t> blocks_;  // id -> block
+};
+
+}  // namespace
+
+ReplayStats ReplayTrace(const Trace& trace, PrefixCache& cache,
+                        const std::function<void(const TraceRequest&)>& before_each) {
+  ReplayStats stats;
+  for (const TraceRequest& req : trace.requests) {
+    if (before_each) before_each(req);
+    std::span<const uint64_t> blocks(req.hash_ids);
+    size_t hit = cache.LookupPrefix(blocks);
+    assert(hit <= blocks.size());
+    cache.Store(blocks.subspan(hit));
+    ++stats.requests;
+    stats.blocks += blocks.size();
+    stats.hit_blocks += hit;
+  }
+  return stats;
+}
+
+std::unique_ptr<PrefixCache> MakeExactLruCache(size_t capacity_blocks) {
+  return std::make_unique<ExactLruCache>(capacity_blocks);
+}
+
+std::unique_ptr<PrefixCache> MakePolicyCache(std::unique_ptr<master::EvictionPolicy> policy,
+                                             size_t capacity_blocks, TouchOrder order,
+                                             const PoolModel& pool) {
+  return std::make_unique<PolicyCache>(std::move(policy), capacity_blocks, order, pool);
+}
+
+double ExactLruHitRatio(const Trace& trace, size_t capacity_blocks) {
+  auto cache = MakeExactLruCache(capacity_blocks);
+  return ReplayTrace(trace, *cache).hit_ratio();
+}
+
+Result<double> PolicyHitRatio(const Trace& trace, std::string_view policy_name,
+                              size_t capacity_blocks, TouchOrder order,
+                              const PoolModel& pool) {
+  auto policy = master::MakeEvictionPolicy(policy_name, capacity_blocks);
+  if (!policy) {
+    return Error(ErrorCode::INVALID_PARAMS,
+                 "unknown eviction policy '" + std::string(policy_name) + "'");
+  }
+  auto cache = MakePolicyCache(std::move(policy), capacity_blocks, order, pool);
+  return ReplayTrace(trace, *cache).hit_ratio();
+}
+
+}  // namespace mc::bench

@@ -1,0 +1,90 @@
+#include "net/stream_io.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace mc::net {
+
+namespace {
+
+Status IoError(const char* what, int err) {
+  if (err == EAGAIN || err == EWOULDBLOCK) {
+    return Error(ErrorCode::RPC_TIMEOUT, std::string(what) + " timed out");
+  }
+  return Error(ErrorCode::TRANSFER_FAIL, std::string(what) + ": " + std::strerror(err));
+}
+
+void SetTimeout(int fd, int opt, uint64_t us) {
+  timeval tv{static_cast<time_t>(us / 1000000), static_cast<suseconds_t>(us % 1000000)};
+  setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof(tv));
+}
+
+}  // namespace
+
+void TuneSocket(int fd, const SocketTuning& tuning) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if (tuning.buffer_bytes > 0) {
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &tuning.buffer_bytes, sizeof(int));
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &tuning.buffer_bytes, sizeof(int));
+  }
+  if (tuning.io_timeout_us > 0) {
+    SetTimeout(fd, SO_SNDTIMEO, tuning.io_timeout_us);
+    SetTimeout(fd, SO_RCVTIMEO, tuning.io_timeout_us);
+  }
+}
+
+Status SendAllV(int fd, iovec* iov, int iovcnt) {
+  while (iovcnt > 0) {
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(iovcnt);
+    ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return IoError("send", errno);
+    }
+    size_t left = static_cast<size_t>(n);
+    while (iovcnt > 0 && left >= iov->iov_len) {
+      left -= iov->iov_len;
+      ++iov;
+      --iovcnt;
+    }
+    if (iovcnt > 0) {
+      iov->iov_base = static_cast<uint8_t*>(iov->iov_base) + left;
+      iov->iov_len -= left;
+    }
+  }
+  return Status::Ok();
+}
+
+Status SendAll(int fd, const void* data, size_t len) {
+  iovec iov{const_cast<void*>(data), len};
+  return SendAllV(fd, &iov, 1);
+}
+
+Status RecvAll(int fd, void* data, size_t len) {
+  auto* p = static_cast<uint8_t*>(data);
+  size_t got = 0;
+  while (got < len) {
+    ssize_t n = recv(fd, p + got, len - got, MSG_WAITALL);
+    if (n == 0) {
+      return Error(ErrorCode::TRANSFER_FAIL,
+                   got == 0 ? "peer closed the connection"
+                            : "peer closed after " + std::to_string(got) + " of " +
+                                  std::to_string(len) + " bytes");
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return IoError("recv", errno);
+    }
+    got += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+}  // namespace mc::net

@@ -1,0 +1,72 @@
+#include "proto/byte_io.h"
+
+namespace mc::proto {
+
+uint64_t Reader::GetLe(int n, const char* field) {
+  if (!ok()) return 0;
+  if (end_ - p_ < n) {
+    Fail(field, "truncated");
+    return 0;
+  }
+  uint64_t v = 0;
+  for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(p_[i]) << (8 * i);
+  p_ += n;
+  return v;
+}
+
+bool Reader::Bool(const char* field) {
+  uint8_t v = U8(field);
+  if (v > 1) Fail(field, "boolean is neither 0 nor 1");
+  return v == 1;
+}
+
+void Reader::Str(std::string* out, size_t max_bytes, const char* field) {
+  uint32_t n = U32(field);
+  if (!ok()) return;
+  if (n > max_bytes) return Fail(field, "string longer than its limit");
+  if (static_cast<size_t>(end_ - p_) < n) return Fail(field, "string runs past the payload");
+  out->assign(reinterpret_cast<const char*>(p_), n);
+  p_ += n;
+}
+
+void Reader::Raw(void* out, size_t n, const char* field) {
+  if (!ok()) return;
+  if (static_cast<size_t>(end_ - p_) < n) return Fail(field, "truncated");
+  std::memcpy(out, p_, n);
+  p_ += n;
+}
+
+uint32_t Reader::Count(size_t max_items, const char* field) {
+  uint32_t n = U32(field);
+  if (!ok()) return 0;
+  if (n > max_items) {
+    Fail(field, "more items than the limit");
+    return 0;
+  }
+  if (n > static_cast<size_t>(end_ - p_)) {
+    Fail(field, "more items than bytes left");
+    return 0;
+  }
+  return n;
+}
+
+void Reader::Fail(const char* field, const char* what) {
+  if (!ok()) return;
+  error_ = field;
+  error_what_ = what;
+  p_ = end_;
+}
+
+Status Reader::Finish(std::string_view what) {
+  if (ok() && p_ != end_) Fail("end of payload", "trailing bytes");
+  if (ok()) return Status::Ok();
+  std::string msg = "malformed ";
+  msg.append(what);
+  msg += ": field '";
+  msg += error_;
+  msg += "': ";
+  msg += error_what_;
+  return Status(ErrorCode::PROTOCOL_ERROR, std::move(msg));
+}
+
+}  // namespace mc::proto
