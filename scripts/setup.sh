@@ -81,7 +81,7 @@ if [ "${SETUP_SKIP_PYTHON:-0}" != 1 ] && [[ "${MESON_ARGS:-}" != *sanitize=true*
   wheel_dir="$build_dir/python-wheel"
   case $build_dir in /*) py_build="$build_dir-python" ;; *) py_build="$here/$build_dir-python" ;; esac
   rm -rf "$wheel_dir"
-  /usr/bin/python3 -m pip wheel -q --root-user-action=ignore --no-build-isolation --no-deps --no-index -w "$wheel_dir" \
+  /usr/bin/python3 -m pip wheel -q --no-build-isolation --no-deps --no-index -w "$wheel_dir" \
     --config-settings=builddir="$py_build" "$here"
   wheel=$(ls "$wheel_dir"/mooncake-*.whl)
   /usr/bin/python3 -m pip install -q --root-user-action=ignore --no-deps --no-index --force-reinstall \
