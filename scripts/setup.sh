@@ -16,6 +16,7 @@ PACKAGES=(
   python3 groff-base groff curl iproute2 redis-server dpkg-dev prometheus
   debhelper lintian systemd zsh bash-completion python3-yaml python3-kubernetes
   clang libclang-rt-14-dev
+  pybind11-dev python3-pybind11 python3-dev python3-pytest python3-mesonpy python3-redis python3-pip
 )
 
 need_install=()
@@ -68,3 +69,30 @@ if [ ! -f "$build_dir/build.ninja" ]; then
   meson setup "$build_dir" --buildtype=release ${MESON_ARGS:-}
 fi
 ninja -C "$build_dir"
+
+# ---- Python module mooncake.store (issue 19) -------------------------------
+# Builds a wheel of the package (meson-python and pybind11 from Debian, no
+# download; incremental in $build_dir-python) and installs it for Debian's
+# python3, into /usr/local/lib/python3.11/dist-packages, so that
+# `python3 -c 'from mooncake.store import MooncakeDistributedStore'` works in
+# a new shell. A python3 earlier on PATH (pyenv, a venv) of the same version
+# gets the same wheel. Skipped by SETUP_SKIP_PYTHON=1 and for a sanitizer
+# build (the wheel is the same either way).
+if [ "${SETUP_SKIP_PYTHON:-0}" != 1 ] && [[ "${MESON_ARGS:-}" != *sanitize=true* ]]; then
+  wheel_dir="$build_dir/python-wheel"
+  case $build_dir in /*) py_build="$build_dir-python" ;; *) py_build="$here/$build_dir-python" ;; esac
+  rm -rf "$wheel_dir"
+  /usr/bin/python3 -m pip wheel -q --no-build-isolation --no-deps --no-index -w "$wheel_dir" \
+    --config-settings=builddir="$py_build" "$here"
+  wheel=$(ls "$wheel_dir"/mooncake-*.whl)
+  /usr/bin/python3 -m pip install -q --root-user-action=ignore --no-deps --no-index --force-reinstall \
+    --break-system-packages "$wheel"
+  path_python=$(command -v python3 || true)
+  tag='import sys; print(sys.implementation.cache_tag)'
+  if [ -n "$path_python" ] && [ "$(readlink -f "$path_python")" != "$(readlink -f /usr/bin/python3)" ] &&
+     [ "$("$path_python" -c "$tag" 2>/dev/null)" = "$(/usr/bin/python3 -c "$tag")" ]; then
+    "$path_python" -m pip install -q --root-user-action=ignore --no-deps --no-index --force-reinstall "$wheel" ||
+      echo "setup: could not install mooncake.store for $path_python (Debian's python3 has it)" >&2
+  fi
+fi
+# ---- end of the Python module block ----------------------------------------

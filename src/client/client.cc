@@ -3,6 +3,7 @@
 #include "client/client.h"
 
 #include <algorithm>
+#include <cassert>
 #include <atomic>
 #include <cstring>
 #include <functional>
@@ -40,6 +41,22 @@ Result<transfer::Endpoint> ParseEndpoint(const msg::BufferDesc& b) {
   ep.port = static_cast<uint16_t>(port);
   ep.shm_path = b.shm_path;
   return ep;
+}
+
+// Cuts `parts` down to the first `size` bytes (dropping empty parts) and
+// returns the bytes they hold, which is less than `size` if they are short.
+uint64_t TrimParts(std::vector<std::span<uint8_t>>& parts, uint64_t size) {
+  uint64_t room = 0;
+  size_t kept = 0;
+  for (auto& p : parts) {
+    if (room == size) break;
+    if (p.empty()) continue;
+    p = p.first(std::min<uint64_t>(p.size(), size - room));
+    room += p.size();
+    parts[kept++] = p;
+  }
+  parts.resize(kept);
+  return room;
 }
 
 // One planned transfer of a buffer, with the storage its TransferOp points to.
@@ -99,6 +116,18 @@ class ClientImpl final : public Client {
   std::vector<Result<uint64_t>> BatchGetInto(const std::vector<std::string>& keys,
                                              const std::vector<std::span<uint8_t>>& buffers) override;
   std::vector<Result<bool>> BatchExists(const std::vector<std::string>& keys) override;
+  std::vector<Status> BatchPutParts(const std::vector<std::string>& keys,
+                                    const std::vector<ConstParts>& parts,
+                                    const msg::PutOptions& options) override;
+  std::vector<Result<uint64_t>> BatchGetIntoParts(const std::vector<std::string>& keys,
+                                                  const std::vector<Parts>& parts) override;
+  Result<uint64_t> Size(const std::string& key) override;
+  std::vector<Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;
+  Result<uint64_t> RemoveAll() override {
+    MC_ASSIGN_OR_RETURN(msg::RemoveAllReply r, link_->RemoveAll());
+    return r.removed;
+  }
+  msg::ClientId id() const override { return id_; }
 
   std::string last_transfer_path() const override {
     return last_same_host_.load() ? "same-host" : "tcp";
@@ -125,12 +154,17 @@ class ClientImpl final : public Client {
     return config_.cluster.shm && !b.shm_path.empty() && b.hostname == HostIdentity();
   }
 
-  // Plans one replica's buffers over `object` (object order).
-  Status Plan(const msg::ReplicaDesc& replica, transfer::OpKind kind, uint8_t* object,
+  // Plans one replica's buffers over the object held in `parts` (object
+  // order; their total is the object's size): one op per piece of a
+  // replica buffer that falls in one part.
+  Status Plan(const msg::ReplicaDesc& replica, transfer::OpKind kind, const Parts& parts,
               uint64_t size, std::vector<Planned>* out) const;
-  // Reads one object described by `reply` into dst[0, reply.size_bytes),
+  // Reads one object described by `reply` into `parts` (exactly its size),
   // trying replicas (same-host first) until one succeeds.
-  Status ReadObject(msg::GetReplicaListReply& reply, uint8_t* dst);
+  Status ReadObject(msg::GetReplicaListReply& reply, const Parts& parts);
+  // PutStart of every request in one round trip, per-key outcomes.
+  Result<std::vector<msg::BatchItem<msg::PutStartReply>>> StartPuts(
+      const std::vector<msg::PutStartRequest>& reqs);
   // Orders replicas same-host first (stable: the master's order otherwise).
   void LocalFirst(msg::GetReplicaListReply& reply) const;
   // Runs planned ops: same-host ones over shm (falling back to TCP when the
@@ -139,9 +173,9 @@ class ClientImpl final : public Client {
   // The replica lists of `reqs` in one master round trip (per-key status).
   std::vector<msg::BatchItem<msg::GetReplicaListReply>> ReplicaLists(
       const std::vector<msg::KeyRequest>& reqs);
-  // Where key i's bytes go, once its size is known; a shorter span than the
-  // size is BUFFER_OVERFLOW for that key.
-  using DestFn = std::function<std::span<uint8_t>(size_t i, uint64_t size)>;
+  // Where key i's bytes go, once its size is known; parts holding less than
+  // the size are BUFFER_OVERFLOW for that key.
+  using DestFn = std::function<Parts(size_t i, uint64_t size)>;
   // Gets of BatchGet and BatchGetInto: per-key status, object sizes.
   std::vector<Status> Fetch(const std::vector<std::string>& keys, const DestFn& dest,
                             std::vector<uint64_t>* sizes);
@@ -158,23 +192,40 @@ class ClientImpl final : public Client {
   std::atomic<bool> last_same_host_{false};
 };
 
-Status ClientImpl::Plan(const msg::ReplicaDesc& replica, transfer::OpKind kind, uint8_t* object,
-                        uint64_t size, std::vector<Planned>* out) const {
+Status ClientImpl::Plan(const msg::ReplicaDesc& replica, transfer::OpKind kind,
+                        const Parts& parts, uint64_t size, std::vector<Planned>* out) const {
   uint64_t off = 0;
+  size_t part = 0;
+  uint64_t in_part = 0;  // bytes of parts[part] already planned
   for (const msg::BufferDesc& b : replica.buffers) {
     if (b.size_bytes > size - off) {
       return Error(ErrorCode::INVALID_REPLICA, "replica buffers exceed the object size");
     }
     MC_ASSIGN_OR_RETURN(transfer::Endpoint ep, ParseEndpoint(b));
-    Planned p;
-    p.endpoint = std::move(ep);
-    p.same_host = UseShm(b);
-    p.op.kind = kind;
-    p.op.remote_offset = b.offset;
-    p.op.buffer = object + off;
-    p.op.len = b.size_bytes;
-    p.op.grant = {b.offset, b.size_bytes, b.capability_expiry_unix_ms, b.capability};
-    out->push_back(std::move(p));
+    const bool same_host = UseShm(b);
+    // Every piece carries the whole buffer's grant: the store checks that
+    // the grant covers the piece, so a split needs no new grant.
+    for (uint64_t done = 0; done < b.size_bytes;) {
+      while (part < parts.size() && in_part == parts[part].size()) {
+        ++part;
+        in_part = 0;
+      }
+      if (part == parts.size()) {
+        return Error(ErrorCode::INVALID_REPLICA, "replica buffers exceed the object size");
+      }
+      const uint64_t len = std::min(b.size_bytes - done, parts[part].size() - in_part);
+      Planned p;
+      p.endpoint = ep;
+      p.same_host = same_host;
+      p.op.kind = kind;
+      p.op.remote_offset = b.offset + done;
+      p.op.buffer = parts[part].data() + in_part;
+      p.op.len = len;
+      p.op.grant = {b.offset, b.size_bytes, b.capability_expiry_unix_ms, b.capability};
+      out->push_back(std::move(p));
+      done += len;
+      in_part += len;
+    }
     off += b.size_bytes;
   }
   if (off != size) return Error(ErrorCode::INVALID_REPLICA, "replica buffers do not cover the object");
@@ -221,22 +272,27 @@ Status ClientImpl::Run(std::vector<Planned>& planned) {
 std::vector<Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
                                          const std::vector<std::span<const uint8_t>>& values,
                                          const msg::PutOptions& options) {
+  std::vector<ConstParts> parts;
+  parts.reserve(values.size());
+  for (const auto& v : values) parts.push_back({v});
+  return BatchPutParts(keys, parts, options);
+}
+
+std::vector<Status> ClientImpl::BatchPutParts(const std::vector<std::string>& keys,
+                                              const std::vector<ConstParts>& parts,
+                                              const msg::PutOptions& options) {
+  assert(keys.size() == parts.size());
   std::vector<Status> out(keys.size());
+  if (keys.empty()) return out;
   std::vector<msg::PutStartRequest> reqs;
+  std::vector<uint64_t> sizes(keys.size(), 0);
   for (size_t i = 0; i < keys.size(); ++i) {
-    reqs.push_back({id_, keys[i], values[i].size(), options});
+    for (const auto& p : parts[i]) sizes[i] += p.size();
+    reqs.push_back({id_, keys[i], sizes[i], options});
   }
-  std::vector<msg::BatchItem<msg::PutStartReply>> started;
-  if (keys.size() == 1) {
-    auto r = link_->Invoke<Opcode::kPutStart>(reqs[0]);
-    started.resize(1);
-    if (r.ok()) started[0].value = std::move(*r);
-    else started[0].status = r.status();
-  } else {
-    auto r = link_->Invoke<Opcode::kBatchPutStart>(reqs);
-    if (!r.ok()) return std::vector<Status>(keys.size(), r.status());
-    started = std::move(*r);
-  }
+  auto r = StartPuts(reqs);
+  if (!r.ok()) return std::vector<Status>(keys.size(), r.status());
+  std::vector<msg::BatchItem<msg::PutStartReply>> started = std::move(*r);
   // All replicas of all started objects move in one batch.
   std::vector<Planned> planned;
   std::vector<size_t> first_op(keys.size() + 1, 0);
@@ -246,9 +302,14 @@ std::vector<Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
       out[i] = started[i].status;
       continue;
     }
-    auto* data = const_cast<uint8_t*>(values[i].data());
+    // The transports take one pointer type for both directions; a write
+    // only reads from it.
+    Parts writable;
+    for (const auto& p : parts[i]) {
+      writable.emplace_back(const_cast<uint8_t*>(p.data()), p.size());
+    }
     for (const auto& replica : started[i].value.replicas) {
-      Status st = Plan(replica, transfer::OpKind::kWrite, data, values[i].size(), &planned);
+      Status st = Plan(replica, transfer::OpKind::kWrite, writable, sizes[i], &planned);
       if (!st.ok()) out[i] = st;
     }
   }
@@ -280,6 +341,25 @@ std::vector<Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
   return out;
 }
 
+Result<std::vector<msg::BatchItem<msg::PutStartReply>>> ClientImpl::StartPuts(
+    const std::vector<msg::PutStartRequest>& reqs) {
+  if (!reqs[0].options.placement.empty()) {
+    // Placement wishes travel only in BatchPutStartEx. A master without it
+    // (NOT_SUPPORTED) gets the plain puts: placed as it would anyway.
+    std::vector<msg::PutStartExRequest> ex;
+    ex.reserve(reqs.size());
+    for (const auto& q : reqs) ex.push_back({q});
+    auto r = link_->Invoke<Opcode::kBatchPutStartEx>(ex);
+    if (r.ok() || r.code() != ErrorCode::NOT_SUPPORTED) return r;
+  }
+  if (reqs.size() > 1) return link_->Invoke<Opcode::kBatchPutStart>(reqs);
+  std::vector<msg::BatchItem<msg::PutStartReply>> started(1);
+  auto r = link_->Invoke<Opcode::kPutStart>(reqs[0]);
+  if (r.ok()) started[0].value = std::move(*r);
+  else started[0].status = r.status();
+  return started;
+}
+
 void ClientImpl::LocalFirst(msg::GetReplicaListReply& reply) const {
   // Same-host replicas first; then the others in the master's order.
   std::stable_sort(reply.replicas.begin(), reply.replicas.end(),
@@ -290,12 +370,12 @@ void ClientImpl::LocalFirst(msg::GetReplicaListReply& reply) const {
                    });
 }
 
-Status ClientImpl::ReadObject(msg::GetReplicaListReply& reply, uint8_t* dst) {
+Status ClientImpl::ReadObject(msg::GetReplicaListReply& reply, const Parts& parts) {
   LocalFirst(reply);
   Status last = Error(ErrorCode::INVALID_REPLICA, "no complete replica");
   for (const auto& replica : reply.replicas) {
     std::vector<Planned> planned;
-    last = Plan(replica, transfer::OpKind::kRead, dst, reply.size_bytes, &planned);
+    last = Plan(replica, transfer::OpKind::kRead, parts, reply.size_bytes, &planned);
     if (last.ok()) last = Run(planned);
     if (last.ok()) break;
   }
@@ -313,7 +393,7 @@ Result<uint64_t> ClientImpl::GetInto(const std::string& key, std::span<uint8_t> 
                                                  " bytes does not fit a buffer of " +
                                                  std::to_string(buffer.size()));
   }
-  MC_RETURN_IF_ERROR(ReadObject(*reply, buffer.data()));
+  MC_RETURN_IF_ERROR(ReadObject(*reply, {buffer.first(reply->size_bytes)}));
   return reply->size_bytes;
 }
 
@@ -342,7 +422,7 @@ std::vector<Status> ClientImpl::Fetch(const std::vector<std::string>& keys, cons
   reqs.reserve(keys.size());
   for (const auto& k : keys) reqs.push_back({id_, k});
   auto lists = ReplicaLists(reqs);  // one master round trip for the whole batch
-  std::vector<std::span<uint8_t>> bufs(keys.size());
+  std::vector<Parts> bufs(keys.size());
   std::vector<Planned> planned;
   bool planned_all = true;
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -355,15 +435,15 @@ std::vector<Status> ClientImpl::Fetch(const std::vector<std::string>& keys, cons
     LocalFirst(reply);
     (*sizes)[i] = reply.size_bytes;
     bufs[i] = dest(i, reply.size_bytes);
-    if (bufs[i].size() < reply.size_bytes) {
-      out[i] = Error(ErrorCode::BUFFER_OVERFLOW, "buffer of " + std::to_string(bufs[i].size()) +
+    const uint64_t room = TrimParts(bufs[i], reply.size_bytes);
+    if (room < reply.size_bytes) {
+      out[i] = Error(ErrorCode::BUFFER_OVERFLOW, "buffer of " + std::to_string(room) +
                                                      " bytes for an object of " +
                                                      std::to_string(reply.size_bytes));
       continue;
     }
-    bufs[i] = bufs[i].first(reply.size_bytes);
     if (reply.replicas.empty() ||
-        !Plan(reply.replicas[0], transfer::OpKind::kRead, bufs[i].data(), bufs[i].size(), &planned).ok()) {
+        !Plan(reply.replicas[0], transfer::OpKind::kRead, bufs[i], reply.size_bytes, &planned).ok()) {
       planned_all = false;
     }
   }
@@ -371,7 +451,7 @@ std::vector<Status> ClientImpl::Fetch(const std::vector<std::string>& keys, cons
   // Otherwise (or if it fails), key by key through every replica in turn.
   if (!planned_all || !Run(planned).ok()) {
     for (size_t i = 0; i < keys.size(); ++i) {
-      if (out[i].ok() && lists[i].status.ok()) out[i] = ReadObject(lists[i].value, bufs[i].data());
+      if (out[i].ok() && lists[i].status.ok()) out[i] = ReadObject(lists[i].value, bufs[i]);
     }
   }
   ReleaseLeases(reqs, lists);
@@ -400,7 +480,7 @@ std::vector<Result<std::vector<uint8_t>>> ClientImpl::BatchGet(const std::vector
   std::vector<uint64_t> sizes;
   auto st = Fetch(keys, [&](size_t i, uint64_t size) {
     data[i].resize(size);
-    return std::span<uint8_t>(data[i]);
+    return Parts{std::span<uint8_t>(data[i])};
   }, &sizes);
   std::vector<Result<std::vector<uint8_t>>> out;
   out.reserve(keys.size());
@@ -414,7 +494,7 @@ std::vector<Result<std::vector<uint8_t>>> ClientImpl::BatchGet(const std::vector
 std::vector<Result<uint64_t>> ClientImpl::BatchGetInto(const std::vector<std::string>& keys,
                                                        const std::vector<std::span<uint8_t>>& buffers) {
   std::vector<uint64_t> sizes;
-  auto st = Fetch(keys, [&](size_t i, uint64_t) { return buffers[i]; }, &sizes);
+  auto st = Fetch(keys, [&](size_t i, uint64_t) { return Parts{buffers[i]}; }, &sizes);
   std::vector<Result<uint64_t>> out;
   out.reserve(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -422,6 +502,39 @@ std::vector<Result<uint64_t>> ClientImpl::BatchGetInto(const std::vector<std::st
     else out.emplace_back(st[i]);
   }
   return out;
+}
+
+std::vector<Result<uint64_t>> ClientImpl::BatchGetIntoParts(const std::vector<std::string>& keys,
+                                                            const std::vector<Parts>& parts) {
+  std::vector<uint64_t> sizes;
+  auto st = Fetch(keys, [&](size_t i, uint64_t) { return parts[i]; }, &sizes);
+  std::vector<Result<uint64_t>> out;
+  out.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (st[i].ok()) out.emplace_back(sizes[i]);
+    else out.emplace_back(st[i]);
+  }
+  return out;
+}
+
+Result<uint64_t> ClientImpl::Size(const std::string& key) {
+  std::vector<msg::KeyRequest> reqs{{id_, key}};
+  auto lists = ReplicaLists(reqs);
+  if (!lists[0].status.ok()) return lists[0].status;
+  const uint64_t size = lists[0].value.size_bytes;
+  ReleaseLeases(reqs, lists);  // nothing was read: give the lease back at once
+  return size;
+}
+
+std::vector<Status> ClientImpl::BatchRemove(const std::vector<std::string>& keys, bool force) {
+  if (keys.empty()) return {};
+  if (keys.size() == 1) return {Remove(keys[0], force)};
+  std::vector<msg::RemoveRequest> reqs;
+  reqs.reserve(keys.size());
+  for (const auto& k : keys) reqs.push_back({k, force});
+  auto r = link_->Invoke<Opcode::kBatchRemove>(reqs);
+  if (!r.ok()) return std::vector<Status>(keys.size(), r.status());
+  return std::move(*r);
 }
 
 std::vector<Result<bool>> ClientImpl::BatchExists(const std::vector<std::string>& keys) {

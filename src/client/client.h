@@ -62,6 +62,26 @@ class Client {
   virtual std::vector<Result<uint64_t>> BatchGetInto(
       const std::vector<std::string>& keys, const std::vector<std::span<uint8_t>>& buffers) = 0;
 
+  // Scatter/gather forms, for engines whose KV block lives in several
+  // buffers: object i is the concatenation of parts[i], moved straight
+  // from/to each part (no staging copy). A get fills the parts in order and
+  // is BUFFER_OVERFLOW when they hold less than the object.
+  using ConstParts = std::vector<std::span<const uint8_t>>;
+  using Parts = std::vector<std::span<uint8_t>>;
+  virtual std::vector<Status> BatchPutParts(const std::vector<std::string>& keys,
+                                            const std::vector<ConstParts>& parts,
+                                            const msg::PutOptions& options) = 0;
+  virtual std::vector<Result<uint64_t>> BatchGetIntoParts(const std::vector<std::string>& keys,
+                                                          const std::vector<Parts>& parts) = 0;
+  // The object's size without moving bytes. OBJECT_NOT_FOUND if absent.
+  virtual Result<uint64_t> Size(const std::string& key) = 0;
+  // One status per key, in order.
+  virtual std::vector<Status> BatchRemove(const std::vector<std::string>& keys, bool force) = 0;
+  // Removes every unleased object; returns how many were removed.
+  virtual Result<uint64_t> RemoveAll() = 0;
+  // This process's identity at the master (a segment it mounts uses it too).
+  virtual msg::ClientId id() const = 0;
+
   // "same-host" if the last transfer used mapped memory, else "tcp".
   virtual std::string last_transfer_path() const = 0;
 };

@@ -288,13 +288,19 @@ Result<msg::PutStartReply> MasterState::PutStart(const msg::PutStartRequest& req
                           std::to_string(kMaxBuffersPerObject) + " stripes"));
   if (objects_.find(req.key) != objects_.end())
     return fail(Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key " + Quoted(req.key) + " exists"));
-  auto placed = PlaceOrEvict(req.key, req.size_bytes, replicas, now_us);
+  auto placed = PlaceOrEvict(req.key, req.size_bytes, replicas, now_us, req.options.placement);
   if (!placed.ok()) return fail(placed.status());
   ObjectIt it = InsertObject(req.key, objects_.lower_bound(req.key));
   ObjectRecord& rec = it->second;
   rec.size_bytes = req.size_bytes;
   rec.replicas = static_cast<uint8_t>(replicas);
-  rec.flags = req.options.soft_pin ? ObjectRecord::kSoftPin : 0;
+  const msg::PutPlacement& want = req.options.placement;
+  // A hard pin is a soft pin that never expires and that eviction skips.
+  rec.flags = req.options.soft_pin || want.hard_pin ? ObjectRecord::kSoftPin : 0;
+  rec.pin_expiry_us = want.hard_pin ? ObjectRecord::kHardPin
+                      : want.soft_pin_ttl_ms > 0
+                          ? std::min<uint64_t>(want.soft_pin_ttl_ms, UINT64_MAX / 2000) * 1000
+                          : 0;
   rec.deadline_us = now_us + options_.put_timeout_us;
   rec.SetBuffers(placed->data(), static_cast<uint32_t>(placed->size()));
   put_owners_[rec.slot] = req.client;
@@ -317,7 +323,8 @@ Status MasterState::DoPutEnd(const msg::KeyRequest& req, uint64_t now_us) {
   rec.deadline_us = 0;  // no lease yet
   if (rec.has(ObjectRecord::kSoftPin)) {
     rec.flags |= ObjectRecord::kPinCounted;
-    rec.pin_expiry_us = now_us + options_.default_kv_soft_pin_ttl_us;
+    const uint64_t ttl_us = rec.pin_expiry_us ? rec.pin_expiry_us : options_.default_kv_soft_pin_ttl_us;
+    rec.pin_expiry_us = ttl_us == ObjectRecord::kHardPin ? ttl_us : now_us + ttl_us;
     ++soft_pinned_count_;
     pin_expiries_.push_back({rec.pin_expiry_us, IdOf(rec)});
     std::push_heap(pin_expiries_.begin(), pin_expiries_.end(), std::greater<>());

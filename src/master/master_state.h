@@ -190,10 +190,15 @@ class MasterState {
 
   // master_state_space.cc
   Result<std::vector<uint64_t>> PlaceOrEvict(std::string_view key, uint64_t size_bytes,
-                                             uint32_t replicas, uint64_t now_us);
+                                             uint32_t replicas, uint64_t now_us,
+                                             const msg::PutPlacement& placement);
   bool TryPlace(uint64_t size_bytes, uint32_t replicas, uint64_t now_us,
-                std::vector<uint64_t>* packed);
+                const msg::PutPlacement& placement, std::vector<uint64_t>* packed);
   std::vector<uint32_t> CandidateSegments(uint64_t now_us) const;
+  // Moves the segments `placement` prefers to where TryPlace deals them to
+  // their replicas first.
+  void Prefer(const msg::PutPlacement& placement, uint32_t replicas,
+              std::vector<uint32_t>* cands) const;
   // Evicts one object the policy picks; false when none is evictable.
   bool EvictOne(uint64_t now_us, bool allow_pinned, uint64_t* freed_bytes,
                 uint64_t* largest_hole);

@@ -29,10 +29,34 @@ std::vector<uint32_t> MasterState::CandidateSegments(uint64_t now_us) const {
 // replicas (replica r gets the r-th, (r+R)-th, ... emptiest), which keeps
 // replicas on disjoint segment sets; a replica's stripes go round-robin over
 // its own set, moving on to the next segment of the set when one is full.
+void MasterState::Prefer(const msg::PutPlacement& placement, uint32_t replicas,
+                         std::vector<uint32_t>* cands) const {
+  // Same host first (stable: emptiest first among each kind).
+  if (!placement.preferred_host.empty()) {
+    std::stable_partition(cands->begin(), cands->end(), [&](uint32_t id) {
+      return segments_[id]->desc.hostname == placement.preferred_host;
+    });
+  }
+  // Replica r is dealt cands[r], cands[r + R], ...: its preferred segment
+  // goes to index r. A name not mounted (or not alive) is skipped.
+  const size_t n = std::min<size_t>(placement.preferred_segments.size(), replicas);
+  for (size_t r = 0; r < n && r < cands->size(); ++r) {
+    auto named = segment_ids_.find(placement.preferred_segments[r]);
+    if (named == segment_ids_.end()) continue;
+    auto at = std::find(cands->begin() + r, cands->end(), named->second);
+    if (at == cands->end()) continue;
+    const uint32_t id = *at;
+    cands->erase(at);
+    cands->insert(cands->begin() + r, id);
+  }
+}
+
 bool MasterState::TryPlace(uint64_t size_bytes, uint32_t replicas, uint64_t now_us,
+                           const msg::PutPlacement& placement,
                            std::vector<uint64_t>* packed) {
-  const std::vector<uint32_t> cands = CandidateSegments(now_us);
+  std::vector<uint32_t> cands = CandidateSegments(now_us);
   if (cands.size() < replicas) return false;
+  Prefer(placement, replicas, &cands);
   const uint32_t stripes = Stripes(size_bytes);
   packed->clear();
   packed->reserve(uint64_t{stripes} * replicas);
@@ -67,9 +91,10 @@ bool MasterState::TryPlace(uint64_t size_bytes, uint32_t replicas, uint64_t now_
 
 Result<std::vector<uint64_t>> MasterState::PlaceOrEvict(std::string_view key,
                                                         uint64_t size_bytes, uint32_t replicas,
-                                                        uint64_t now_us) {
+                                                        uint64_t now_us,
+                                                        const msg::PutPlacement& placement) {
   std::vector<uint64_t> packed;
-  if (TryPlace(size_bytes, replicas, now_us, &packed)) return packed;
+  if (TryPlace(size_bytes, replicas, now_us, placement, &packed)) return packed;
   // Refuse without evicting when even an empty pool could not hold it.
   const std::vector<uint32_t> cands = CandidateSegments(now_us);
   uint64_t usable = 0, largest = 0;
@@ -103,13 +128,13 @@ Result<std::vector<uint64_t>> MasterState::PlaceOrEvict(std::string_view key,
     }
     ++evicted_keys;
     if (capacity_bytes_ - allocated_bytes_ >= need && hole >= smallest)
-      placed = TryPlace(size_bytes, replicas, now_us, &packed);
+      placed = TryPlace(size_bytes, replicas, now_us, placement, &packed);
   }
   if (evicted_keys > 0) {
     ++counters_.successful_evictions;
     puts_evicted_since_tick_ = true;
   }
-  if (!placed && evicted_keys > 0) placed = TryPlace(size_bytes, replicas, now_us, &packed);
+  if (!placed && evicted_keys > 0) placed = TryPlace(size_bytes, replicas, now_us, placement, &packed);
   if (placed) return packed;
   return Error(ErrorCode::NO_AVAILABLE_HANDLE,
                "no space for '" + std::string(key) + "' (" + std::to_string(size_bytes) +
@@ -125,7 +150,8 @@ bool MasterState::EvictOne(uint64_t now_us, bool allow_pinned, uint64_t* freed_b
       auto it = FindById(id);
       if (it == objects_.end()) return true;  // stale: let the policy drop it
       const ObjectRecord& rec = it->second;
-      return rec.complete() && !Leased(rec, now_us) && (allow_pinned || !Pinned(rec, now_us));
+      return rec.complete() && !Leased(rec, now_us) &&
+             (allow_pinned ? rec.pin_expiry_us != ObjectRecord::kHardPin : !Pinned(rec, now_us));
     });
     if (!victim) return false;
     auto it = FindById(*victim);

@@ -74,7 +74,10 @@ class ObjectRecord {
   // Complete: the lease expiry (0: never leased). In flight: the time after
   // which the put is discarded. Shared because an object is never both.
   uint64_t deadline_us = 0;
-  uint64_t pin_expiry_us = 0;  // complete and soft-pinned: pin expiry
+  // Complete and soft-pinned: pin expiry (kHardPin: pinned for good, never
+  // evicted). In flight: the pin TTL the put asked for (0: the default).
+  uint64_t pin_expiry_us = 0;
+  static constexpr uint64_t kHardPin = UINT64_MAX;
   uint64_t listener_tag = 0;   // complete: see ObjectDump::listener_tag
  private:
   static constexpr int kReaderShift = 3;

@@ -64,9 +64,26 @@ struct ReplicaDesc {
   std::vector<BufferDesc> buffers;
 };
 
+// Where a put should go and how long it stays, beyond PutOptions' replicas
+// and soft pin (an inference engine keeping its KV blocks on its own
+// segment). Travels only in BatchPutStartEx: PutStart's payload never
+// changes (mooncake-protocol(7), VERSIONING). Each wish falls back to normal
+// placement when it cannot be met (a preferred segment full or gone).
+struct PutPlacement {
+  std::vector<std::string> preferred_segments;  // replica r first tries [r]
+  std::string preferred_host;  // then segments whose store runs on this host
+  uint64_t soft_pin_ttl_ms = 0;  // with soft_pin; 0: the master's default TTL
+  bool hard_pin = false;         // never evicted (kept while the master runs)
+  bool empty() const {
+    return preferred_segments.empty() && preferred_host.empty() && soft_pin_ttl_ms == 0 &&
+           !hard_pin;
+  }
+};
+
 struct PutOptions {
   uint32_t replicas = 1;
   bool soft_pin = false;
+  PutPlacement placement;  // not part of PutOptions' own encoding
 };
 
 // ---- requests and replies -------------------------------------------------
@@ -82,6 +99,8 @@ struct PingReply {
 
 struct PutStartRequest { ClientId client; std::string key; uint64_t size_bytes = 0; PutOptions options; };
 struct PutStartReply { std::vector<ReplicaDesc> replicas; };
+// PutStartRequest with its options.placement on the wire (BatchPutStartEx).
+struct PutStartExRequest { PutStartRequest start; };
 
 struct KeyRequest { ClientId client; std::string key; };  // PutEnd, PutRevoke, Exist
 

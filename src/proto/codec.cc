@@ -154,6 +154,33 @@ void Decode(Reader& r, msg::PutStartRequest* v) {
   Decode(r, &v->options);
 }
 
+void Encode(Writer& w, const msg::PutPlacement& v) {
+  w.U32(static_cast<uint32_t>(v.preferred_segments.size()));
+  for (const auto& s : v.preferred_segments) w.Str(s);
+  w.Str(v.preferred_host);
+  w.U64(v.soft_pin_ttl_ms);
+  w.Bool(v.hard_pin);
+}
+void Decode(Reader& r, msg::PutPlacement* v) {
+  const uint32_t n = r.Count(kMaxWireReplicas, "placement.preferred_segments count");
+  v->preferred_segments.clear();
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    r.Str(&v->preferred_segments.emplace_back(), kMaxStringBytes, "placement.preferred_segment");
+  }
+  r.Str(&v->preferred_host, kMaxStringBytes, "placement.preferred_host");
+  v->soft_pin_ttl_ms = r.U64("placement.soft_pin_ttl_ms");
+  v->hard_pin = r.Bool("placement.hard_pin");
+}
+
+void Encode(Writer& w, const msg::PutStartExRequest& v) {
+  Encode(w, v.start);
+  Encode(w, v.start.options.placement);
+}
+void Decode(Reader& r, msg::PutStartExRequest* v) {
+  Decode(r, &v->start);
+  Decode(r, &v->start.options.placement);
+}
+
 void Encode(Writer& w, const msg::PutStartReply& v) { EncodeVector(w, v.replicas); }
 void Decode(Reader& r, msg::PutStartReply* v) {
   DecodeVector(r, &v->replicas, kMaxWireReplicas, "replicas count");

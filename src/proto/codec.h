@@ -47,6 +47,8 @@ MC_PROTO_CODEC(msg::PingRequest)
 MC_PROTO_CODEC(msg::PingReply)
 MC_PROTO_CODEC(msg::PutStartRequest)
 MC_PROTO_CODEC(msg::PutStartReply)
+MC_PROTO_CODEC(msg::PutPlacement)
+MC_PROTO_CODEC(msg::PutStartExRequest)
 MC_PROTO_CODEC(msg::KeyRequest)
 MC_PROTO_CODEC(msg::GetReplicaListReply)
 MC_PROTO_CODEC(msg::RemoveRequest)
@@ -113,6 +115,8 @@ MC_PROTO_OP(BatchGetReplicaList, msg::Batch<msg::KeyRequest>,
 MC_PROTO_OP(BatchExistKey, msg::Batch<msg::KeyRequest>, msg::Batch<msg::BatchItem<bool>>)
 MC_PROTO_OP(BatchRemove, msg::Batch<msg::RemoveRequest>, msg::Batch<Status>)
 MC_PROTO_OP(ReleaseLeases, msg::Batch<msg::KeyRequest>, Empty)  // a notification: no reply is sent
+MC_PROTO_OP(BatchPutStartEx, msg::Batch<msg::PutStartExRequest>,
+            msg::Batch<msg::BatchItem<msg::PutStartReply>>)
 #undef MC_PROTO_OP
 
 // ---- whole payloads ---------------------------------------------------------

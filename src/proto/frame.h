@@ -54,7 +54,8 @@ inline constexpr uint8_t kKnownFlags = kFlagReply;
   X(BatchGetReplicaList, 0x0043) \
   X(BatchExistKey, 0x0044)       \
   X(BatchRemove, 0x0045)         \
-  X(ReleaseLeases, 0x0046)
+  X(ReleaseLeases, 0x0046)       \
+  X(BatchPutStartEx, 0x0047)
 
 enum class Opcode : uint16_t {
 #define MC_PROTO_OPCODE_ENUM(name, value) k##name = value,

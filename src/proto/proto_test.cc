@@ -109,7 +109,9 @@ TEST_CASE("a frame header round-trips and is 20 little-endian bytes") {
   CHECK(IsKnownOpcode(0x0045));
   CHECK(IsKnownOpcode(0x0046));
   CHECK(OpcodeName(Opcode::kReleaseLeases) == "ReleaseLeases");
-  CHECK_FALSE(IsKnownOpcode(0x0047));
+  CHECK(IsKnownOpcode(0x0047));
+  CHECK(OpcodeName(Opcode::kBatchPutStartEx) == "BatchPutStartEx");
+  CHECK_FALSE(IsKnownOpcode(0x0048));
   CHECK(IsNotification(Opcode::kReleaseLeases));
   CHECK_FALSE(IsNotification(Opcode::kBatchGetReplicaList));
 }
@@ -143,6 +145,17 @@ TEST_CASE("every message type round-trips, and its truncations are refused") {
   CheckRoundTrip(msg::PingReply{true, 7});
   CheckRoundTrip(msg::PutStartRequest{client, "key", 4096, {3, true}});
   CheckRoundTrip(msg::PutStartReply{{rep, rep}});
+  {
+    // BatchPutStartEx carries the placement that PutStart's payload leaves out.
+    msg::PutStartExRequest ex{{client, "key", 4096, {2, true, {{"s1", "s2"}, "host", 60000, true}}}};
+    CheckRoundTrip(ex, [](const msg::PutStartExRequest& a, const msg::PutStartExRequest& b) {
+      const msg::PutPlacement& x = a.start.options.placement;
+      const msg::PutPlacement& y = b.start.options.placement;
+      return a.start == b.start && x.preferred_segments == y.preferred_segments &&
+             x.preferred_host == y.preferred_host && x.soft_pin_ttl_ms == y.soft_pin_ttl_ms &&
+             x.hard_pin == y.hard_pin;
+    });
+  }
   CheckRoundTrip(msg::KeyRequest{client, "k"});
   CheckRoundTrip(msg::GetReplicaListReply{{rep}, 2 << 20, 10000000});
   CheckRoundTrip(msg::RemoveRequest{"k", true});

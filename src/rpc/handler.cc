@@ -93,6 +93,14 @@ Result<msg::Batch<Status>> Handler::BatchRemove(const msg::Batch<msg::RemoveRequ
   return EachItem<Status>(req, [&](const auto& r) { return Remove(r); });
 }
 
+Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> Handler::BatchPutStartEx(
+    const msg::Batch<msg::PutStartExRequest>& req) {
+  msg::Batch<msg::PutStartRequest> plain;
+  plain.reserve(req.size());
+  for (const auto& r : req) plain.push_back(r.start);
+  return BatchPutStart(plain);
+}
+
 Status Handler::ReleaseLeases(const msg::Batch<msg::KeyRequest>&) {
   return Unsupported("ReleaseLeases");
 }
@@ -121,6 +129,7 @@ void Dispatch(Handler& h, Opcode op, std::string_view payload, std::string* out)
     MC_SERVE(BatchExistKey, h.BatchExistKey(req))
     MC_SERVE(BatchRemove, h.BatchRemove(req))
     MC_SERVE(ReleaseLeases, h.ReleaseLeases(req))
+    MC_SERVE(BatchPutStartEx, h.BatchPutStartEx(req))
     case Opcode::kConnectionError:
     case Opcode::kHello:
     case Opcode::kAuth:

@@ -35,6 +35,10 @@ class Handler {
 
   virtual Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchPutStart(
       const msg::Batch<msg::PutStartRequest>& req);
+  // By default BatchPutStart of the same requests, placement included (it
+  // rides in PutStartRequest::options).
+  virtual Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchPutStartEx(
+      const msg::Batch<msg::PutStartExRequest>& req);
   virtual Result<msg::Batch<Status>> BatchPutEnd(const msg::Batch<msg::KeyRequest>& req);
   virtual Result<msg::Batch<Status>> BatchPutRevoke(const msg::Batch<msg::KeyRequest>& req);
   virtual Result<msg::Batch<msg::BatchItem<msg::GetReplicaListReply>>> BatchGetReplicaList(

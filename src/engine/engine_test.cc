@@ -1,0 +1,64 @@
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "engine/engine_config.h"
+#include "mooncake/client.h"
+
+namespace {
+
+mc::config::GetEnvFn Env(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+}
+
+}  // namespace
+
+TEST_CASE("setup keys use the reference's names and sizes may be strings") {
+  auto c = mc::engine::ResolveSetupConfig({{"local_hostname", "10.0.0.1"},
+                                           {"master_server_addr", "10.0.0.2:50051"},
+                                           {"global_segment_size", "4gb"},
+                                           {"local_buffer_size", "512MB"},
+                                           {"rdma_devices", "mlx5_0"},
+                                           {"tenant_id", "ignored"}},
+                                          Env({}));
+  REQUIRE(c.ok());
+  CHECK(c->cluster.local_hostname == "10.0.0.1");
+  CHECK(c->cluster.master == "10.0.0.2:50051");
+  CHECK(c->store.global_segment_size_bytes == (4ull << 30));
+  CHECK(c->client.local_buffer_size_bytes == (512ull << 20));
+  CHECK(c->cluster.device_name == "mlx5_0");
+}
+
+TEST_CASE("setup keys override the environment, which fills what is not given") {
+  auto c = mc::engine::ResolveSetupConfig(
+      {{"global_segment_size", "0"}},
+      Env({{"MOONCAKE_MASTER", "h:1"}, {"MOONCAKE_GLOBAL_SEGMENT_SIZE", "1gb"}}));
+  REQUIRE(c.ok());
+  CHECK(c->cluster.master == "h:1");
+  CHECK(c->store.global_segment_size_bytes == 0);
+}
+
+TEST_CASE("a bad size names the key") {
+  auto c = mc::engine::ResolveSetupConfig({{"global_segment_size", "4xb"}}, Env({}));
+  REQUIRE(!c.ok());
+  CHECK(c.status().message().find("global_segment_size") != std::string::npos);
+}
+
+TEST_CASE("calls before setup return INVALID_PARAMS and never crash") {
+  mooncake::Store s;
+  uint8_t buf[16] = {};
+  std::vector<uint8_t> out;
+  CHECK(s.Put("k", std::span<const uint8_t>(buf, 16)) == mooncake::kInvalidParams);
+  CHECK(s.Get("k", &out) == mooncake::kInvalidParams);
+  CHECK(s.GetInto("k", buf, sizeof buf) == mooncake::kInvalidParams);
+  CHECK(s.RegisterBuffer(buf, sizeof buf) == mooncake::kInvalidParams);
+  CHECK(s.BatchIsExist({"a", "b"}) == std::vector<int>{-600, -600});
+  CHECK(s.HealthCheck() == 1);
+  CHECK(s.GetHostname().empty());
+  CHECK(s.Close() == 0);
+}

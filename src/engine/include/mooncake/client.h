@@ -1,0 +1,128 @@
+// libmooncake: the client library an inference engine links to reach a
+// mooncake cluster from inside its own process (the Python module
+// mooncake.store is a thin layer over it).
+//
+// A Store connects to the master, optionally contributes memory to the pool
+// (global_segment_size > 0: this process then serves transfers from its own
+// segment, like `mooncake store`) and moves object bytes directly between
+// the caller's memory and the segments (TCP, or a mapped copy on the same
+// host). Return conventions are the reference Mooncake Store's: 0 or a
+// negative error code (values in mooncake-python(3)); sizes and byte counts
+// are returned as non-negative numbers, errors as negative ones.
+//
+// Thread-safe: one Store may be used by many threads at once; Close() waits
+// for calls in flight. Calls before Setup() or after Close() return
+// INVALID_PARAMS (-600).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace mooncake {
+
+// Error codes returned by the calls below (the reference's values).
+inline constexpr int kOk = 0;
+inline constexpr int kBufferOverflow = -10;
+inline constexpr int kNoAvailableHandle = -200;
+inline constexpr int kInvalidKey = -400;
+inline constexpr int kInvalidParams = -600;
+inline constexpr int kObjectNotFound = -704;
+inline constexpr int kObjectAlreadyExists = -705;
+inline constexpr int kTransferFail = -800;
+inline constexpr int kRpcFail = -900;
+
+// How a put is placed and kept; fields as the reference's ReplicateConfig.
+struct ReplicateConfig {
+  size_t replica_num = 1;
+  bool with_soft_pin = false;            // evicted only after unpinned objects
+  uint64_t soft_pin_ttl_ms = 0;          // 0: the master's default TTL
+  bool with_hard_pin = false;            // never evicted
+  std::string preferred_segment;         // e.g. GetHostname(): keep it local
+  std::vector<std::string> preferred_segments;  // one per replica, in order
+  bool prefer_alloc_in_same_node = false;
+};
+
+// Setup keys (reference names): local_hostname, metadata_server,
+// global_segment_size, local_buffer_size, protocol, rdma_devices (or
+// device_name), master_server_addr (or master_server_address), plus
+// auth_token, shm ("false" forces TCP), tcp_streams, log_level. Sizes may be numbers or strings ("4gb"). Keys not given come
+// from MOONCAKE_CONFIG_PATH (a mooncake.json), then the MOONCAKE_*
+// environment, then the defaults.
+using SetupConfig = std::map<std::string, std::string>;
+
+class Store {
+ public:
+  Store();
+  ~Store();  // closes
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  int Setup(const SetupConfig& config);
+  int Close();
+  // This process's segment name ("host:port") when it contributes memory,
+  // else local_hostname. Empty before Setup.
+  std::string GetHostname() const;
+  // 0 healthy, 1 not set up or closed, 2 master unreachable (reference).
+  int HealthCheck();
+
+  int Put(const std::string& key, std::span<const uint8_t> value,
+          const ReplicateConfig& config = {});
+  // One object gathered from several parts.
+  int PutParts(const std::string& key, const std::vector<std::span<const uint8_t>>& parts,
+               const ReplicateConfig& config = {});
+  // One code for the whole batch (the reference's put_batch): 0 when every
+  // key was stored, else the first failure.
+  int PutBatch(const std::vector<std::string>& keys,
+               const std::vector<std::span<const uint8_t>>& values, const ReplicateConfig& config);
+  // The object's bytes into *out; returns its size or a negative code.
+  int64_t Get(const std::string& key, std::vector<uint8_t>* out);
+  std::vector<int64_t> BatchGet(const std::vector<std::string>& keys,
+                                std::vector<std::vector<uint8_t>>* out);
+
+  // Zero copy: [ptr, ptr + size) must lie inside a registered buffer.
+  int RegisterBuffer(void* ptr, size_t size);
+  int UnregisterBuffer(void* ptr);
+  int PutFrom(const std::string& key, const void* ptr, size_t size,
+              const ReplicateConfig& config = {});
+  // Bytes read, or negative; BUFFER_OVERFLOW (-10) when size is too small.
+  int64_t GetInto(const std::string& key, void* ptr, size_t size);
+  std::vector<int> BatchPutFrom(const std::vector<std::string>& keys,
+                                const std::vector<void*>& ptrs, const std::vector<size_t>& sizes,
+                                const ReplicateConfig& config = {});
+  std::vector<int64_t> BatchGetInto(const std::vector<std::string>& keys,
+                                    const std::vector<void*>& ptrs,
+                                    const std::vector<size_t>& sizes);
+  // Object i is gathered from / scattered to ptrs[i][j], sizes[i][j].
+  std::vector<int> BatchPutFromMultiBuffers(const std::vector<std::string>& keys,
+                                            const std::vector<std::vector<void*>>& ptrs,
+                                            const std::vector<std::vector<size_t>>& sizes,
+                                            const ReplicateConfig& config = {});
+  std::vector<int64_t> BatchGetIntoMultiBuffers(const std::vector<std::string>& keys,
+                                                const std::vector<std::vector<void*>>& ptrs,
+                                                const std::vector<std::vector<size_t>>& sizes);
+
+  // 1 exists, 0 does not, negative on error.
+  int IsExist(const std::string& key);
+  std::vector<int> BatchIsExist(const std::vector<std::string>& keys);
+  // Size in bytes, or negative.
+  int64_t GetSize(const std::string& key);
+  int Remove(const std::string& key, bool force = false);
+  std::vector<int> BatchRemove(const std::vector<std::string>& keys, bool force = false);
+  // Number of objects removed, or negative.
+  int64_t RemoveAll(bool force = false);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// "OBJECT_NOT_FOUND" for -704, "UNKNOWN_ERROR" for a value not listed.
+const char* ErrorName(int code);
+
+}  // namespace mooncake

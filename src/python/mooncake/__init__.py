@@ -1,0 +1,1 @@
+"""mooncake: Python access to a mooncake KV-cache cluster (see mooncake.store)."""
