@@ -46,7 +46,8 @@ Result<std::unique_ptr<Journal>> OpenJournal(const MasterConfig& mc) {
                  "cannot open " + path + " owner-only: " + std::strerror(err));
   }
   ::close(fd);
-  return Journal::Open(path, mc.stripe_size_bytes);
+  MC_ASSIGN_OR_RETURN(FsyncMode mode, ParseFsyncMode(mc.fsync));  // the config checked it
+  return Journal::Open(path, mc.stripe_size_bytes, {.fsync = mode});
 }
 
 // Rebuilds the service's state from the journal before anything is served.
@@ -113,6 +114,7 @@ int RunMaster(const Config& config) {
   }
   MC_LOG(INFO) << "master listening on " << mc.rpc_address << ":" << mc.rpc_port
                << " (admin http on port " << mc.metrics_port << ")";
+  if (*journal) MC_LOG(INFO) << "journal " << (*journal)->path() << ", fsync " << mc.fsync;
 
   uint64_t since_log_us = 0;
   int exit_code = 0;
