@@ -69,6 +69,14 @@ void MountSegments(masterd::MasterService& svc, int count) {
 double PutsPerSecond(const std::string& db_path, masterd::FsyncMode fsync, int batch,
                      double seconds) {
   MasterConfig config;
+  // Removes the files after the journal has closed them (declared before
+  // it): a journal whose WAL is deleted under it fails its last sync.
+  struct RemoveAtExit {
+    const std::string& path;
+    ~RemoveAtExit() {
+      if (!path.empty()) RemoveDb(path);
+    }
+  } remove_at_exit{db_path};
   std::unique_ptr<masterd::Journal> journal;
   if (!db_path.empty()) {
     RemoveDb(db_path);
@@ -138,7 +146,6 @@ double PutsPerSecond(const std::string& db_path, masterd::FsyncMode fsync, int b
                 masterd::FsyncModeName(fsync), static_cast<unsigned long long>(js.commits),
                 static_cast<double>(puts) / commits, 1000.0 * seconds / commits,
                 static_cast<unsigned long long>(js.syncs));
-    RemoveDb(db_path);
   }
   return rate;
 }
