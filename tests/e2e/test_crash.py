@@ -240,6 +240,15 @@ try:
     changes = metric(c, "master_journal_changes_total")
     check(commits is not None and changes is not None and 1 <= commits <= changes,
           f"/metrics counts the journal's commits ({commits}) and changes ({changes})")
+    # A remove is fdatasynced before its reply in either --fsync mode.
+    check(run(["put", "after/sync", "-"], input=b"x" * 1000, env=env).returncode == 0 and
+          run(["rm", "after/sync"], env=env).returncode == 0, "a put and a remove after recovery")
+    commits = metric(c, "master_journal_commits_total")
+    syncs = metric(c, "master_journal_syncs_total")
+    check(syncs is not None and syncs >= 1 and
+          (syncs == commits if _opts.fsync == "always" else syncs <= commits),
+          f"/metrics counts the journal's fdatasyncs ({syncs} for {commits} commits,"
+          f" --fsync {_opts.fsync or 'default'})")
     promtool = shutil.which("promtool")
     if check(promtool is not None, "promtool is installed"):
         status, body = c.admin("/metrics")
