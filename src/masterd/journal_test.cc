@@ -548,7 +548,9 @@ TEST_CASE("fsync everysec: additions are not synced before they count, a free is
   REQUIRE(state->UnmountSegment({Client(2), "t"}, kNow).ok());
   REQUIRE(j.WaitDurable().ok());
   s = j.stats();
-  CHECK(s.syncs == 2);
+  // The rewrites and the unmount may reach the writer in one batch or in
+  // several, each of which frees and is synced.
+  CHECK(s.syncs >= 2);
   CHECK(s.synced_changes == s.changes);
 }
 
