@@ -47,7 +47,9 @@ Result<std::unique_ptr<Journal>> OpenJournal(const MasterConfig& mc) {
   }
   ::close(fd);
   MC_ASSIGN_OR_RETURN(FsyncMode mode, ParseFsyncMode(mc.fsync));  // the config checked it
-  return Journal::Open(path, mc.stripe_size_bytes, {.fsync = mode});
+  auto journal = Journal::Open(path, mc.stripe_size_bytes, {.fsync = mode});
+  if (journal.ok()) MC_LOG(INFO) << "journal " << path << ", fsync " << FsyncModeName(mode);
+  return journal;
 }
 
 // Rebuilds the service's state from the journal before anything is served.
@@ -114,7 +116,6 @@ int RunMaster(const Config& config) {
   }
   MC_LOG(INFO) << "master listening on " << mc.rpc_address << ":" << mc.rpc_port
                << " (admin http on port " << mc.metrics_port << ")";
-  if (*journal) MC_LOG(INFO) << "journal " << (*journal)->path() << ", fsync " << mc.fsync;
 
   uint64_t since_log_us = 0;
   int exit_code = 0;
