@@ -27,6 +27,10 @@
 # tmpfs, where fdatasync costs nothing: not durable, but it separates what the
 # journal costs in CPU (SQLite, the writer thread, held replies) from what the
 # disk's flush costs.
+#
+# Each durable case runs once per --fsync mode in FSYNC (default "always
+# everysec"; see mooncake-master(1) DURABILITY), each shown as a share of
+# the --data-dir none rate.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${MOONCAKE_BIN:-$here/build/src/cli/mooncake}
@@ -63,6 +67,10 @@ PY
 }
 echo "fdatasync of a 4 KiB overwrite: median $(sync_us) us (before the puts)"
 PUTS=${PUTS:-metadata-only data data-tcp}
+FSYNC=${FSYNC:-always everysec}
+for f in $FSYNC; do
+  case $f in always|everysec) ;; *) echo "$NAME: FSYNC: unknown mode '$f' (always or everysec)" >&2; exit 2 ;; esac
+done
 echo "disk: $(df -T "$work" | awk 'NR==2 {print $2}') under $work; puts: bench --op put --value-size 4kb," \
   "--threads (clients) $CLIENTS, --key-names ${KEY_NAMES:-counter}, --duration $DURATION, median of $RUNS runs"
 for kind in $PUTS; do
@@ -74,15 +82,17 @@ case $kind in
 esac
 echo
 echo "## puts: $kind"
-printf "%-8s %-6s %18s %18s %7s %22s\n" clients batch "none puts/s" "data-dir puts/s" ratio \
-  "p99 us (none/dir)"
+header=$(printf "%-8s %-6s %14s" clients batch "none puts/s")
+for f in $FSYNC; do header+=$(printf " %16s %7s" "$f puts/s" ratio); done
+echo "$header    p99 us (none/$(tr ' ' / <<<"$FSYNC"))"
 for clients in $CLIENTS; do
 for batch in 1 32; do
   declare -A all=() p99=()
   for r in $(seq "$RUNS"); do
-    for mode in none dir; do
-      dir=none; [ "$mode" = dir ] && { dir="$work/state"; rm -rf "$dir"; }
-      start_master "$dir"; start_store
+    for mode in none $FSYNC; do
+      dir=none; fsync=()
+      [ "$mode" != none ] && { dir="$work/state"; rm -rf "$dir"; fsync=(--fsync "$mode"); }
+      start_master "$dir" "${fsync[@]}"; start_store
       "$BIN" bench --master "127.0.0.1:$port" "${flags[@]}" --op put --value-size 4kb \
         --key-names "${KEY_NAMES:-counter}" \
         --threads "$clients" --batch "$batch" --duration "$DURATION" --keys 16000000 \
@@ -92,10 +102,14 @@ for batch in 1 32; do
       stop_all
     done
   done
-  n=$(median <<<"${all[none]}"); d=$(median <<<"${all[dir]}")
-  printf "%-8s %-6s %18s %18s %6s%% %22s   (none: %s; data-dir: %s)\n" "$clients" "$batch" "$n" "$d" \
-    "$(python3 -c "print(f'{100*$d/$n:.1f}')")" "$(median <<<"${p99[none]}")/$(median <<<"${p99[dir]}")" \
-    "${all[none]}" "${all[dir]}"
+  n=$(median <<<"${all[none]}")
+  line=$(printf "%-8s %-6s %14s" "$clients" "$batch" "$n"); lats=$(median <<<"${p99[none]}"); runs="none: ${all[none]}"
+  for f in $FSYNC; do
+    d=$(median <<<"${all[$f]}")
+    line+=$(printf " %16s %6s%%" "$d" "$(python3 -c "print(f'{100*$d/$n:.1f}')")")
+    lats+="/$(median <<<"${p99[$f]}")"; runs+="; $f: ${all[$f]}"
+  done
+  echo "$line    $lats   ($runs)"
   unset all p99
 done
 done

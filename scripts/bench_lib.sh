@@ -17,7 +17,7 @@ trap cleanup EXIT
 . "$(dirname "${BASH_SOURCE[0]}")/free_port.sh"
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# start_master DATA_DIR: sets $master, $port, $mport; returns once /health
+# start_master DATA_DIR [FLAG...]: sets $master, $port, $mport; returns once /health
 # answers, with $master_up_s the seconds from exec to that answer (the ports
 # are picked before the clock starts). A port picked free can be taken by a
 # client's connection before the master binds it (the TCP runs open
@@ -28,7 +28,7 @@ start_master() {
     port=$(free_port); mport=$(free_port)
     local t0=$EPOCHREALTIME
     "$BIN" master --port "$port" --metrics-port "$mport" --rpc-address 127.0.0.1 \
-      --data-dir "$1" --log-level warn >>"$work/master.log" 2>&1 &
+      --data-dir "$1" --log-level warn "${@:2}" >>"$work/master.log" 2>&1 &
     master=$!; pids+=("$master")
     for _ in $(seq 2000); do
       if curl -fs "http://127.0.0.1:$mport/health" >/dev/null; then

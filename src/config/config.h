@@ -48,6 +48,7 @@ struct MasterConfig {
   uint64_t put_timeout_us = 30000000;                 // plain numbers: s
   uint64_t stripe_size_bytes = 16ull << 20;
   std::string data_dir = "/var/lib/mooncake";         // "none": memory only
+  std::string fsync = "everysec";                     // always | everysec
   uint32_t max_connections = 4096;
   uint32_t max_batch = 4096;
   uint32_t max_key_bytes = 4096;

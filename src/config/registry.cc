@@ -94,6 +94,10 @@ const Setting kSettings[] = {
     {.section = kMaster, .key = "data_dir", .type = Type::kString,
      .field = MC_FIELD(master.data_dir),
      .help = "Where the master keeps its state across restarts; \"none\": memory only"},
+    {.section = kMaster, .key = "fsync", .type = Type::kString, .field = MC_FIELD(master.fsync),
+     .help = "When a journal commit is fdatasynced: always, before its replies; everysec,"
+             " within a second (before its replies if it frees space)",
+     .choices = "always|everysec"},
     {.section = kMaster, .key = "max_connections", .type = Type::kU32,
      .field = MC_FIELD(master.max_connections), .help = "Most client connections at once",
      .zero_ok = false},

@@ -135,6 +135,8 @@ TEST_CASE("bad TOML names the file, the line and the reason") {
   CHECK(Has(TomlError("[master]\nclient_ttl = 0\n"), "must be longer than 0"));
   CHECK(Has(TomlError("[cluster]\nprotocol = \"udp\"\n"), "'udp': unknown protocol (use one of tcp,rdma)"));
   CHECK(Has(TomlError("[log]\nlevel = \"loud\"\n"), "unknown level"));
+  CHECK(Has(TomlError("[master]\nfsync = \"sometimes\"\n"),
+            "mooncake.toml:2: [master] fsync: 'sometimes': unknown fsync (use one of always,everysec)"));
   CHECK(Has(TomlError("[master]\nmax_batch = 0\n"), "must be at least 1"));
   CHECK(Has(TomlError("rpc_port = 1\n"), "mooncake.toml:1: 'rpc_port' is outside any section"));
   CHECK(Has(TomlError("[master]\nrpc_port = = 1\n"), "mooncake.toml:2:"));

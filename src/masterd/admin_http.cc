@@ -76,17 +76,21 @@ std::string RenderMetrics(const MasterService& service, const Journal* journal) 
             static_cast<double>(c.leases_ended_by_release));
   if (journal != nullptr) {
     // commit_seconds over commits, the mean commit time, is the least a
-    // durable PutEnd waits; most of it is the disk's flush.
+    // durable PutEnd waits; with fsync=always most of it is the disk's flush.
     const Journal::Stats j = journal->stats();
     p.Counter("master_journal_commits_total",
-              "Transactions the journal committed to the state file, one fdatasync of the WAL each",
+              "Transactions the journal committed to the state file",
               static_cast<double>(j.commits));
     p.Counter("master_journal_changes_total",
               "Changes committed to the state file (objects put or removed, segments mounted or unmounted)",
               static_cast<double>(j.changes));
     p.Counter("master_journal_commit_seconds_total",
-              "Seconds spent committing: SQLite's writes and the fdatasync of the WAL",
+              "Seconds spent committing: SQLite's writes and any fdatasync of the WAL before the replies",
               j.commit_seconds);
+    p.Counter("master_journal_syncs_total",
+              "fdatasyncs of the WAL: one per commit (fsync=always); per commit that freed space"
+              " and per second with unsynced commits (fsync=everysec)",
+              static_cast<double>(j.syncs));
   }
   return p.str();
 }

@@ -1,11 +1,13 @@
 // durability_bench: what the master's SQLite journal costs (issue 5, point 5).
 // Not a test: prints its setup, then figures, each the median of `runs`.
 //   durability_bench [seconds_per_case=2] [runs=3] [load_objects=1000000] [dir=/tmp]
+//                    [modes=always,everysec]
 //
 // 1. Put throughput over real loopback RPC: PutStart+PutEnd (metadata only,
 //    no object bytes move) against a MasterService with --data-dir none and
-//    with a journal (every PutEnd reply waits for its commit), from 16
-//    synchronous client threads, single calls and batches of 32.
+//    with a journal in each --fsync mode of `modes` (every PutEnd reply
+//    waits for its commit), from 16 synchronous client threads, single
+//    calls and batches of 32.
 // 2. Start to serving with `load_objects` objects in the file: opening the
 //    file, a fresh state and loading it (what the master does before it
 //    listens), and the file's bytes per object.
@@ -18,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -63,12 +66,21 @@ void MountSegments(masterd::MasterService& svc, int count) {
 }
 
 // Puts per second through RPC for one (durable, batch) case.
-double PutsPerSecond(const std::string& db_path, int batch, double seconds) {
+double PutsPerSecond(const std::string& db_path, masterd::FsyncMode fsync, int batch,
+                     double seconds) {
   MasterConfig config;
+  // Removes the files after the journal has closed them (declared before
+  // it): a journal whose WAL is deleted under it fails its last sync.
+  struct RemoveAtExit {
+    const std::string& path;
+    ~RemoveAtExit() {
+      if (!path.empty()) RemoveDb(path);
+    }
+  } remove_at_exit{db_path};
   std::unique_ptr<masterd::Journal> journal;
   if (!db_path.empty()) {
     RemoveDb(db_path);
-    auto j = masterd::Journal::Open(db_path, config.stripe_size_bytes);
+    auto j = masterd::Journal::Open(db_path, config.stripe_size_bytes, {.fsync = fsync});
     if (!j.ok()) {
       std::fprintf(stderr, "durability_bench: %s\n", j.status().ToString().c_str());
       std::exit(1);
@@ -130,10 +142,10 @@ double PutsPerSecond(const std::string& db_path, int batch, double seconds) {
   if (journal) {
     const masterd::Journal::Stats js = journal->stats();
     const uint64_t commits = std::max<uint64_t>(js.commits, 1);
-    std::printf("    (durable run: %llu commits, %.0f puts per commit, %.2f ms per commit)\n",
-                static_cast<unsigned long long>(js.commits),
-                static_cast<double>(puts) / commits, 1000.0 * seconds / commits);
-    RemoveDb(db_path);
+    std::printf("    (%s run: %llu commits, %.0f puts per commit, %.2f ms per commit, %llu syncs)\n",
+                masterd::FsyncModeName(fsync), static_cast<unsigned long long>(js.commits),
+                static_cast<double>(puts) / commits, 1000.0 * seconds / commits,
+                static_cast<unsigned long long>(js.syncs));
   }
   return rate;
 }
@@ -183,23 +195,41 @@ int main(int argc, char** argv) {
   const int runs = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
   const uint64_t objects = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1000000;
   const std::string dir = argc > 4 ? argv[4] : "/tmp";
+  std::vector<masterd::FsyncMode> modes;
+  for (std::string_view all = argc > 5 ? argv[5] : "always,everysec"; !all.empty();) {
+    const size_t comma = all.find(',');
+    auto mode = masterd::ParseFsyncMode(all.substr(0, comma));
+    if (!mode.ok()) {
+      std::fprintf(stderr, "durability_bench: modes: %s\n", mode.status().message().c_str());
+      return 2;
+    }
+    modes.push_back(*mode);
+    all = comma == std::string_view::npos ? std::string_view() : all.substr(comma + 1);
+  }
   const std::string db = dir + "/durability_bench_" + std::to_string(::getpid()) + ".db";
   SetLogLevel(LogLevel::WARN);
   std::printf("durability_bench: %u cpus, file %s, %d runs per figure (median), %.1f s per run\n",
               std::thread::hardware_concurrency(), db.c_str(), runs, seconds);
   std::printf("  puts: PutStart+PutEnd of %llu-byte objects over loopback RPC (metadata only),\n"
               "  %d synchronous client threads, server io_threads=2, 4 segments;\n"
-              "  durable = SQLite WAL, synchronous=FULL, reply after commit, group commit\n",
+              "  durable = SQLite WAL, reply after commit, group commit; --fsync always:\n"
+              "  synchronous=FULL, everysec: NORMAL, fdatasync per second and per free\n",
               static_cast<unsigned long long>(kObjectBytes), kConnections);
   for (int batch : {1, 32}) {
-    std::vector<double> none, durable;
+    std::vector<double> none;
+    std::vector<std::vector<double>> durable(modes.size());
     for (int r = 0; r < runs; ++r) {
-      none.push_back(PutsPerSecond("", batch, seconds));
-      durable.push_back(PutsPerSecond(db, batch, seconds));
+      none.push_back(PutsPerSecond("", masterd::FsyncMode::kAlways, batch, seconds));
+      for (size_t m = 0; m < modes.size(); ++m)
+        durable[m].push_back(PutsPerSecond(db, modes[m], batch, seconds));
     }
-    const double n = Median(none), d = Median(durable);
-    std::printf("batch=%-3d  puts/s --data-dir none=%9.0f  durable=%9.0f  ratio=%5.1f%%\n", batch,
-                n, d, 100.0 * d / n);
+    const double n = Median(none);
+    std::printf("batch=%-3d  puts/s --data-dir none=%9.0f", batch, n);
+    for (size_t m = 0; m < modes.size(); ++m) {
+      const double d = Median(durable[m]);
+      std::printf("  %s=%9.0f (%5.1f%%)", masterd::FsyncModeName(modes[m]), d, 100.0 * d / n);
+    }
+    std::printf("\n");
     std::fflush(stdout);
   }
   std::printf("  load: %llu objects of one replica each in the file, keys ~20 bytes;\n"

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <optional>
 
 #include "common/log.h"
 #include "masterd/service.h"
@@ -113,8 +114,22 @@ void BindText(sqlite3_stmt* s, int i, const std::string& v) {
 
 }  // namespace
 
+Result<FsyncMode> ParseFsyncMode(std::string_view text) {
+  if (text == "always") return FsyncMode::kAlways;
+  if (text == "everysec") return FsyncMode::kEverysec;
+  return Error(ErrorCode::INVALID_PARAMS,
+               "'" + std::string(text) + "': unknown fsync mode (use always or everysec)");
+}
+
+const char* FsyncModeName(FsyncMode mode) {
+  return mode == FsyncMode::kAlways ? "always" : "everysec";
+}
+
 struct Journal::Change {
   enum class Kind : uint8_t { kMount, kUnmount, kPutObject, kRemoveObject } kind;
+  // Frees space (set by Append for removes and unmounts, by
+  // OnObjectCommitted for a row rewritten after the object lost replicas).
+  bool frees = false;
   uint32_t segment_id = 0;
   uint64_t row = 0;     // objects.id (kPutObject, kRemoveObject)
   std::string key;      // object key (kPutObject; kRemoveObject of a row never given)
@@ -137,7 +152,8 @@ struct Journal::Statements {
 };
 
 Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path,
-                                               uint64_t stripe_size_bytes) {
+                                               uint64_t stripe_size_bytes,
+                                               JournalOptions options) {
   MC_ASSIGN_OR_RETURN(std::unique_ptr<storage::SqliteDb> db,
                       storage::SqliteDb::Open(path, kSchema));
   // The page cache SQLite keeps: removes touch pages all over the table
@@ -146,16 +162,19 @@ Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path,
   MC_RETURN_IF_ERROR(db->Exec(("PRAGMA cache_size = -" + std::to_string(kJournalCacheKiB)).c_str()));
   // SqliteDb::Open's first transaction created the WAL.
   MC_RETURN_IF_ERROR(db->PresizeWal(kWalPresizeBytes));
-  std::unique_ptr<Journal> j(new Journal(std::move(db), stripe_size_bytes));
+  if (options.fsync == FsyncMode::kEverysec) MC_RETURN_IF_ERROR(db->RelaxSynchronous());
+  std::unique_ptr<Journal> j(new Journal(std::move(db), stripe_size_bytes, options));
   MC_RETURN_IF_ERROR(j->Prepare());
   j->writer_ = std::thread([p = j.get()] { p->WriterLoop(); });
   return j;
 }
 
-Journal::Journal(std::unique_ptr<storage::SqliteDb> db, uint64_t stripe_size_bytes)
+Journal::Journal(std::unique_ptr<storage::SqliteDb> db, uint64_t stripe_size_bytes,
+                 JournalOptions options)
     : db_(std::move(db)), path_(db_->path()), stripe_size_bytes_(stripe_size_bytes),
-      stmts_(std::make_unique<Statements>()) {
+      options_(options), stmts_(std::make_unique<Statements>()) {
   assert(stripe_size_bytes_ > 0);
+  assert(options_.fsync == FsyncMode::kAlways || options_.sync_interval_us > 0);
 }
 
 Journal::~Journal() {
@@ -205,8 +224,10 @@ void Journal::OnSegmentUnmounted(std::string_view segment_name) {
 
 uint64_t Journal::OnObjectCommitted(const master::ObjectDump& object) {
   Change c{Change::Kind::kPutObject};
-  // A new object appends; one that lost replicas rewrites its row.
+  // A new object appends; one that lost replicas rewrites its row, and the
+  // space of the lost replicas' surviving stripes is free again.
   c.row = object.listener_tag != 0 ? object.listener_tag : next_row_++;
+  c.frees = object.listener_tag != 0;
   c.key = object.key;
   c.size_bytes = object.size_bytes;
   c.soft_pin = object.soft_pin;
@@ -238,8 +259,9 @@ void Journal::OnObjectRemoved(std::string_view key, uint64_t listener_tag,
 void Journal::Append(Change change) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const bool frees = change.kind == Change::Kind::kRemoveObject ||
+    const bool frees = change.frees || change.kind == Change::Kind::kRemoveObject ||
                        change.kind == Change::Kind::kUnmount;
+    change.frees = frees;
     pending_.push_back(std::move(change));
     ++appended_;
     if (t_own.journal != this) t_own = {this, 0, 0};
@@ -267,20 +289,50 @@ Status Journal::failure() const {
   return failure_;
 }
 
-Journal::Stats Journal::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return {.commits = commits_, .changes = durable_, .commit_seconds = commit_seconds_};
+bool Journal::WaitSyncedFor(uint64_t timeout_us) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const uint64_t target = appended_;
+  return done_cv_.wait_for(lock, std::chrono::microseconds(timeout_us),
+                           [&] { return synced_ >= target || !failure_.ok(); }) &&
+         failure_.ok();
 }
 
+Journal::Stats Journal::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {.commits = commits_,
+          .changes = durable_,
+          .syncs = syncs_,
+          .synced_changes = synced_,
+          .commit_seconds = commit_seconds_};
+}
+
+// One round: commit what has queued (if anything), then, in everysec mode,
+// fdatasync the WAL: before the commit counts if its batch freed space;
+// after it counts if the oldest unsynced commit is a sync interval old, or
+// on the way out. `due` (writer only) is when the oldest unsynced commit
+// must be synced; empty while all are.
 void Journal::WriterLoop() {
+  using Clock = std::chrono::steady_clock;
+  const bool everysec = options_.fsync == FsyncMode::kEverysec;
+  std::optional<Clock::time_point> due;
   std::vector<Change> batch;
   for (;;) {
-    uint64_t upto;
+    uint64_t upto = 0;
+    bool stopping = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return !pending_.empty() || stopping_; });
-      if (pending_.empty() || !failure_.ok()) return;
-      if (pending_.size() <= kMaxChangesPerCommit) {
+      auto ready = [&] { return !pending_.empty() || stopping_; };
+      if (due) {
+        work_cv_.wait_until(lock, *due, ready);
+      } else {
+        work_cv_.wait(lock, ready);
+      }
+      if (!failure_.ok()) return;
+      stopping = stopping_;
+      if (pending_.empty()) {
+        if (!due) return;                                // stopping, all synced
+        if (!stopping && Clock::now() < *due) continue;  // woken early
+      } else if (pending_.size() <= kMaxChangesPerCommit) {
         batch.swap(pending_);
       } else {
         auto cut = pending_.begin() + kMaxChangesPerCommit;
@@ -289,27 +341,62 @@ void Journal::WriterLoop() {
       }
       upto = appended_ - pending_.size();
     }
-    const auto started = std::chrono::steady_clock::now();
-    Status st = Commit(batch);
-    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+    const bool committing = !batch.empty();
+    bool frees = false;
+    for (const Change& c : batch) frees = frees || c.frees;
+    const auto started = Clock::now();
+    Status st = committing ? Commit(batch) : Status::Ok();
     batch.clear();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
+    // A free must be on disk before it counts (see the top of journal.h);
+    // always: SQLite synced the commit itself.
+    const bool synced_first = everysec && st.ok() && frees;
+    if (synced_first) st = db_->SyncWal();
+    if (committing || !st.ok()) {
+      const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+      Publish(committing, upto, synced_first || !everysec, st, seconds);
+    }
+    // The timer's sync runs after the commit counted, so the replies that
+    // waited for it do not wait for the flush too.
+    const bool synced_after = everysec && st.ok() && !synced_first && due &&
+                              (stopping || !committing || Clock::now() >= *due);
+    if (synced_after) Publish(false, 0, true, db_->SyncWal(), 0);
+    if (synced_first || synced_after) {
+      due.reset();
+    } else if (everysec && committing && !due) {
+      due = Clock::now() + std::chrono::microseconds(options_.sync_interval_us);
+    }
+  }
+}
+
+// Records a round's outcome and wakes whoever waits for it: a commit of the
+// changes up to `upto` (if `committed`), the WAL synced through the last
+// commit (if `synced`), or the failure that ends the journal.
+void Journal::Publish(bool committed, uint64_t upto, bool synced, const Status& st,
+                      double seconds) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (committed) {
       ++commits_;
-      commit_seconds_ += took.count();
-      if (st.ok()) {
+      commit_seconds_ += seconds;
+    }
+    if (st.ok()) {
+      if (committed) {
         durable_ = upto;
         durable_seen_.store(upto, std::memory_order_release);
-      } else {
-        failure_ = st;
-        failed_.store(true, std::memory_order_release);
-        MC_LOG(ERROR) << "journal commit failed: " << st.ToString();
       }
+      if (synced) {
+        ++syncs_;
+        synced_ = durable_;
+      }
+    } else if (failure_.ok()) {
+      failure_ = st;
+      failed_.store(true, std::memory_order_release);
+      MC_LOG(ERROR) << "journal commit failed: " << st.ToString();
     }
-    done_cv_.notify_all();
-    std::lock_guard<std::mutex> lock(callback_mu_);
-    if (on_commit_) on_commit_();
   }
+  done_cv_.notify_all();
+  std::lock_guard<std::mutex> lock(callback_mu_);
+  if (on_commit_) on_commit_();
 }
 
 Status Journal::Commit(const std::vector<Change>& batch) {
@@ -362,7 +449,8 @@ Status Journal::Commit(const std::vector<Change>& batch) {
     }
     if (!st.ok()) break;
   }
-  if (st.ok()) st = db_->Exec("COMMIT");  // fsyncs the WAL (synchronous=FULL)
+  // always: fsyncs the WAL (synchronous=FULL); everysec: writes it (NORMAL)
+  if (st.ok()) st = db_->Exec("COMMIT");
   if (!st.ok()) (void)db_->Exec("ROLLBACK");
   return st;
 }

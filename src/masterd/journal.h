@@ -10,6 +10,17 @@
 // call is committed; the RPC server calls it before sending a round of
 // replies, so a PutEnd or Remove is acknowledged only once it is durable.
 //
+// What "committed" means depends on the fsync mode (`[master] fsync`,
+// mooncake-master(1) DURABILITY). kAlways: every commit fdatasyncs the WAL
+// before it counts (SQLite's synchronous=FULL). kEverysec: a commit writes
+// its WAL frames (synchronous=NORMAL: in the page cache, so it survives
+// kill -9 of the master) and counts; the writer fdatasyncs the WAL within
+// the sync interval. A commit holding a change that frees space (remove,
+// eviction, unmount, an object's row rewritten after it lost replicas) is
+// fdatasynced before it counts: a power cut then loses only additions
+// (objects committed, segments mounted), never a free, so space a later
+// PutStart hands out can never come back under an old object's key.
+//
 // In-flight puts, leases and client liveness are not journaled: after a
 // restart in-flight puts are gone (revoked; their space was never
 // committed), and the owners of loaded segments get a fresh client_ttl to
@@ -27,6 +38,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -53,12 +65,27 @@ constexpr uint64_t kJournalCacheKiB = 64 * 1024;
 // commit that crosses that mark runs past it by its own pages.
 constexpr uint64_t kWalPresizeBytes = 8ull << 20;
 
+// How a commit is made durable; see the top of this file.
+enum class FsyncMode : uint8_t { kAlways, kEverysec };
+// The most an everysec commit waits for its fdatasync (Redis's "everysec").
+constexpr uint64_t kEverysecSyncIntervalUs = 1000000;
+
+// "always" or "everysec", as `[master] fsync` spells them.
+Result<FsyncMode> ParseFsyncMode(std::string_view text);
+const char* FsyncModeName(FsyncMode mode);
+
+struct JournalOptions {
+  FsyncMode fsync = FsyncMode::kEverysec;
+  uint64_t sync_interval_us = kEverysecSyncIntervalUs;  // everysec; tests shorten it
+};
+
 class Journal final : public master::StateListener {
  public:
   // Opens or creates `path` and starts the writer thread. `stripe_size_bytes`
   // must be the master's: buffer sizes are derived from it, not stored.
   static Result<std::unique_ptr<Journal>> Open(const std::string& path,
-                                               uint64_t stripe_size_bytes);
+                                               uint64_t stripe_size_bytes,
+                                               JournalOptions options = {});
   ~Journal() override;  // commits what is queued, stops the writer
 
   struct LoadStats {
@@ -74,6 +101,10 @@ class Journal final : public master::StateListener {
   // Blocks until every change queued before the call is committed; the
   // commit's error if one failed (the journal then stays failed).
   Status WaitDurable();
+  // Up to `timeout_us`, waits until every change queued before the call is
+  // committed and fdatasynced (everysec: by the timer at the latest); false
+  // on timeout or failure. For tests and tools.
+  bool WaitSyncedFor(uint64_t timeout_us);
   // Non-blocking forms for the RPC server's ReplyGate: sequence numbers of
   // changes (queued so far; what a reply that reveals nothing durable must
   // wait for; committed so far), and a callback run on the writer thread
@@ -93,9 +124,13 @@ class Journal final : public master::StateListener {
   Status failure() const;
   // What the master's /metrics exports of the journal.
   struct Stats {
-    uint64_t commits = 0;         // transactions committed, one fdatasync of the WAL each
+    uint64_t commits = 0;         // transactions committed
     uint64_t changes = 0;         // changes in them
-    double commit_seconds = 0;    // time spent committing (SQLite's writes and the fdatasync)
+    // fdatasyncs of the WAL: one per commit (always); one per commit that
+    // freed space, and one per timer expiry after unsynced commits (everysec)
+    uint64_t syncs = 0;
+    uint64_t synced_changes = 0;  // changes committed and fdatasynced
+    double commit_seconds = 0;    // time spent committing (SQLite's writes, and fdatasyncs before a reply)
   };
   Stats stats() const;
   const std::string& path() const { return path_; }
@@ -111,11 +146,13 @@ class Journal final : public master::StateListener {
   struct Change;
 
  private:
-  Journal(std::unique_ptr<storage::SqliteDb> db, uint64_t stripe_size_bytes);
+  Journal(std::unique_ptr<storage::SqliteDb> db, uint64_t stripe_size_bytes,
+          JournalOptions options);
   Status Prepare();
   void Append(Change change);
   Status WaitFor(std::unique_lock<std::mutex>& lock, uint64_t target);
   void WriterLoop();
+  void Publish(bool committed, uint64_t upto, bool synced, const Status& st, double seconds);
   Status Commit(const std::vector<Change>& batch);
   Status LoadSegments(master::MasterState& state, uint64_t now_us, LoadStats* stats,
                       std::map<uint32_t, std::string>* names);
@@ -125,6 +162,7 @@ class Journal final : public master::StateListener {
   std::unique_ptr<storage::SqliteDb> db_;  // writer thread only (after LoadInto)
   const std::string path_;
   const uint64_t stripe_size_bytes_;
+  const JournalOptions options_;
   struct Statements;
   std::unique_ptr<Statements> stmts_;
 
@@ -141,7 +179,9 @@ class Journal final : public master::StateListener {
   uint64_t appended_ = 0;  // changes queued so far
   uint64_t last_free_ = 0;  // the last queued change that freed space
   uint64_t durable_ = 0;   // changes committed so far
+  uint64_t synced_ = 0;    // changes committed and fdatasynced so far
   uint64_t commits_ = 0;
+  uint64_t syncs_ = 0;
   double commit_seconds_ = 0;
   Status failure_;
   bool stopping_ = false;

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -433,4 +434,179 @@ TEST_CASE("the WAL is extended with zeros at open, and frames before the zeros a
   REQUIRE((*journal)->LoadInto(*state, kNow).ok());
   CHECK(Fingerprint(*state) == before);
   CHECK(state->DumpObjects(true).size() == 49);
+}
+
+// ---- fsync modes -----------------------------------------------------------------
+
+namespace {
+
+constexpr uint64_t kHourUs = 3600ull * 1000000;  // an interval no test reaches
+constexpr uint64_t kBoundUs = 30ull * 1000000;   // how long a test waits for the timer at most
+
+masterd::JournalOptions Mode(masterd::FsyncMode fsync, uint64_t interval_us = kHourUs) {
+  return {.fsync = fsync, .sync_interval_us = interval_us};
+}
+
+// What kill -9 of the master leaves: the files as they are now (the page
+// cache's view), WAL not checkpointed.
+void CopyAsKilled(const std::string& from, const std::string& to) {
+  WriteFile(to, ReadFile(from));
+  WriteFile(to + "-wal", ReadFile(from + "-wal"));
+}
+
+}  // namespace
+
+TEST_CASE("fsync modes are spelled always and everysec; anything else is refused by name") {
+  CHECK(*masterd::ParseFsyncMode("always") == masterd::FsyncMode::kAlways);
+  CHECK(*masterd::ParseFsyncMode("everysec") == masterd::FsyncMode::kEverysec);
+  auto bad = masterd::ParseFsyncMode("no");
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().message() == "'no': unknown fsync mode (use always or everysec)");
+  CHECK(std::string(masterd::FsyncModeName(masterd::FsyncMode::kEverysec)) == "everysec");
+}
+
+TEST_CASE("in both fsync modes, what was committed survives a kill and reloads exactly") {
+  for (auto fsync : {masterd::FsyncMode::kAlways, masterd::FsyncMode::kEverysec}) {
+    CAPTURE(masterd::FsyncModeName(fsync));
+    TempDb db;
+    TempDb image;
+    const Options config = SmallStripes();
+    std::string before;
+    {
+      auto journal = masterd::Journal::Open(db.path, config.stripe_size_bytes, Mode(fsync));
+      REQUIRE(journal.ok());
+      auto state = NewState(config, journal->get());
+      REQUIRE(state->MountSegment({Client(1), Segment("s0", 64 * kMiB)}, kNow).ok());
+      REQUIRE(state->MountSegment({Client(2), Segment("s1", 64 * kMiB)}, kNow).ok());
+      for (int i = 0; i < 40; ++i) {
+        const std::string key = "k" + std::to_string(i);
+        REQUIRE(state->PutStart({Client(1), key, kMiB + 17u * i, {1u + i % 2, false}}, kNow).ok());
+        REQUIRE(state->PutEnd({Client(1), key}, kNow).ok());
+        if (i % 5 == 0) REQUIRE((*journal)->WaitDurable().ok());
+      }
+      for (int i = 0; i < 40; i += 3) REQUIRE(state->Remove({"k" + std::to_string(i), true}, kNow).ok());
+      REQUIRE(state->PutStart({Client(1), "last", kMiB, {1, false}}, kNow).ok());
+      REQUIRE(state->PutEnd({Client(1), "last"}, kNow).ok());  // an addition after the last free
+      REQUIRE((*journal)->WaitDurable().ok());
+      before = Fingerprint(*state);
+      CopyAsKilled(db.path, image.path);
+    }
+    CHECK(ReloadedFingerprint(image.path, config) == before);
+    CHECK(ReloadedFingerprint(db.path, config) == before);  // and after a clean close
+  }
+}
+
+TEST_CASE("fsync always: every commit is synced before it counts") {
+  TempDb db;
+  auto journal = masterd::Journal::Open(db.path, kMiB, Mode(masterd::FsyncMode::kAlways));
+  REQUIRE(journal.ok());
+  masterd::Journal& j = **journal;
+  auto state = NewState(SmallStripes(), &j);
+  REQUIRE(state->MountSegment({Client(1), Segment("s", 16 * kMiB)}, kNow).ok());
+  REQUIRE(state->PutStart({Client(1), "a", kMiB, {1, false}}, kNow).ok());
+  REQUIRE(state->PutEnd({Client(1), "a"}, kNow).ok());
+  REQUIRE(j.WaitDurable().ok());
+  const masterd::Journal::Stats s = j.stats();
+  CHECK(s.syncs == s.commits);
+  CHECK(s.synced_changes == s.changes);
+  CHECK(s.changes == 2);
+}
+
+TEST_CASE("fsync everysec: additions are not synced before they count, a free is") {
+  TempDb db;
+  auto journal = masterd::Journal::Open(db.path, kMiB, Mode(masterd::FsyncMode::kEverysec));
+  REQUIRE(journal.ok());
+  masterd::Journal& j = **journal;
+  auto state = NewState(SmallStripes(), &j);
+  REQUIRE(state->MountSegment({Client(1), Segment("s", 16 * kMiB)}, kNow).ok());
+  REQUIRE(state->MountSegment({Client(2), Segment("t", 16 * kMiB)}, kNow).ok());
+  for (const char* key : {"a", "b", "c"}) {
+    REQUIRE(state->PutStart({Client(1), key, kMiB, {2, false}}, kNow).ok());
+    REQUIRE(state->PutEnd({Client(1), key}, kNow).ok());
+  }
+  REQUIRE(j.WaitDurable().ok());
+  masterd::Journal::Stats s = j.stats();
+  CHECK(s.changes == 5);
+  CHECK(s.syncs == 0);  // mounts and puts: written, the timer will sync them
+  CHECK(s.synced_changes == 0);
+
+  // A remove frees space a PutStart may hand out next: synced by the time
+  // its commit counts, and everything before it with it.
+  REQUIRE(state->Remove({"a", false}, kNow).ok());
+  REQUIRE(j.WaitDurable().ok());
+  s = j.stats();
+  CHECK(s.syncs == 1);
+  CHECK(s.synced_changes == s.changes);
+  CHECK(s.changes == 6);
+
+  // So does a store leaving: its segment's unmount, and the rows of objects
+  // that kept a replica elsewhere, rewritten.
+  REQUIRE(state->PutStart({Client(1), "d", kMiB, {1, false}}, kNow).ok());
+  REQUIRE(state->PutEnd({Client(1), "d"}, kNow).ok());
+  REQUIRE(j.WaitDurable().ok());
+  CHECK(j.stats().synced_changes < j.stats().changes);
+  REQUIRE(state->UnmountSegment({Client(2), "t"}, kNow).ok());
+  REQUIRE(j.WaitDurable().ok());
+  s = j.stats();
+  // The rewrites and the unmount may reach the writer in one batch or in
+  // several, each of which frees and is synced.
+  CHECK(s.syncs >= 2);
+  CHECK(s.synced_changes == s.changes);
+}
+
+TEST_CASE("fsync everysec: the timer syncs what was committed within the interval") {
+  TempDb db;
+  constexpr uint64_t kShortUs = 1000;  // 1 ms, so the test waits for it, not for a second
+  auto journal =
+      masterd::Journal::Open(db.path, kMiB, Mode(masterd::FsyncMode::kEverysec, kShortUs));
+  REQUIRE(journal.ok());
+  masterd::Journal& j = **journal;
+  auto state = NewState(SmallStripes(), &j);
+  REQUIRE(state->MountSegment({Client(1), Segment("s", 16 * kMiB)}, kNow).ok());
+  for (int i = 0; i < 3; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    REQUIRE(state->PutStart({Client(1), key, kMiB, {1, false}}, kNow).ok());
+    REQUIRE(state->PutEnd({Client(1), key}, kNow).ok());
+    // Waits for the timer's sync, bounded: a missing timer fails, not hangs.
+    REQUIRE(j.WaitSyncedFor(kBoundUs));
+    const masterd::Journal::Stats s = j.stats();
+    CHECK(s.synced_changes == s.changes);
+    CHECK(s.syncs >= 1);
+    CHECK(s.syncs <= s.commits);  // one per unsynced stretch, never more
+  }
+}
+
+TEST_CASE("fsync everysec: the WAL keeps its file across checkpoints, so its descriptor syncs it") {
+  TempDb db;
+  auto journal = masterd::Journal::Open(db.path, kMiB, Mode(masterd::FsyncMode::kEverysec));
+  REQUIRE(journal.ok());
+  masterd::Journal& j = **journal;
+  auto state = NewState(SmallStripes(), &j);
+  struct stat at_open {};
+  REQUIRE(::stat((db.path + "-wal").c_str(), &at_open) == 0);
+  REQUIRE(state->MountSegment({Client(1), Segment("s", 1ull << 40)}, kNow).ok());
+  // Well past SQLite's automatic checkpoint (1000 pages) several times, each
+  // round ending with a free so that the journal's own fdatasync runs.
+  for (int round = 0; round < 30; ++round) {
+    for (int i = 0; i < 500; ++i) {
+      const std::string key = "r" + std::to_string(round) + "/" + std::to_string(i) +
+                              std::string(1000, 'x');  // 15 MB of rows in all
+      REQUIRE(state->PutStart({Client(1), key, 4096, {1, false}}, kNow).ok());
+      REQUIRE(state->PutEnd({Client(1), key}, kNow).ok());
+    }
+    REQUIRE(state->Remove({"r" + std::to_string(round) + "/0" + std::string(1000, 'x'), false},
+                          kNow).ok());
+    REQUIRE(j.WaitDurable().ok());
+  }
+  const masterd::Journal::Stats s = j.stats();
+  CHECK(s.syncs == 30);
+  CHECK(s.synced_changes == s.changes);
+  struct stat now {};
+  REQUIRE(::stat((db.path + "-wal").c_str(), &now) == 0);
+  CHECK(now.st_ino == at_open.st_ino);
+  CHECK(now.st_dev == at_open.st_dev);
+  // Checkpoints ran (only they write the main file), so the WAL restarted.
+  struct stat main_file {};
+  REQUIRE(::stat(db.path.c_str(), &main_file) == 0);
+  CHECK(static_cast<uint64_t>(main_file.st_size) > 4 * kMiB);
 }

@@ -47,7 +47,10 @@ Result<std::unique_ptr<Journal>> OpenJournal(const MasterConfig& mc) {
                  "cannot open " + path + " owner-only: " + std::strerror(err));
   }
   ::close(fd);
-  return Journal::Open(path, mc.stripe_size_bytes);
+  MC_ASSIGN_OR_RETURN(FsyncMode mode, ParseFsyncMode(mc.fsync));  // the config checked it
+  auto journal = Journal::Open(path, mc.stripe_size_bytes, {.fsync = mode});
+  if (journal.ok()) MC_LOG(INFO) << "journal " << path << ", fsync " << FsyncModeName(mode);
+  return journal;
 }
 
 // Rebuilds the service's state from the journal before anything is served.

@@ -56,6 +56,15 @@ class SqliteDb {
   // Extends the WAL (path + "-wal", which Open creates) with zeros to
   // `bytes`, so that commits overwrite blocks the file already has.
   Status PresizeWal(uint64_t bytes);
+  // PRAGMA synchronous=NORMAL: a commit writes its WAL frames (into the
+  // kernel's page cache: they survive kill -9 of the process) without
+  // fsyncing them; checkpoints still sync. SyncWal makes them durable.
+  Status RelaxSynchronous();
+  // fdatasync of the WAL through a descriptor this object keeps (opened on
+  // first use). SQLite keeps the WAL file while the connection is open and
+  // restarts it in place after a checkpoint; should its inode ever change,
+  // the new file is opened and synced, and a warning logged.
+  Status SyncWal();
   Status Exec(const char* sql);
   Status Prepare(const char* sql, sqlite3_stmt** stmt);
   // Runs a prepared write to completion, then resets it and clears bindings.
@@ -78,6 +87,7 @@ class SqliteDb {
 
   const std::string path_;
   sqlite3* db_;
+  int wal_fd_ = -1;  // SyncWal's descriptor on path_ + "-wal"
 };
 
 }  // namespace mc::storage

@@ -146,6 +146,10 @@ fails_with(["master", "--print-config", "--eviction-ratio", "2"], "--eviction-ra
            what="ratio flag out of range")
 fails_with(["master", "--print-config", "--log-level", "loud"], "--log-level: 'loud': unknown level",
            what="unknown log level")
+fails_with(["master", "--print-config", "--fsync", "never"],
+           "--fsync: 'never': unknown fsync (use one of always,everysec)", what="unknown fsync mode")
+fails_with(["master", "--config", write("fsync.toml", "[master]\nfsync = \"no\"\n")],
+           "fsync.toml:2: [master] fsync: 'no': unknown fsync", what="TOML unknown fsync mode")
 fails_with(["master", "--print-config", "--rpc-port", "0"], "--rpc-port: '0': port 0 is not allowed",
            what="port 0 where it does not pick")
 bad_json = write("bad.json", json.dumps({"global_segment_size": "12xb"}))

@@ -11,11 +11,13 @@ incarnation loses its objects instead of serving stale bytes; clients facing
 a dead master fail with "master unavailable" and exit code 4; a damaged or
 foreign state file makes the master refuse to start, naming the file.
 
-    python3 tests/e2e/test_crash.py [--cycles N] [--seed S]
+    python3 tests/e2e/test_crash.py [--cycles N] [--seed S] [--fsync MODE]
 
 --cycles (or MC_CRASH_CYCLES) sets the number of kill -9 cycles (default 3,
 which keeps the test well under 3 minutes on 2 cores); --seed (or MC_SEED)
-replays a run, whose seed the first line prints. MOONCAKE_BIN names the
+replays a run, whose seed the first line prints; --fsync (or
+MC_CRASH_FSYNC) runs the master with that --fsync mode (always or
+everysec; by default the master's own default). MOONCAKE_BIN names the
 binary (meson test sets it).
 """
 import argparse
@@ -40,6 +42,9 @@ _args.add_argument("--cycles", type=int, default=int(os.environ.get("MC_CRASH_CY
 _args.add_argument("--seed", type=int,
                    default=int(os.environ.get("MC_SEED") or random.randrange(1 << 30)),
                    help="replay the run with this seed (default: MC_SEED or random)")
+_args.add_argument("--fsync", choices=["always", "everysec"],
+                   default=os.environ.get("MC_CRASH_FSYNC") or None,
+                   help="the master's --fsync (default: MC_CRASH_FSYNC or the master's default)")
 _opts = _args.parse_args()
 if _opts.cycles < 1:
     _args.error("--cycles: at least 1")
@@ -47,7 +52,8 @@ SEED = _opts.seed
 CYCLES = _opts.cycles
 WORKERS = 4
 ALIGN = 64  # the master's allocation alignment
-print(f"crash test: seed {SEED} (--seed to replay), {CYCLES} cycles (--cycles for more)")
+print(f"crash test: seed {SEED} (--seed to replay), {CYCLES} cycles (--cycles for more),"
+      f" master --fsync {_opts.fsync or 'default'}")
 
 EXIT_NOT_FOUND, EXIT_UNAVAILABLE = 3, 4
 
@@ -181,7 +187,7 @@ def crash_restart(c, rng):
 
 data_dir = tempdir("mooncake-crash-")
 c = Cluster(stores=2, segment=f"{SEGMENT_MB}mb", data_dir=data_dir,
-            extra_master=["--client-ttl", "5s"],
+            extra_master=["--client-ttl", "5s"] + (["--fsync", _opts.fsync] if _opts.fsync else []),
             extra_store=[])
 try:
     env = c.env
@@ -234,6 +240,15 @@ try:
     changes = metric(c, "master_journal_changes_total")
     check(commits is not None and changes is not None and 1 <= commits <= changes,
           f"/metrics counts the journal's commits ({commits}) and changes ({changes})")
+    # A remove is fdatasynced before its reply in either --fsync mode.
+    check(run(["put", "after/sync", "-"], input=b"x" * 1000, env=env).returncode == 0 and
+          run(["rm", "after/sync"], env=env).returncode == 0, "a put and a remove after recovery")
+    commits = metric(c, "master_journal_commits_total")
+    syncs = metric(c, "master_journal_syncs_total")
+    check(syncs is not None and syncs >= 1 and
+          (syncs == commits if _opts.fsync == "always" else syncs <= commits),
+          f"/metrics counts the journal's fdatasyncs ({syncs} for {commits} commits,"
+          f" --fsync {_opts.fsync or 'default'})")
     promtool = shutil.which("promtool")
     if check(promtool is not None, "promtool is installed"):
         status, body = c.admin("/metrics")
