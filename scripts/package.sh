@@ -22,7 +22,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT_DIR:-$here/build-deb}
 prebuilt=""
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
     --prebuilt) [ $# -ge 2 ] || usage; prebuilt=$2; shift 2 ;;
