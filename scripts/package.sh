@@ -4,9 +4,12 @@
 #
 #   scripts/package.sh                   build from source: debhelper drives meson
 #                                        (a full static build, ~5 min on 2 cores)
-#   scripts/package.sh --prebuilt BIN    package BIN, a release build of this tree
-#                                        (build/src/cli/mooncake): no compile,
-#                                        what CI's package test does
+#   scripts/package.sh --prebuilt DIR    package the files of DIR, a release build
+#                                        folder of this tree (build/): its
+#                                        src/cli/mooncake, libmooncake, .pc file
+#                                        and Python extension; no compile, what
+#                                        CI's package test does. DIR may also be
+#                                        given as DIR/src/cli/mooncake.
 #   OUT_DIR=DIR scripts/package.sh       where the .deb files go (build-deb/)
 #   LINTIAN=0 scripts/package.sh         skip lintian
 #
@@ -19,7 +22,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT_DIR:-$here/build-deb}
 prebuilt=""
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
     --prebuilt) [ $# -ge 2 ] || usage; prebuilt=$2; shift 2 ;;
@@ -40,12 +43,30 @@ deb_version=$(dpkg-parsechangelog -l "$here/packaging/debian/changelog" -S Versi
   die "meson.build is version $version but packaging/debian/changelog says $deb_version: add a changelog entry (dch -v $version)"
 
 if [ -n "$prebuilt" ]; then
-  prebuilt=$(cd "$(dirname "$prebuilt")" && pwd)/$(basename "$prebuilt")
-  [ -x "$prebuilt" ] || die "--prebuilt $prebuilt is not an executable"
-  file -L "$prebuilt" | grep -q 'statically linked' ||
-    die "--prebuilt $prebuilt is not statically linked (a sanitizer build?); the package ships the static binary"
-  says=$("$prebuilt" version | head -1)
-  [ "$says" = "mooncake $version" ] || die "--prebuilt $prebuilt says '$says', this tree is mooncake $version"
+  [ -e "$prebuilt" ] || die "--prebuilt $prebuilt does not exist"
+  # The binary given (build/src/cli/mooncake): its build folder.
+  [ -d "$prebuilt" ] || prebuilt=$(dirname "$prebuilt")/../..
+  prebuilt=$(cd "$prebuilt" && pwd)
+  [ -f "$prebuilt/meson-private/coredata.dat" ] || die "--prebuilt $prebuilt is not a meson build folder"
+  bin=$prebuilt/src/cli/mooncake
+  [ -x "$bin" ] || die "--prebuilt: $bin is not an executable"
+  file -L "$bin" | grep -q 'statically linked' ||
+    die "--prebuilt $bin is not statically linked (a sanitizer build?); the package ships the static binary"
+  says=$("$bin" version | head -1)
+  [ "$says" = "mooncake $version" ] || die "--prebuilt $bin says '$says', this tree is mooncake $version"
+  # The library and module of the same build, of the same version.
+  for f in src/engine/libmooncake.so.$version src/engine/libmooncake.a meson-private/mooncake.pc; do
+    [ -f "$prebuilt/$f" ] || die "--prebuilt: $prebuilt/$f is missing (a build of another version, or not built?)"
+  done
+  pc_version=$(sed -n 's/^Version: //p' "$prebuilt/meson-private/mooncake.pc")
+  [ "$pc_version" = "$version" ] || die "--prebuilt: mooncake.pc says version $pc_version, this tree is $version"
+  ext=$(ls "$prebuilt"/src/python/mooncake/_store.*.so 2>/dev/null || true)
+  [ -n "$ext" ] || die "--prebuilt: $prebuilt has no Python extension src/python/mooncake/_store.*.so (pybind11-dev and python3-dev missing at setup?)"
+  for f in "$prebuilt/src/engine/libmooncake.so.$version" $ext; do
+    if readelf -d "$f" | grep -q 'R\(UN\)\?PATH'; then
+      die "--prebuilt: $f has a build-tree RUNPATH; the package would ship it"
+    fi
+  done
 fi
 [ -s "$here/subprojects/cpp-httplib/httplib.h" ] || [ -n "$prebuilt" ] ||
   die "subprojects/cpp-httplib/httplib.h is missing: run scripts/setup.sh first"

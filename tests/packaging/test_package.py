@@ -1,7 +1,10 @@
-"""The Debian package: scripts/package.sh builds it (from the release binary
-of this build, --prebuilt), lintian finds no errors and only the warnings
-listed below, and it installs into a throwaway root, runs from there, and
-purges leaving only what policy says stays.
+"""The Debian packages: scripts/package.sh builds them (mooncake,
+libmooncake0, libmooncake-dev and python3-mooncake, from the release build
+of this folder, --prebuilt), lintian finds no errors and only the warnings
+listed below, and they install into a throwaway root, mooncake runs from
+there, the library, header and Python module are where Debian looks for
+them (the module imports from the unpacked root), and purging leaves only
+what policy says stays.
 
 Needs root (dpkg --root, chroot) and dpkg-dev, debhelper and lintian
 (scripts/setup.sh installs them): a missing tool fails the test; not being
@@ -45,9 +48,41 @@ check(p.returncode == 0, f"scripts/package.sh --prebuilt builds the package, lin
 warnings = sorted(set(re.findall(r"^W: \S+ (\S+)", log, re.M)))
 check(set(warnings) <= set(KEPT_WARNINGS), f"lintian warns only of what we keep {warnings}")
 arch = subprocess.run(["dpkg", "--print-architecture"], stdout=subprocess.PIPE).stdout.decode().strip()
-deb = os.path.join(out, f"mooncake_{version}_{arch}.deb")
-if not check(os.path.exists(deb), f"{os.path.basename(deb)} built"):
+packages = ["mooncake", "libmooncake0", "libmooncake-dev", "python3-mooncake"]
+debs = {p: os.path.join(out, f"{p}_{version}_{arch}.deb") for p in packages}
+built = [p for p in packages if os.path.exists(debs[p])]
+if not check(built == packages, f"all four packages built {built}"):
     finish()
+deb = debs["mooncake"]
+
+
+def deb_files(path):
+    listing = subprocess.run(["dpkg-deb", "-c", path], stdout=subprocess.PIPE).stdout.decode()
+    return set(re.findall(r"\s\.(/\S+?)(?: -> \S+)?$", listing, re.M))
+
+
+multiarch = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"],
+                           stdout=subprocess.PIPE).stdout.decode().strip()
+libdir = f"/usr/lib/{multiarch}"
+pydir = "/usr/lib/python3/dist-packages/mooncake"
+ext = "_store" + subprocess.run(
+    ["/usr/bin/python3", "-c", "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"],
+    stdout=subprocess.PIPE).stdout.decode().strip()
+expected_in = {
+    "libmooncake0": [f"{libdir}/libmooncake.so.{version}", f"{libdir}/libmooncake.so.0"],
+    "libmooncake-dev": ["/usr/include/mooncake/client.h", f"{libdir}/libmooncake.so",
+                        f"{libdir}/libmooncake.a", f"{libdir}/pkgconfig/mooncake.pc"],
+    "python3-mooncake": [f"{pydir}/__init__.py", f"{pydir}/store.py", f"{pydir}/{ext}",
+                         "/usr/share/man/man3/mooncake-python.3.gz"],
+}
+for p, want in expected_in.items():
+    have = deb_files(debs[p])
+    missing = [f for f in want if f not in have]
+    check(not missing, f"{p} holds {', '.join(os.path.basename(f) for f in want)} {missing}")
+soname = subprocess.run(["dpkg-deb", "-I", debs["libmooncake0"], "shlibs"],
+                        stdout=subprocess.PIPE).stdout.decode().split()
+check(soname[:3] == ["libmooncake", "0", "libmooncake0"],
+      f"libmooncake0 has a shlibs file for libmooncake.so.0 {soname}")
 
 contents = subprocess.run(["dpkg-deb", "-c", deb], stdout=subprocess.PIPE).stdout.decode()
 files = set(re.findall(r"\s\.(/\S+)$", contents, re.M))
@@ -92,7 +127,7 @@ def dpkg(*args):
     return r.returncode
 
 
-check(dpkg("--force-depends", "-i", deb) == 0, "dpkg --root installs the package")
+check(dpkg("--force-depends", "-i", *debs.values()) == 0, "dpkg --root installs the packages")
 r = subprocess.run(["chroot", root, "/usr/bin/mooncake", "version"], stdout=subprocess.PIPE,
                    stderr=subprocess.STDOUT, timeout=30)
 check(r.returncode == 0 and r.stdout.decode().startswith(f"mooncake {version}"),
@@ -103,6 +138,26 @@ check(re.search(r"^mooncake:x:\d+:\d+:[^:]*:/var/lib/mooncake:/usr/sbin/nologin$
 installed = open(os.path.join(root, "usr/share/bash-completion/completions/mooncake")).read()
 ours = subprocess.run([BIN, "completion", "bash"], stdout=subprocess.PIPE).stdout.decode()
 check(installed == ours, "the installed bash completion is the binary's own")
+for f in (f"{libdir}/libmooncake.so.0", f"{libdir}/libmooncake.so", "/usr/include/mooncake/client.h",
+          f"{libdir}/pkgconfig/mooncake.pc"):
+    check(os.path.exists(root + f), f"{f} is installed (and resolves)")
+pc = open(root + f"{libdir}/pkgconfig/mooncake.pc").read()
+check(f"libdir=${{prefix}}/lib/{multiarch}" in pc and "prefix=/usr\n" in pc,
+      "mooncake.pc points at /usr and the multiarch folder")
+# The root has no python3: import the module from the unpacked root with the
+# host's Debian python3, the interpreter it was built for.
+r = subprocess.run(["/usr/bin/python3", "-c",
+                    "import mooncake.store, mooncake._store; "
+                    "from mooncake.store import MooncakeDistributedStore; "
+                    "print(mooncake._store.__file__)"],
+                   env=dict(os.environ, PYTHONPATH=root + "/usr/lib/python3/dist-packages",
+                            PYTHONDONTWRITEBYTECODE="1"),
+                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+check(r.returncode == 0 and r.stdout.decode().strip() == root + f"{pydir}/{ext}",
+      f"mooncake.store imports from the installed package ({r.stdout.decode().strip()[-200:]!r})")
+# What importing as root leaves: byte code, which removal takes too.
+os.makedirs(root + pydir + "/__pycache__")
+open(root + pydir + "/__pycache__/store.cpython-311.pyc", "w").close()
 
 # What a running system adds: the master's state, an operator's edit.
 state = os.path.join(root, "var/lib/mooncake")
@@ -115,6 +170,8 @@ check(dpkg("--remove", "mooncake") == 0, "dpkg --remove removes the package")
 check(not os.path.exists(os.path.join(root, "usr/bin/mooncake")), "remove takes the binary")
 check(os.path.exists(conf), "remove keeps the edited conffile")
 check(dpkg("--purge", "mooncake") == 0, "dpkg --purge purges it")
+check(dpkg("--purge", "python3-mooncake", "libmooncake-dev", "libmooncake0") == 0,
+      "dpkg --purge purges the library and module packages")
 
 after = set()
 for dirpath, dirnames, filenames in os.walk(root):
@@ -125,6 +182,8 @@ stays = {"etc/passwd", "etc/group", "etc/shadow", "etc/gshadow", "etc/.pwd.lock"
          "etc/passwd-", "etc/group-", "etc/shadow-", "etc/gshadow-"}
 left = sorted(f for f in after - before if f not in stays and not f.startswith("var/lib/dpkg/"))
 check(not left, f"purge leaves nothing but the system user and dpkg's database {left}")
+check(not os.path.exists(root + "/usr/lib") and not os.path.exists(root + "/usr/include"),
+      "purge takes the library, header and module with their folders")
 check(not os.path.exists(conf) and not os.path.exists(state),
       "purge removes the conffile and the services' state in /var/lib/mooncake")
 print(f"package test took {time.monotonic() - started:.0f} s")
