@@ -123,8 +123,9 @@ class ClientImpl final : public Client {
                                                   const std::vector<Parts>& parts) override;
   Result<uint64_t> Size(const std::string& key) override;
   std::vector<Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;
-  Result<uint64_t> RemoveAll() override {
-    MC_ASSIGN_OR_RETURN(msg::RemoveAllReply r, link_->RemoveAll());
+  Result<uint64_t> RemoveAll(bool force) override {
+    MC_ASSIGN_OR_RETURN(msg::RemoveAllReply r,
+                        force ? link_->RemoveAllForced() : link_->RemoveAll());
     return r.removed;
   }
   msg::ClientId id() const override { return id_; }

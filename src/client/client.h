@@ -77,8 +77,9 @@ class Client {
   virtual Result<uint64_t> Size(const std::string& key) = 0;
   // One status per key, in order.
   virtual std::vector<Status> BatchRemove(const std::vector<std::string>& keys, bool force) = 0;
-  // Removes every unleased object; returns how many were removed.
-  virtual Result<uint64_t> RemoveAll() = 0;
+  // Removes every unleased object (with `force`, leased ones too); returns
+  // how many were removed.
+  virtual Result<uint64_t> RemoveAll(bool force = false) = 0;
   // This process's identity at the master (a segment it mounts uses it too).
   virtual msg::ClientId id() const = 0;
 

@@ -461,10 +461,7 @@ std::vector<int> Store::BatchRemove(const std::vector<std::string>& keys, bool f
 
 int64_t Store::RemoveAll(bool force) {
   MC_ENGINE_CLIENT(kInvalidParams);
-  // The master's RemoveAll skips leased objects; `force` cannot override a
-  // lease there (see mooncake-python(3)).
-  (void)force;
-  auto r = cl.RemoveAll();
+  auto r = cl.RemoveAll(force);
   return r.ok() ? static_cast<int64_t>(*r) : Code(r.status());
 }
 

@@ -452,11 +452,11 @@ Status MasterState::Remove(const msg::RemoveRequest& req, uint64_t now_us) {
   return Count(counters_.remove, Status::Ok());
 }
 
-msg::RemoveAllReply MasterState::RemoveAll(uint64_t now_us) {
+msg::RemoveAllReply MasterState::RemoveAll(uint64_t now_us, bool force) {
   msg::RemoveAllReply reply;
   for (auto it = objects_.begin(); it != objects_.end();) {
     auto next = std::next(it);
-    if (it->second.complete() && !Leased(it->second, now_us)) {
+    if (it->second.complete() && (force || !Leased(it->second, now_us))) {
       EraseObject(it, RemoveReason::kRemoved, true);
       ++reply.removed;
     }

@@ -99,7 +99,9 @@ class MasterState {
   Result<bool> ExistKey(const msg::KeyRequest& req, uint64_t now_us);
   Status Remove(const msg::RemoveRequest& req, uint64_t now_us);
   // Removes every complete, unleased object.
-  msg::RemoveAllReply RemoveAll(uint64_t now_us);
+  // Removes every complete object that is not leased (with `force`, leased
+  // ones too); objects still being written stay with their writer.
+  msg::RemoveAllReply RemoveAll(uint64_t now_us, bool force = false);
   // Complete keys in byte order, after `cursor`, at most min(limit, max_batch).
   Result<msg::ListKeysReply> ListKeys(const msg::ListKeysRequest& req, uint64_t now_us);
   msg::ClusterStatusReply ClusterStatus(uint64_t now_us) const;

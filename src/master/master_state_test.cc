@@ -511,6 +511,17 @@ TEST_CASE("RemoveAll removes every complete unleased object") {
   CHECK(h.state->counters().key_count == 2);
 }
 
+TEST_CASE("forced RemoveAll removes leased objects too but never one being written") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s", 8 * kMiB).ok());
+  REQUIRE(h.Put("a", 10).ok());
+  REQUIRE(h.Put("b", 10).ok());
+  REQUIRE(h.Start("c", 10).ok());
+  REQUIRE(h.Get("b").ok());
+  CHECK(h.state->RemoveAll(h.now_us, true).removed == 2);
+  CHECK(h.state->counters().key_count == 1);  // "c", still with its writer
+}
+
 TEST_CASE("state dumped and loaded into a fresh master matches and new puts never overlap") {
   Options c;
   c.stripe_size_bytes = kMiB;

@@ -142,6 +142,11 @@ Result<msg::RemoveAllReply> MasterService::RemoveAll() {
   return state_->RemoveAll(clock_.NowUs());
 }
 
+Result<msg::RemoveAllReply> MasterService::RemoveAllEx(const msg::RemoveAllRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_->RemoveAll(clock_.NowUs(), req.force);
+}
+
 Result<msg::ListKeysReply> MasterService::ListKeys(const msg::ListKeysRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
   return state_->ListKeys(req, clock_.NowUs());

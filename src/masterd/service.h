@@ -40,6 +40,7 @@ class MasterService final : public rpc::Handler {
   Result<bool> ExistKey(const msg::KeyRequest& req) override;
   Status Remove(const msg::RemoveRequest& req) override;
   Result<msg::RemoveAllReply> RemoveAll() override;
+  Result<msg::RemoveAllReply> RemoveAllEx(const msg::RemoveAllRequest& req) override;
   Result<msg::ListKeysReply> ListKeys(const msg::ListKeysRequest& req) override;
   Result<msg::ClusterStatusReply> ClusterStatus() override;
   Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchPutStart(

@@ -111,6 +111,9 @@ struct GetReplicaListReply {
 };
 
 struct RemoveRequest { std::string key; bool force = false; };
+// RemoveAllEx's payload: with force, leased objects go too (objects still
+// being written never do: their writer holds the buffers).
+struct RemoveAllRequest { bool force = false; };
 struct RemoveAllReply { uint64_t removed = 0; };
 
 struct ListKeysRequest {

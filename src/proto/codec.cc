@@ -215,6 +215,9 @@ void Decode(Reader& r, msg::RemoveRequest* v) {
   v->force = r.Bool("force");
 }
 
+void Encode(Writer& w, const msg::RemoveAllRequest& v) { w.Bool(v.force); }
+void Decode(Reader& r, msg::RemoveAllRequest* v) { v->force = r.Bool("force"); }
+
 void Encode(Writer& w, const msg::RemoveAllReply& v) { w.U64(v.removed); }
 void Decode(Reader& r, msg::RemoveAllReply* v) { v->removed = r.U64("removed"); }
 

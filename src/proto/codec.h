@@ -52,6 +52,7 @@ MC_PROTO_CODEC(msg::PutStartExRequest)
 MC_PROTO_CODEC(msg::KeyRequest)
 MC_PROTO_CODEC(msg::GetReplicaListReply)
 MC_PROTO_CODEC(msg::RemoveRequest)
+MC_PROTO_CODEC(msg::RemoveAllRequest)
 MC_PROTO_CODEC(msg::RemoveAllReply)
 MC_PROTO_CODEC(msg::ListKeysRequest)
 MC_PROTO_CODEC(msg::KeyInfo)
@@ -117,6 +118,7 @@ MC_PROTO_OP(BatchRemove, msg::Batch<msg::RemoveRequest>, msg::Batch<Status>)
 MC_PROTO_OP(ReleaseLeases, msg::Batch<msg::KeyRequest>, Empty)  // a notification: no reply is sent
 MC_PROTO_OP(BatchPutStartEx, msg::Batch<msg::PutStartExRequest>,
             msg::Batch<msg::BatchItem<msg::PutStartReply>>)
+MC_PROTO_OP(RemoveAllEx, msg::RemoveAllRequest, msg::RemoveAllReply)
 #undef MC_PROTO_OP
 
 // ---- whole payloads ---------------------------------------------------------

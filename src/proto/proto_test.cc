@@ -110,8 +110,10 @@ TEST_CASE("a frame header round-trips and is 20 little-endian bytes") {
   CHECK(IsKnownOpcode(0x0046));
   CHECK(OpcodeName(Opcode::kReleaseLeases) == "ReleaseLeases");
   CHECK(IsKnownOpcode(0x0047));
+  CHECK(IsKnownOpcode(0x0048));
+  CHECK(OpcodeName(Opcode::kRemoveAllEx) == "RemoveAllEx");
   CHECK(OpcodeName(Opcode::kBatchPutStartEx) == "BatchPutStartEx");
-  CHECK_FALSE(IsKnownOpcode(0x0048));
+  CHECK_FALSE(IsKnownOpcode(0x0049));
   CHECK(IsNotification(Opcode::kReleaseLeases));
   CHECK_FALSE(IsNotification(Opcode::kBatchGetReplicaList));
 }
@@ -159,6 +161,7 @@ TEST_CASE("every message type round-trips, and its truncations are refused") {
   CheckRoundTrip(msg::KeyRequest{client, "k"});
   CheckRoundTrip(msg::GetReplicaListReply{{rep}, 2 << 20, 10000000});
   CheckRoundTrip(msg::RemoveRequest{"k", true});
+  CheckRoundTrip(msg::RemoveAllRequest{true});
   CheckRoundTrip(msg::RemoveAllReply{12});
   CheckRoundTrip(msg::ListKeysRequest{"pre", 100, "cur"});
   CheckRoundTrip(msg::ListKeysReply{{{"a", 1, 2, true}, {"b", 3, 1, false}}, "b"});

@@ -46,6 +46,7 @@ MC_EQ(msg::KeyRequest, a.client == b.client && a.key == b.key)
 MC_EQ(msg::GetReplicaListReply, a.replicas == b.replicas && a.size_bytes == b.size_bytes &&
                                a.lease_ttl_us == b.lease_ttl_us)
 MC_EQ(msg::RemoveRequest, a.key == b.key && a.force == b.force)
+MC_EQ(msg::RemoveAllRequest, a.force == b.force)
 MC_EQ(msg::RemoveAllReply, a.removed == b.removed)
 MC_EQ(msg::ListKeysRequest, a.prefix == b.prefix && a.limit == b.limit && a.cursor == b.cursor)
 MC_EQ(msg::KeyInfo, a.key == b.key && a.size_bytes == b.size_bytes && a.replicas == b.replicas &&

@@ -276,6 +276,9 @@ MC_CLIENT_RESULT(BatchRemove)
 Result<msg::RemoveAllReply> MasterClient::RemoveAll() {
   return Invoke<Opcode::kRemoveAll>(Empty{});
 }
+Result<msg::RemoveAllReply> MasterClient::RemoveAllForced() {
+  return Invoke<Opcode::kRemoveAllEx>(msg::RemoveAllRequest{true});
+}
 Result<msg::ClusterStatusReply> MasterClient::ClusterStatus() {
   return Invoke<Opcode::kClusterStatus>(Empty{});
 }

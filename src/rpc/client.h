@@ -51,6 +51,8 @@ class MasterClient {
   Result<bool> ExistKey(const msg::KeyRequest& req);
   Status Remove(const msg::RemoveRequest& req);
   Result<msg::RemoveAllReply> RemoveAll();
+  // RemoveAll with force (leased objects too); needs a master with RemoveAllEx.
+  Result<msg::RemoveAllReply> RemoveAllForced();
   Result<msg::ListKeysReply> ListKeys(const msg::ListKeysRequest& req);
   Result<msg::ClusterStatusReply> ClusterStatus();
   Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchPutStart(

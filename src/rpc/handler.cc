@@ -64,6 +64,10 @@ Result<msg::GetReplicaListReply> Handler::GetReplicaList(const msg::KeyRequest&)
 Result<bool> Handler::ExistKey(const msg::KeyRequest&) { return Unsupported("ExistKey"); }
 Status Handler::Remove(const msg::RemoveRequest&) { return Unsupported("Remove"); }
 Result<msg::RemoveAllReply> Handler::RemoveAll() { return Unsupported("RemoveAll"); }
+Result<msg::RemoveAllReply> Handler::RemoveAllEx(const msg::RemoveAllRequest& req) {
+  if (req.force) return Unsupported("RemoveAllEx with force");
+  return RemoveAll();
+}
 Result<msg::ListKeysReply> Handler::ListKeys(const msg::ListKeysRequest&) {
   return Unsupported("ListKeys");
 }
@@ -130,6 +134,7 @@ void Dispatch(Handler& h, Opcode op, std::string_view payload, std::string* out)
     MC_SERVE(BatchRemove, h.BatchRemove(req))
     MC_SERVE(ReleaseLeases, h.ReleaseLeases(req))
     MC_SERVE(BatchPutStartEx, h.BatchPutStartEx(req))
+    MC_SERVE(RemoveAllEx, h.RemoveAllEx(req))
     case Opcode::kConnectionError:
     case Opcode::kHello:
     case Opcode::kAuth:

@@ -30,6 +30,8 @@ class Handler {
   virtual Result<bool> ExistKey(const msg::KeyRequest& req);
   virtual Status Remove(const msg::RemoveRequest& req);
   virtual Result<msg::RemoveAllReply> RemoveAll();
+  // By default RemoveAll when not forced; a forced one needs the override.
+  virtual Result<msg::RemoveAllReply> RemoveAllEx(const msg::RemoveAllRequest& req);
   virtual Result<msg::ListKeysReply> ListKeys(const msg::ListKeysRequest& req);
   virtual Result<msg::ClusterStatusReply> ClusterStatus();
 

@@ -147,6 +147,13 @@ def test_remove_all(store):
     assert store.batch_is_exist(keys) == [0, 0, 0]
 
 
+def test_remove_all_forced(store):
+    keys = [key("raf") for _ in range(2)]
+    assert store.put_batch(keys, [b"1", b"2"]) == 0
+    assert store.remove_all(True) >= 2
+    assert store.batch_is_exist(keys) == [0, 0]
+
+
 def test_replicate_config_fields(store):
     c = ReplicateConfig()
     assert c.replica_num == 1 and not c.with_soft_pin and not c.with_hard_pin
