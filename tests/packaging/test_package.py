@@ -88,7 +88,7 @@ contents = subprocess.run(["dpkg-deb", "-c", deb], stdout=subprocess.PIPE).stdou
 files = set(re.findall(r"\s\.(/\S+)$", contents, re.M))
 expected = ["/usr/bin/mooncake", "/etc/mooncake/mooncake.toml",
             "/usr/share/man/man1/mooncake.1.gz", "/usr/share/man/man5/mooncake.toml.5.gz",
-            "/usr/share/man/man7/mooncake-protocol.7.gz",
+            "/usr/share/man/man7/mooncake-protocol.7.gz", "/usr/share/man/man7/mooncake-security.7.gz",
             "/usr/share/bash-completion/completions/mooncake",
             "/usr/share/zsh/vendor-completions/_mooncake", "/usr/lib/sysusers.d/mooncake.conf"]
 expected += [f"/lib/systemd/system/mooncake-{u}.service"
