@@ -120,14 +120,24 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectWithRetries() {
   auto hp = net::ParseHostPort(options_.master);
   if (!hp.ok()) return hp.status();
   uint64_t backoff_us = options_.initial_backoff_us;
-  uint32_t attempts = options_.retries == 0 ? 1 : options_.retries;
+  const uint32_t attempts = options_.retries == 0 ? 1 : options_.retries;
+  // The whole try, backoff included, fits in rpc_timeout x attempts: the
+  // bound the man pages promise for "master unavailable". The backoff comes
+  // out of the attempts' time, so an unreachable master costs no more.
+  const uint64_t deadline_us = net::MonotonicUs() + options_.rpc_timeout_us * attempts;
   Status last;
+  uint32_t made = 0;
   for (uint32_t i = 0; i < attempts; ++i) {
+    uint64_t now = net::MonotonicUs();
     if (i > 0) {
-      std::this_thread::sleep_for(std::chrono::microseconds(backoff_us));
+      if (now >= deadline_us) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(std::min(backoff_us, deadline_us - now)));
       backoff_us = std::min(backoff_us * 2, options_.max_backoff_us);
+      now = net::MonotonicUs();
+      if (now >= deadline_us) break;
     }
-    auto c = ConnectOnce(*hp);
+    ++made;
+    auto c = ConnectOnce(*hp, std::min(options_.rpc_timeout_us, deadline_us - now));
     if (c.ok()) return c;
     last = c.status();
     // The master answered and said no: retrying will not change its mind.
@@ -135,14 +145,17 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectWithRetries() {
       return last;
     }
   }
-  return Unavailable(last.message() + " (" + std::to_string(attempts) + " attempts)");
+  return Unavailable(last.message() + " (" + std::to_string(made) + " attempts)");
 }
 
-Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectOnce(const net::HostPort& hp) {
-  MC_ASSIGN_OR_RETURN(int fd, net::ConnectTcp(hp, options_.rpc_timeout_us));
+Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectOnce(const net::HostPort& hp,
+                                                                      uint64_t timeout_us) {
+  // Connect and handshake share one attempt's time.
+  const uint64_t deadline_us = net::MonotonicUs() + timeout_us;
+  MC_ASSIGN_OR_RETURN(int fd, net::ConnectTcp(hp, timeout_us));
   auto c = std::make_unique<Conn>();
   c->fd = fd;
-  MC_RETURN_IF_ERROR(Handshake(c.get(), net::MonotonicUs() + options_.rpc_timeout_us));
+  MC_RETURN_IF_ERROR(Handshake(c.get(), deadline_us));
   return c;
 }
 
