@@ -66,6 +66,8 @@ bool PeerGone(const Status& st) {
 }  // namespace
 
 void TcpTransport::Unreachable::Note(const Endpoint& ep, const Status& st) {
+  // A refusal (a wrong token, a full server) is an answer: the peer is there.
+  if (st.code() != ErrorCode::TRANSFER_FAIL && st.code() != ErrorCode::RPC_TIMEOUT) return;
   std::lock_guard<std::mutex> lock(mu_);
   peers_.try_emplace(PeerKey(ep), st);
 }

@@ -296,6 +296,52 @@ def scenario_client_store(store_ep):
     return x, (only_x, only_y)
 
 
+def slow_link(node, rate):
+    for where, dev in ((ns(node), "eth0"), (HUB, f"v{node}")):
+        if rate:
+            sh("ip", "netns", "exec", where, "tc", "qdisc", "replace", "dev", dev, "root", "tbf",
+               "rate", rate, "burst", "64kb", "latency", "400ms")
+        else:
+            sh("ip", "netns", "exec", where, "tc", "qdisc", "del", "dev", dev, "root", ok=False)
+
+
+def scenario_mid_transfer(x, store_ep):
+    """(a) A store partitioned while a get is reading from it: the stalled
+    connection times out after transfer_timeout and the get reads the other
+    replica."""
+    slow_link(x, "20mbit")  # 8 MiB take ~3 s from x, so the partition lands mid-read
+    key = None
+    for i in range(4):
+        k = f"big-{i}"
+        if put(k, 8 << 20, 2).rc == 0 and holders(k)[:1] == [store_ep[x]]:
+            key = k
+            break
+    if not check(key is not None, f"an 8 MiB key whose first replica is on {x} ({key})"):
+        slow_link(x, None)
+        return
+    t0 = time.monotonic()
+    p = subprocess.Popen(["ip", "netns", "exec", ns("c"), BIN, "get"] + CLIENT_FLAGS + [key],
+                         env=harness._child_env(ENV), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    harness._procs.append(p)
+    time.sleep(1.0)
+    still_reading = p.poll() is None
+    partition("c", x)
+    try:
+        out, err = p.communicate(timeout=CMD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        stop(p, signal.SIGKILL)
+        out, err = b"", b"hung"
+    secs = time.monotonic() - t0
+    bound = 1.0 + TRANSFER_TIMEOUT_S + SLACK_S
+    print(f"-- {x} partitioned 1s into an 8 MiB get from it: exit {p.returncode} after {secs:.2f}s")
+    check(still_reading, "the get was still reading when the partition came")
+    check(p.returncode == 0 and out == acked[key],
+          f"the get read the other replica, byte for byte ({err.decode(errors='replace').strip()[:160]})")
+    check(secs <= bound, f"within 1s + transfer_timeout + {SLACK_S}s slack ({secs:.2f}s <= {bound}s)")
+    heal("c")
+    slow_link(x, None)
+
+
 def scenario_client_master():
     """(c) Client partitioned from the master."""
     partition("c", "m")
@@ -380,7 +426,7 @@ def scenario_impaired(x):
     print(f"-- impaired: {what}")
     wrong, hung, failed_puts = [], [], 0
     t0 = time.monotonic()
-    keys = [f"lossy-{i}" for i in range(16)]
+    keys = [f"lossy-{i}" for i in range(12)]
     for k in keys:
         o = put(k, rng.randrange(1, 2 << 20), 2)
         if o.rc is None:
@@ -388,7 +434,11 @@ def scenario_impaired(x):
         elif o.rc != 0:
             failed_puts += 1
     reads = 0
-    for k in list(acked):
+    # Every key put under loss, and a sample of the earlier ones (all of them
+    # are read once the links are clean again, below).
+    earlier = sorted(k for k in acked if not k.startswith("lossy-"))
+    sample = [k for k in keys if k in acked] + rng.sample(earlier, min(8, len(earlier)))
+    for k in sample:
         o = client(["get", k])
         if o.rc is None:
             hung.append(k)
@@ -398,7 +448,7 @@ def scenario_impaired(x):
                 wrong.append(k)
         elif o.out:
             wrong.append(k)  # bytes with a failure exit
-    print(f"   {len(keys)} puts ({failed_puts} failed cleanly), {reads}/{len(acked)} gets exact, "
+    print(f"   {len(keys)} puts ({failed_puts} failed cleanly), {reads}/{len(sample)} gets exact, "
           f"{time.monotonic() - t0:.1f}s")
     check(not hung, f"no command hung under loss and delay ({hung})")
     check(not wrong, f"no get returned wrong bytes under loss and delay ({wrong})")
@@ -447,6 +497,8 @@ try:
                 f"{store_ep['s1']} {store_ep['s2']}, client {ADDR['c']}")
 
     x, lone = scenario_client_store(store_ep)
+    if x:
+        scenario_mid_transfer(x, store_ep)
     scenario_client_master()
     if x:
         scenario_store_master(x, store_ep, lone)
