@@ -44,10 +44,12 @@ RPC_PORT, ADMIN_PORT, META_PORT, DATA_PORT = 50051, 9003, 8080, 17000
 
 # Short settings keep the run fast; slack absorbs a loaded 2-core machine and
 # the sanitizer build (bounds are checked, never tight timings).
-CLIENT_TTL_S = 3
+CLIENT_TTL_S = 4
 TRANSFER_TIMEOUT_S = 2
 RPC_TIMEOUT_S, RPC_RETRIES = 1, 3
-STORE_RPC = ["--rpc-timeout", "500ms", "--rpc-retries", "2"]
+# A store's ping fails after at most 2 x 1 s: a loaded machine may lose one,
+# never the client_ttl's worth that would declare a healthy store dead.
+STORE_RPC = ["--rpc-timeout", "1s", "--rpc-retries", "2"]
 SLACK_S = 10
 CMD_TIMEOUT_S = 60  # a command still running after this counts as a hang
 
@@ -471,6 +473,9 @@ if probe.returncode != 0:
     skip(f"ip netns is not permitted here: {probe.stderr.decode().strip()}")
 sh("ip", "netns", "del", f"{PREFIX}-probe", ok=False)
 
+# meson's timeout sends SIGTERM: leave through `finally`, which stops the
+# processes and deletes the namespaces.
+signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM: cleaning up"))
 s1 = s2 = master = None
 try:
     build_network()
