@@ -284,7 +284,8 @@ Status ClientImpl::Run(std::vector<Planned>& planned, UnreachableStores* unreach
     if (st.ok()) continue;
     if (unreachable != nullptr) {
       for (size_t j = i; j < i + n; ++j) {
-        if (tcp_ops[j].peer_unreachable) unreachable->try_emplace(tcp_src[j]->store, tcp_ops[j].status);
+        if (!tcp_ops[j].peer_unreachable) continue;
+        unreachable->try_emplace(tcp_src[j]->store, tcp_ops[j].status);
       }
     }
     return Error(ErrorCode::TRANSFER_FAIL, st.message());

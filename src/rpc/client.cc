@@ -131,7 +131,8 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectWithRetries() {
     uint64_t now = net::MonotonicUs();
     if (i > 0) {
       if (now >= deadline_us) break;
-      std::this_thread::sleep_for(std::chrono::microseconds(std::min(backoff_us, deadline_us - now)));
+      const uint64_t pause_us = std::min(backoff_us, deadline_us - now);
+      std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
       backoff_us = std::min(backoff_us * 2, options_.max_backoff_us);
       now = net::MonotonicUs();
       if (now >= deadline_us) break;

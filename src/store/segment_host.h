@@ -8,8 +8,9 @@
 // missed pings for client_ttl and was declared dead, e.g. across a network
 // partition) asks it to remount: the store then takes a new incarnation and
 // access key, voiding every grant signed before, and mounts again, empty as
-// far as the master knows. Stop() unmounts and stops serving. Used by `mooncake store` and by the engine
-// library (an inference engine with global_segment_size > 0).
+// far as the master knows. Stop() unmounts and stops serving. Used by
+// `mooncake store` and by the engine library (an inference engine with
+// global_segment_size > 0).
 //
 // Thread-safe: Stop() and the accessors may be called from any thread; the
 // heartbeat runs on a thread of its own. The destructor stops.
