@@ -465,8 +465,9 @@ def scenario_impaired(x):
 
 # ---- main ------------------------------------------------------------------
 
-if shutil.which("nft") is None:
-    skip("nft is not installed (scripts/setup.sh installs nftables)")
+for tool, package in (("ip", "iproute2"), ("tc", "iproute2"), ("nft", "nftables"), ("curl", "curl")):
+    if shutil.which(tool) is None:
+        skip(f"{tool} is not installed (scripts/setup.sh installs {package})")
 probe = subprocess.run(["ip", "netns", "add", f"{PREFIX}-probe"], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE)
 if probe.returncode != 0:
