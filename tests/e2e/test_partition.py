@@ -72,6 +72,8 @@ def sh(*args, ok=True, timeout=20):
 
 def skip(why):
     print(f"SKIP: {why}")
+    for d in harness._tempdirs + [harness._san_dir]:  # nothing ran: nothing to keep
+        shutil.rmtree(d, ignore_errors=True)
     sys.exit(77)
 
 
