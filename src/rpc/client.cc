@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -209,11 +210,15 @@ Status MasterClient::Dropped(Opcode op, const Status& st, const char* when) {
 
 Result<std::unique_ptr<MasterClient::Conn>> MasterClient::SendOne(Opcode op,
                                                                   std::string_view payload,
-                                                                  uint64_t deadline_us,
+                                                                  uint64_t* deadline_us,
                                                                   uint64_t* id) {
-  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, Acquire(deadline_us));
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, Acquire(*deadline_us));
+  // The request's own rpc_timeout starts once it has a connection: one that
+  // took several attempts (a master coming back, a partition healing) must
+  // not leave the request no time at all and drop a good connection.
+  *deadline_us = std::max(*deadline_us, net::MonotonicUs() + options_.rpc_timeout_us);
   *id = c->next_request_id++;
-  Status st = c->Send(op, *id, payload, deadline_us);
+  Status st = c->Send(op, *id, payload, *deadline_us);
   if (!st.ok()) return Dropped(op, st, "sending");
   return c;
 }
@@ -221,7 +226,7 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::SendOne(Opcode op,
 Result<std::string> MasterClient::Call(Opcode op, std::string_view request_payload) {
   uint64_t deadline = net::MonotonicUs() + options_.rpc_timeout_us;
   uint64_t id = 0;
-  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, SendOne(op, request_payload, deadline, &id));
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, SendOne(op, request_payload, &deadline, &id));
   for (;;) {
     auto h = c->ReadFrame(deadline);
     if (!h.ok()) return Dropped(op, h.status(), "waiting for the reply");
@@ -244,9 +249,8 @@ Result<std::string> MasterClient::Call(Opcode op, std::string_view request_paylo
 
 Status MasterClient::Notify(Opcode op, std::string_view request_payload) {
   uint64_t id = 0;
-  MC_ASSIGN_OR_RETURN(
-      std::unique_ptr<Conn> c,
-      SendOne(op, request_payload, net::MonotonicUs() + options_.rpc_timeout_us, &id));
+  uint64_t deadline = net::MonotonicUs() + options_.rpc_timeout_us;
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, SendOne(op, request_payload, &deadline, &id));
   Release(std::move(c));
   return Status::Ok();
 }

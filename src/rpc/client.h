@@ -96,9 +96,11 @@ class MasterClient {
   Result<std::unique_ptr<Conn>> ConnectOnce(const net::HostPort& hp, uint64_t timeout_us);
   Status Handshake(Conn* c, uint64_t deadline_us);
   Status Unavailable(const std::string& why) const;
-  // Acquires a connection and sends one frame on it (its request id in *id).
+  // Acquires a connection (waiting for a free one until *deadline_us) and
+  // sends one frame on it (its request id in *id); *deadline_us becomes the
+  // reply's deadline, at least rpc_timeout_us after the connection was had.
   Result<std::unique_ptr<Conn>> SendOne(proto::Opcode op, std::string_view payload,
-                                        uint64_t deadline_us, uint64_t* id);
+                                        uint64_t* deadline_us, uint64_t* id);
   // Drops the borrowed connection and names the operation in the error.
   Status Dropped(proto::Opcode op, const Status& st, const char* when);
 
