@@ -14,6 +14,7 @@
 #include "common/crypto.h"
 #include "common/host_identity.h"
 #include "common/log.h"
+#include "client/replica_order.h"
 #include "rpc/client.h"
 #include "transfer/access.h"
 #include "transfer/shm_transport.h"
@@ -64,7 +65,13 @@ struct Planned {
   transfer::Endpoint endpoint;
   transfer::TransferOp op;
   bool same_host = false;
+  std::string store;  // the buffer's endpoint, "host:port"
 };
+
+// Longest a data-plane connect may take: a store that does not accept within
+// this is not coming (a partition drops the SYN), whatever transfer_timeout
+// allows for a transfer that is slow but moving.
+constexpr uint64_t kMaxConnectTimeoutUs = 5000000;
 
 class ClientImpl final : public Client {
  public:
@@ -140,6 +147,11 @@ class ClientImpl final : public Client {
     // 1..kMaxTcpStreams: the config refuses anything else at start-up.
     o.streams = static_cast<int>(config.client.tcp_streams);
     o.auth_token = config.cluster.auth_token;
+    // A store that makes no progress for transfer_timeout fails the
+    // transfer (SO_SNDTIMEO/SO_RCVTIMEO), and the transport gives up on it
+    // for the rest of the batch; a get then tries the next replica.
+    o.tuning.io_timeout_us = config.client.transfer_timeout_us;
+    o.connect_timeout_us = std::min(config.client.transfer_timeout_us, kMaxConnectTimeoutUs);
     return o;
   }
 
@@ -161,16 +173,19 @@ class ClientImpl final : public Client {
   Status Plan(const msg::ReplicaDesc& replica, transfer::OpKind kind, const Parts& parts,
               uint64_t size, std::vector<Planned>* out) const;
   // Reads one object described by `reply` into `parts` (exactly its size),
-  // trying replicas (same-host first) until one succeeds.
-  Status ReadObject(msg::GetReplicaListReply& reply, const Parts& parts);
+  // trying replicas (same-host first) until one succeeds; replicas on stores
+  // in `unreachable` are not tried, and stores that fail are added to it.
+  Status ReadObject(const msg::GetReplicaListReply& reply, const Parts& parts,
+                    UnreachableStores* unreachable);
   // PutStart of every request in one round trip, per-key outcomes.
   Result<std::vector<msg::BatchItem<msg::PutStartReply>>> StartPuts(
       const std::vector<msg::PutStartRequest>& reqs);
   // Orders replicas same-host first (stable: the master's order otherwise).
   void LocalFirst(msg::GetReplicaListReply& reply) const;
   // Runs planned ops: same-host ones over shm (falling back to TCP when the
-  // segment cannot be mapped), the rest over TCP.
-  Status Run(std::vector<Planned>& planned);
+  // segment cannot be mapped), the rest over TCP. Stores the transport found
+  // unreachable are added to `unreachable` (when given).
+  Status Run(std::vector<Planned>& planned, UnreachableStores* unreachable = nullptr);
   // The replica lists of `reqs` in one master round trip (per-key status).
   std::vector<msg::BatchItem<msg::GetReplicaListReply>> ReplicaLists(
       const std::vector<msg::KeyRequest>& reqs);
@@ -218,6 +233,7 @@ Status ClientImpl::Plan(const msg::ReplicaDesc& replica, transfer::OpKind kind,
       Planned p;
       p.endpoint = ep;
       p.same_host = same_host;
+      p.store = b.endpoint;
       p.op.kind = kind;
       p.op.remote_offset = b.offset + done;
       p.op.buffer = parts[part].data() + in_part;
@@ -233,9 +249,9 @@ Status ClientImpl::Plan(const msg::ReplicaDesc& replica, transfer::OpKind kind,
   return Status::Ok();
 }
 
-Status ClientImpl::Run(std::vector<Planned>& planned) {
+Status ClientImpl::Run(std::vector<Planned>& planned, UnreachableStores* unreachable) {
   std::vector<transfer::TransferOp> shm_ops, tcp_ops;
-  std::vector<Planned*> shm_src;
+  std::vector<Planned*> shm_src, tcp_src;
   for (Planned& p : planned) {
     p.op.endpoint = &p.endpoint;
     if (p.same_host) {
@@ -243,6 +259,7 @@ Status ClientImpl::Run(std::vector<Planned>& planned) {
       shm_src.push_back(&p);
     } else {
       tcp_ops.push_back(p.op);
+      tcp_src.push_back(&p);
     }
   }
   bool used_shm = false;
@@ -257,6 +274,7 @@ Status ClientImpl::Run(std::vector<Planned>& planned) {
         // TCP gives the same bytes under the store's own checks.
         MC_LOG(DEBUG) << "shm transfer failed, using tcp: " << shm_ops[j].status.ToString();
         tcp_ops.push_back(shm_src[j]->op);
+        tcp_src.push_back(shm_src[j]);
       }
     }
     (void)st;
@@ -264,7 +282,14 @@ Status ClientImpl::Run(std::vector<Planned>& planned) {
   for (size_t i = 0; i < tcp_ops.size(); i += transfer::kMaxBatchOps) {
     size_t n = std::min(transfer::kMaxBatchOps, tcp_ops.size() - i);
     Status st = tcp_.Batch(std::span(tcp_ops).subspan(i, n));
-    if (!st.ok()) return Error(ErrorCode::TRANSFER_FAIL, st.message());
+    if (st.ok()) continue;
+    if (unreachable != nullptr) {
+      for (size_t j = i; j < i + n; ++j) {
+        if (!tcp_ops[j].peer_unreachable) continue;
+        unreachable->try_emplace(tcp_src[j]->store, tcp_ops[j].status);
+      }
+    }
+    return Error(ErrorCode::TRANSFER_FAIL, st.message());
   }
   last_same_host_.store(used_shm && tcp_ops.empty());
   return Status::Ok();
@@ -371,13 +396,19 @@ void ClientImpl::LocalFirst(msg::GetReplicaListReply& reply) const {
                    });
 }
 
-Status ClientImpl::ReadObject(msg::GetReplicaListReply& reply, const Parts& parts) {
-  LocalFirst(reply);
+Status ClientImpl::ReadObject(const msg::GetReplicaListReply& reply, const Parts& parts,
+                              UnreachableStores* unreachable) {
+  ReadPlan plan = ReadOrder(reply.replicas, [this](const msg::BufferDesc& b) { return UseShm(b); },
+                            *unreachable);
+  if (plan.order.empty() && !plan.skipped.ok()) {
+    return Error(ErrorCode::TRANSFER_FAIL,
+                 "every replica is on a store that did not answer: " + plan.skipped.message());
+  }
   Status last = Error(ErrorCode::INVALID_REPLICA, "no complete replica");
-  for (const auto& replica : reply.replicas) {
+  for (size_t i : plan.order) {
     std::vector<Planned> planned;
-    last = Plan(replica, transfer::OpKind::kRead, parts, reply.size_bytes, &planned);
-    if (last.ok()) last = Run(planned);
+    last = Plan(reply.replicas[i], transfer::OpKind::kRead, parts, reply.size_bytes, &planned);
+    if (last.ok()) last = Run(planned, unreachable);
     if (last.ok()) break;
   }
   return last;
@@ -394,7 +425,8 @@ Result<uint64_t> ClientImpl::GetInto(const std::string& key, std::span<uint8_t> 
                                                  " bytes does not fit a buffer of " +
                                                  std::to_string(buffer.size()));
   }
-  MC_RETURN_IF_ERROR(ReadObject(*reply, {buffer.first(reply->size_bytes)}));
+  UnreachableStores unreachable;
+  MC_RETURN_IF_ERROR(ReadObject(*reply, {buffer.first(reply->size_bytes)}, &unreachable));
   return reply->size_bytes;
 }
 
@@ -449,10 +481,15 @@ std::vector<Status> ClientImpl::Fetch(const std::vector<std::string>& keys, cons
     }
   }
   // Fast path: the first replica of every key moves in one concurrent batch.
-  // Otherwise (or if it fails), key by key through every replica in turn.
-  if (!planned_all || !Run(planned).ok()) {
+  // Otherwise (or if it fails), key by key through every replica in turn,
+  // skipping the stores the fast path found unreachable: each would only
+  // cost another transfer_timeout.
+  UnreachableStores unreachable;
+  if (!planned_all || !Run(planned, &unreachable).ok()) {
     for (size_t i = 0; i < keys.size(); ++i) {
-      if (out[i].ok() && lists[i].status.ok()) out[i] = ReadObject(lists[i].value, bufs[i]);
+      if (out[i].ok() && lists[i].status.ok()) {
+        out[i] = ReadObject(lists[i].value, bufs[i], &unreachable);
+      }
     }
   }
   ReleaseLeases(reqs, lists);

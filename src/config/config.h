@@ -67,6 +67,7 @@ struct ClientConfig {
   uint64_t local_buffer_size_bytes = 64ull << 20;     // MOONCAKE_LOCAL_BUFFER_SIZE
   uint32_t replicas = 1;
   uint32_t tcp_streams = 8;                           // connections a transfer is striped over
+  uint64_t transfer_timeout_us = 10000000;            // plain numbers: s
 };
 
 struct MetadataServerConfig {

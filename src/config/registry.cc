@@ -143,6 +143,11 @@ const Setting kSettings[] = {
      .field = MC_FIELD(client.tcp_streams),
      .help = "TCP connections a transfer is striped over (objects from 512 KiB up, in pieces of at most 1 MiB)", .zero_ok = false,
      .max = kMaxTcpStreams},
+    {.section = kClient, .key = "transfer_timeout", .type = Type::kDuration,
+     .field = MC_FIELD(client.transfer_timeout_us),
+     .help = "A data-plane connect, send or receive with no progress this long fails the"
+             " transfer (a get then tries the next replica)",
+     .json_key = "transfer_timeout", .plain_unit = DU::kSeconds, .zero_ok = false},
 
     // [metadata_server]: the HTTP key-value service of the transfer engine.
     {.section = kMetadataServer, .key = "host", .type = Type::kString,

@@ -211,7 +211,9 @@ Status MasterState::MountSegment(const msg::MountSegmentRequest& req, uint64_t n
     const Segment& seg = *segments_[found->second];
     if (seg.owner == req.client && seg.desc.incarnation == d.incarnation &&
         seg.desc.size_bytes == d.size_bytes) {
-      clients_[req.client].last_ping_us = now_us;
+      Client& owner = clients_[req.client];
+      owner.last_ping_us = now_us;
+      owner.remount_pending = false;
       return Count(counters_.mount_segment, Status::Ok());  // a retried mount
     }
     if (seg.desc.incarnation == d.incarnation)
@@ -237,6 +239,7 @@ Status MasterState::MountSegment(const msg::MountSegmentRequest& req, uint64_t n
   segment_ids_.emplace(d.name, id);
   Client& client = clients_[req.client];
   client.last_ping_us = now_us;
+  client.remount_pending = false;
   client.segments.push_back(id);
   capacity_bytes_ += segments_[id]->allocator.capacity_bytes();
   ++view_version_;
@@ -263,7 +266,8 @@ Status MasterState::UnmountSegment(const msg::UnmountSegmentRequest& req, uint64
 msg::PingReply MasterState::Ping(const msg::PingRequest& req, uint64_t now_us) {
   auto [it, inserted] = clients_.try_emplace(req.client);
   it->second.last_ping_us = now_us;
-  return Count(counters_.ping, msg::PingReply{inserted, view_version_}, false);
+  if (inserted) it->second.remount_pending = true;
+  return Count(counters_.ping, msg::PingReply{it->second.remount_pending, view_version_}, false);
 }
 
 // ---- puts --------------------------------------------------------------------

@@ -87,7 +87,8 @@ class MasterState {
   // idempotent success; any other reuse of a name is SEGMENT_ALREADY_EXISTS.
   Status MountSegment(const msg::MountSegmentRequest& req, uint64_t now_us);
   Status UnmountSegment(const msg::UnmountSegmentRequest& req, uint64_t now_us);
-  // An unknown client is registered and told to remount its segments.
+  // An unknown client is registered and told to remount its segments, at
+  // every ping until it mounts one (the reply to the first may be lost).
   msg::PingReply Ping(const msg::PingRequest& req, uint64_t now_us);
 
   Result<msg::PutStartReply> PutStart(const msg::PutStartRequest& req, uint64_t now_us);

@@ -19,6 +19,11 @@ struct MasterState::Segment {
 struct MasterState::Client {
   uint64_t last_ping_us = 0;
   std::vector<uint32_t> segments;  // ids of the segments it mounted
+  // Registered by a ping, not by a mount: told to remount until it mounts.
+  // A ping the network delivers late (sent before a partition, retransmitted
+  // from a closed socket after the heal) may be the one that registers it,
+  // and its reply is lost: the next pings must still ask.
+  bool remount_pending = false;
 };
 
 // "0123..." (32 hex digits) for messages.

@@ -44,6 +44,7 @@ struct Model {
   std::map<std::string, ModelObject> objects;
   std::map<std::string, ModelSegment> segments;
   std::map<uint64_t, uint64_t> clients;  // id -> last ping
+  std::set<uint64_t> remount_pending;     // registered by a ping, not mounted since
 
   bool Alive(const std::string& seg, uint64_t now) const {
     auto c = clients.find(segments.at(seg).owner);
@@ -210,8 +211,8 @@ struct Runner {
       MountOrUnmount(now);
     } else {
       const uint64_t c = 1 + Pick(3);
-      const bool known = m.clients.count(c);
-      REQUIRE(h.state->Ping({Client(c)}, now).remount == !known);
+      if (!m.clients.count(c)) m.remount_pending.insert(c);
+      REQUIRE(h.state->Ping({Client(c)}, now).remount == m.remount_pending.count(c) > 0);
       m.clients[c] = now;
     }
   }
@@ -247,6 +248,7 @@ struct Runner {
       if (s.ok()) {
         m.segments[name] = {client, size};
         m.clients[client] = now;
+        m.remount_pending.erase(client);
       }
     } else {
       Status s = h.state->UnmountSegment({Client(client), name}, now);
@@ -266,6 +268,7 @@ struct Runner {
       }
       for (auto& [name, s] : m.segments)
         if (s.owner == c->first) gone.insert(name);
+      m.remount_pending.erase(c->first);
       c = m.clients.erase(c);
     }
     m.Drop(gone);

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -120,14 +121,25 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectWithRetries() {
   auto hp = net::ParseHostPort(options_.master);
   if (!hp.ok()) return hp.status();
   uint64_t backoff_us = options_.initial_backoff_us;
-  uint32_t attempts = options_.retries == 0 ? 1 : options_.retries;
+  const uint32_t attempts = options_.retries == 0 ? 1 : options_.retries;
+  // The whole try, backoff included, fits in rpc_timeout x attempts: the
+  // bound the man pages promise for "master unavailable". The backoff comes
+  // out of the attempts' time, so an unreachable master costs no more.
+  const uint64_t deadline_us = net::MonotonicUs() + options_.rpc_timeout_us * attempts;
   Status last;
+  uint32_t made = 0;
   for (uint32_t i = 0; i < attempts; ++i) {
+    uint64_t now = net::MonotonicUs();
     if (i > 0) {
-      std::this_thread::sleep_for(std::chrono::microseconds(backoff_us));
+      if (now >= deadline_us) break;
+      const uint64_t pause_us = std::min(backoff_us, deadline_us - now);
+      std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
       backoff_us = std::min(backoff_us * 2, options_.max_backoff_us);
+      now = net::MonotonicUs();
+      if (now >= deadline_us) break;
     }
-    auto c = ConnectOnce(*hp);
+    ++made;
+    auto c = ConnectOnce(*hp, std::min(options_.rpc_timeout_us, deadline_us - now));
     if (c.ok()) return c;
     last = c.status();
     // The master answered and said no: retrying will not change its mind.
@@ -135,14 +147,17 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectWithRetries() {
       return last;
     }
   }
-  return Unavailable(last.message() + " (" + std::to_string(attempts) + " attempts)");
+  return Unavailable(last.message() + " (" + std::to_string(made) + " attempts)");
 }
 
-Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectOnce(const net::HostPort& hp) {
-  MC_ASSIGN_OR_RETURN(int fd, net::ConnectTcp(hp, options_.rpc_timeout_us));
+Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectOnce(const net::HostPort& hp,
+                                                                      uint64_t timeout_us) {
+  // Connect and handshake share one attempt's time.
+  const uint64_t deadline_us = net::MonotonicUs() + timeout_us;
+  MC_ASSIGN_OR_RETURN(int fd, net::ConnectTcp(hp, timeout_us));
   auto c = std::make_unique<Conn>();
   c->fd = fd;
-  MC_RETURN_IF_ERROR(Handshake(c.get(), net::MonotonicUs() + options_.rpc_timeout_us));
+  MC_RETURN_IF_ERROR(Handshake(c.get(), deadline_us));
   return c;
 }
 
@@ -195,11 +210,15 @@ Status MasterClient::Dropped(Opcode op, const Status& st, const char* when) {
 
 Result<std::unique_ptr<MasterClient::Conn>> MasterClient::SendOne(Opcode op,
                                                                   std::string_view payload,
-                                                                  uint64_t deadline_us,
+                                                                  uint64_t* deadline_us,
                                                                   uint64_t* id) {
-  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, Acquire(deadline_us));
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, Acquire(*deadline_us));
+  // The request's own rpc_timeout starts once it has a connection: one that
+  // took several attempts (a master coming back, a partition healing) must
+  // not leave the request no time at all and drop a good connection.
+  *deadline_us = std::max(*deadline_us, net::MonotonicUs() + options_.rpc_timeout_us);
   *id = c->next_request_id++;
-  Status st = c->Send(op, *id, payload, deadline_us);
+  Status st = c->Send(op, *id, payload, *deadline_us);
   if (!st.ok()) return Dropped(op, st, "sending");
   return c;
 }
@@ -207,7 +226,7 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::SendOne(Opcode op,
 Result<std::string> MasterClient::Call(Opcode op, std::string_view request_payload) {
   uint64_t deadline = net::MonotonicUs() + options_.rpc_timeout_us;
   uint64_t id = 0;
-  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, SendOne(op, request_payload, deadline, &id));
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, SendOne(op, request_payload, &deadline, &id));
   for (;;) {
     auto h = c->ReadFrame(deadline);
     if (!h.ok()) return Dropped(op, h.status(), "waiting for the reply");
@@ -230,9 +249,8 @@ Result<std::string> MasterClient::Call(Opcode op, std::string_view request_paylo
 
 Status MasterClient::Notify(Opcode op, std::string_view request_payload) {
   uint64_t id = 0;
-  MC_ASSIGN_OR_RETURN(
-      std::unique_ptr<Conn> c,
-      SendOne(op, request_payload, net::MonotonicUs() + options_.rpc_timeout_us, &id));
+  uint64_t deadline = net::MonotonicUs() + options_.rpc_timeout_us;
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, SendOne(op, request_payload, &deadline, &id));
   Release(std::move(c));
   return Status::Ok();
 }

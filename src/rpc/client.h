@@ -5,8 +5,10 @@
 // same request id, so concurrent callers run in parallel on separate
 // connections. A connection is opened on demand: TCP connect, Hello, then
 // challenge-response Auth; the master must prove it knows the token too.
-// Connecting is retried `retries` times with exponential backoff, then the
-// call fails with RPC_FAIL "master unavailable at H:P: ...". A request that
+// Connecting is tried `retries` times with exponential backoff, all within
+// rpc_timeout_us x retries (each attempt, connect and handshake, at most
+// rpc_timeout_us), then the call fails with RPC_FAIL "master unavailable at
+// H:P: ..." (`mooncake` commands exit 4). A request that
 // was sent is never re-sent (PutStart is not idempotent): if the connection
 // drops before the reply the call fails with RPC_FAIL; if no reply comes in
 // rpc_timeout_us, RPC_TIMEOUT. AUTH_FAILED and version mismatches
@@ -93,12 +95,14 @@ class MasterClient {
   Result<std::unique_ptr<Conn>> Acquire(uint64_t deadline_us);
   void Release(std::unique_ptr<Conn> conn);  // null: the connection was dropped
   Result<std::unique_ptr<Conn>> ConnectWithRetries();
-  Result<std::unique_ptr<Conn>> ConnectOnce(const net::HostPort& hp);
+  Result<std::unique_ptr<Conn>> ConnectOnce(const net::HostPort& hp, uint64_t timeout_us);
   Status Handshake(Conn* c, uint64_t deadline_us);
   Status Unavailable(const std::string& why) const;
-  // Acquires a connection and sends one frame on it (its request id in *id).
+  // Acquires a connection (waiting for a free one until *deadline_us) and
+  // sends one frame on it (its request id in *id); *deadline_us becomes the
+  // reply's deadline, at least rpc_timeout_us after the connection was had.
   Result<std::unique_ptr<Conn>> SendOne(proto::Opcode op, std::string_view payload,
-                                        uint64_t deadline_us, uint64_t* id);
+                                        uint64_t* deadline_us, uint64_t* id);
   // Drops the borrowed connection and names the operation in the error.
   Status Dropped(proto::Opcode op, const Status& st, const char* when);
 

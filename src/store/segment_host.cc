@@ -132,10 +132,10 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Create(const Config& config, m
   // Every transfer must carry a grant the master signed with this
   // incarnation's key: writes only into in-progress puts, reads only of
   // complete, leased replicas (common/capability.h).
+  h->keys_ = std::make_shared<transfer::SegmentKeys>(desc.access_key, desc.incarnation);
   auto server = transfer::TcpDataServer::Start(
       h->segment_->base(), h->segment_->size_bytes(),
-      transfer::CapabilityCheck(desc.access_key, desc.incarnation,
-                                [] { return SystemClock::Instance().UnixMs(); }),
+      transfer::CapabilityCheck(h->keys_, [] { return SystemClock::Instance().UnixMs(); }),
       to);
   if (!server.ok()) {
     return Error(server.code(), "cannot start the data server: " + server.status().ToString());
@@ -214,8 +214,15 @@ void SegmentHost::Heartbeat() {
       continue;
     }
     if (!pong->remount) continue;
-    MC_LOG(INFO) << "master asked to remount; mounting segment " << desc_.name << " again";
+    // The master does not know this store: it declared it dead (client_ttl
+    // without a ping) and dropped its segment and the objects on it, or it
+    // restarted without its state. Either way it holds nothing here.
+    Reincarnate();
+    MC_LOG(INFO) << "master asked to remount (it had dropped this store); mounting segment "
+                 << desc_.name << " again as incarnation " << desc_.incarnation
+                 << ", grants from before are void";
     auto again = Mount([this](uint64_t ms) { return Sleep(ms); });
+    if (again.ok() && *again) MC_LOG(INFO) << "segment " << desc_.name << " mounted again";
     if (!again.ok()) {
       std::lock_guard lock(mu_);
       failure_ = again.status();
@@ -223,6 +230,12 @@ void SegmentHost::Heartbeat() {
     }
     if (!*again) return;
   }
+}
+
+void SegmentHost::Reincarnate() {
+  desc_.incarnation = RandomU64();
+  desc_.access_key = RandomBytes(32);
+  keys_->Set(desc_.access_key, desc_.incarnation);
 }
 
 Status SegmentHost::failure() const {

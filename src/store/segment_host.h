@@ -4,9 +4,13 @@
 // clients by its shm path), mounts it on the master under the caller's
 // client id, publishes its descriptor to the metadata server, faults its
 // pages in on a background thread and, once started, pings the master every
-// second from its own thread (remounting when the master asks). Stop()
-// unmounts and stops serving. Used by `mooncake store` and by the engine
-// library (an inference engine with global_segment_size > 0).
+// second from its own thread. A master that does not know the store (it
+// missed pings for client_ttl and was declared dead, e.g. across a network
+// partition) asks it to remount: the store then takes a new incarnation and
+// access key, voiding every grant signed before, and mounts again, empty as
+// far as the master knows. Stop() unmounts and stops serving. Used by
+// `mooncake store` and by the engine library (an inference engine with
+// global_segment_size > 0).
 //
 // Thread-safe: Stop() and the accessors may be called from any thread; the
 // heartbeat runs on a thread of its own. The destructor stops.
@@ -27,6 +31,7 @@
 
 namespace mc::transfer {
 class Segment;
+class SegmentKeys;
 class TcpDataServer;
 }  // namespace mc::transfer
 namespace mc::rpc {
@@ -73,6 +78,9 @@ class SegmentHost {
  private:
   SegmentHost() = default;
   void Heartbeat();
+  // A new incarnation and access key, in the data server first: taken before
+  // mounting again after the master declared this store dead.
+  void Reincarnate();
   // Sleeps up to `ms` or until Stop(); true when stopping.
   bool Sleep(uint64_t ms);
 
@@ -81,6 +89,7 @@ class SegmentHost {
   msg::SegmentDesc desc_;
   uint16_t port_ = 0;
   std::unique_ptr<transfer::Segment> segment_;
+  std::shared_ptr<transfer::SegmentKeys> keys_;  // what the data server checks grants with
   std::unique_ptr<transfer::TcpDataServer> server_;
   std::unique_ptr<rpc::MasterClient> link_;
   std::unique_ptr<MetadataPublisher> meta_;

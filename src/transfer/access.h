@@ -17,6 +17,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "transfer/transport.h"
@@ -29,6 +31,26 @@ using NowUnixMsFn = std::function<uint64_t()>;
 // op, expiry (by `now`) and that it covers the range. INVALID_WRITE or
 // INVALID_READ with the reason otherwise.
 AccessCheck CapabilityCheck(std::string access_key, uint64_t incarnation, NowUnixMsFn now);
+
+// A segment's access key and incarnation that can be replaced while the
+// data server runs: a store the master declared dead takes a new pair before
+// it mounts again, which voids every grant signed before (for puts the master
+// discarded and reads of objects it dropped), so none can write into or read
+// from space the master hands out anew. Thread-safe.
+class SegmentKeys {
+ public:
+  SegmentKeys(std::string access_key, uint64_t incarnation);
+  void Set(std::string access_key, uint64_t incarnation);
+  std::pair<std::string, uint64_t> Get() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::string access_key_;
+  uint64_t incarnation_;
+};
+
+// CapabilityCheck under whatever `keys` holds at the time of each request.
+AccessCheck CapabilityCheck(std::shared_ptr<const SegmentKeys> keys, NowUnixMsFn now);
 
 // Same rules without the signature: a grant must be present, unexpired and
 // cover the range. (Which op it was for is bound only by the signature.)

@@ -155,3 +155,38 @@ TEST_CASE("the same-host path copies only inside an unexpired grant") {
   now += 100;
   CHECK(shm.Write(ep, 4096, buf.data(), 4096, w).code() == ErrorCode::INVALID_WRITE);
 }
+
+TEST_CASE("a store that takes a new key and incarnation voids every grant signed before") {
+  std::mt19937_64 rng(TestSeed() + 42);
+  auto keys = std::make_shared<SegmentKeys>(kKey, kIncarnation);
+  Store store = Store::Make(kSegmentBytes, CapabilityCheck(keys, [] { return uint64_t{1000000}; }));
+  TcpTransport tcp;
+  const Endpoint& ep = store.endpoint;
+  const uint64_t off = 2 << 20, len = 100000, expiry = 1000000 + 5000;
+  auto data = RandomBytes(rng, len);
+  std::vector<uint8_t> back(len);
+  Grant old_write = Sign(CapabilityOp::kWrite, off, len, expiry);
+  Grant old_read = Sign(CapabilityOp::kRead, off, len, expiry);
+  REQUIRE(tcp.Write(ep, off, data.data(), len, old_write).ok());
+
+  // Declared dead and mounting again: a stale put's grant must not write
+  // into space the master may hand out anew, nor a stale lease read it.
+  const std::string new_key(32, 'n');
+  keys->Set(new_key, kIncarnation + 1);
+  auto fresh = RandomBytes(rng, len);
+  CHECK(tcp.Write(ep, off, fresh.data(), len, old_write).code() == ErrorCode::INVALID_WRITE);
+  CHECK(tcp.Read(ep, off, back.data(), len, old_read).code() == ErrorCode::INVALID_READ);
+  CHECK(std::memcmp(store.segment->base() + off, data.data(), len) == 0);
+  // The same key under the new incarnation is refused too: the incarnation is signed.
+  CHECK(tcp.Write(ep, off, fresh.data(), len,
+                  Sign(CapabilityOp::kWrite, off, len, expiry, kKey, kIncarnation + 1))
+            .code() == ErrorCode::INVALID_WRITE);
+  // Grants of the new pair are served, on the same running server.
+  REQUIRE(tcp.Write(ep, off, fresh.data(), len,
+                    Sign(CapabilityOp::kWrite, off, len, expiry, new_key, kIncarnation + 1))
+              .ok());
+  REQUIRE(tcp.Read(ep, off, back.data(), len,
+                   Sign(CapabilityOp::kRead, off, len, expiry, new_key, kIncarnation + 1))
+              .ok());
+  CHECK(back == fresh);
+}

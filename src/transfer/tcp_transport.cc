@@ -55,7 +55,28 @@ Status ReadHello(int fd, const std::string& peer, wire::Hello* hello) {
   return wire::DecodeHello(buf, hello);
 }
 
+// A send or receive that made no progress for io_timeout_us: the peer is
+// partitioned or stalled, not merely closing an idle connection (which fails
+// at once, with a reset or an end of stream). A failed connect says the same
+// and is noted where Acquire fails.
+bool PeerGone(const Status& st) {
+  return st.code() == ErrorCode::RPC_TIMEOUT;
+}
+
 }  // namespace
+
+void TcpTransport::Unreachable::Note(const Endpoint& ep, const Status& st) {
+  // A refusal (a wrong token, a full server) is an answer: the peer is there.
+  if (st.code() != ErrorCode::TRANSFER_FAIL && st.code() != ErrorCode::RPC_TIMEOUT) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  peers_.try_emplace(PeerKey(ep), st);
+}
+
+Status TcpTransport::Unreachable::Check(const Endpoint& ep) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = peers_.find(PeerKey(ep));
+  return it == peers_.end() ? Status::Ok() : it->second;
+}
 
 TcpTransport::TcpTransport(TcpTransportOptions options)
     : options_(std::move(options)), workers_(std::max(options_.streams - 1, 0)) {
@@ -208,11 +229,16 @@ Status TcpTransport::RunChunk(Conn& conn, const TransferOp& op, const Chunk& chu
   return FinishChunk(conn, op, chunk, id, broken);
 }
 
-Status TcpTransport::RunChunkWithRetry(const TransferOp& op, const Chunk& chunk) {
+Status TcpTransport::RunChunkWithRetry(const TransferOp& op, const Chunk& chunk,
+                                       Unreachable* gone) {
   Status st;
   for (int attempt = 0; attempt < 2; ++attempt) {
+    if (Status down = gone->Check(*op.endpoint); !down.ok()) return down;
     auto conn = Acquire(*op.endpoint);
-    if (!conn.ok()) return conn.status();
+    if (!conn.ok()) {
+      gone->Note(*op.endpoint, conn.status());
+      return conn.status();
+    }
     bool broken = false;
     st = RunChunk(*conn, op, chunk, &broken);
     if (!broken) {
@@ -222,7 +248,13 @@ Status TcpTransport::RunChunkWithRetry(const TransferOp& op, const Chunk& chunk)
     close(conn->fd);
     // Only a pooled connection may have died while idle; a fresh one failing
     // is a real error. One dead pooled connection usually means the peer
-    // restarted, so its other idle ones go too.
+    // restarted, so its other idle ones go too. A timeout is no idle
+    // connection closing: the peer is partitioned or stalled.
+    if (PeerGone(st)) {
+      gone->Note(*op.endpoint, st);
+      DropIdle(*op.endpoint);
+      break;
+    }
     if (!conn->reused) break;
     DropIdle(*op.endpoint);
   }
@@ -230,7 +262,8 @@ Status TcpTransport::RunChunkWithRetry(const TransferOp& op, const Chunk& chunk)
 }
 
 void TcpTransport::RunStream(std::span<TransferOp> ops, const std::vector<Chunk>& chunks,
-                             std::atomic<size_t>* next, const ChunkFailed& failed) {
+                             std::atomic<size_t>* next, const ChunkFailed& failed,
+                             Unreachable* gone) {
   struct Pending {
     size_t chunk;
     uint64_t request_id;
@@ -253,6 +286,7 @@ void TcpTransport::RunStream(std::span<TransferOp> ops, const std::vector<Chunk>
     const Chunk& c = chunks[p.chunk];
     Status st = FinishChunk(*conn, ops[c.op], c, p.request_id, &broken);
     if (broken) {
+      if (PeerGone(st)) gone->Note(*ep, st);
       retry.push_back(p.chunk);
       drop_conn();
     } else if (!st.ok()) {
@@ -267,9 +301,14 @@ void TcpTransport::RunStream(std::span<TransferOp> ops, const std::vector<Chunk>
   for (size_t i = next->fetch_add(1); i < chunks.size(); i = next->fetch_add(1)) {
     const TransferOp& op = ops[chunks[i].op];
     if (conn && (ep->host != op.endpoint->host || ep->port != op.endpoint->port)) flush();
+    if (Status down = gone->Check(*op.endpoint); !down.ok()) {
+      failed(i, down);
+      continue;
+    }
     if (!conn) {
       auto c = Acquire(*op.endpoint);
       if (!c.ok()) {
+        gone->Note(*op.endpoint, c.status());
         failed(i, c.status());
         continue;
       }
@@ -277,7 +316,8 @@ void TcpTransport::RunStream(std::span<TransferOp> ops, const std::vector<Chunk>
       ep = op.endpoint;
     }
     uint64_t id = 0;
-    if (!SendChunk(*conn, op, chunks[i], &id).ok()) {
+    if (Status sent = SendChunk(*conn, op, chunks[i], &id); !sent.ok()) {
+      if (PeerGone(sent)) gone->Note(*ep, sent);
       retry.push_back(i);
       drop_conn();
       continue;
@@ -287,7 +327,7 @@ void TcpTransport::RunStream(std::span<TransferOp> ops, const std::vector<Chunk>
   }
   flush();
   for (size_t i : retry) {
-    Status st = RunChunkWithRetry(ops[chunks[i].op], chunks[i]);
+    Status st = RunChunkWithRetry(ops[chunks[i].op], chunks[i], gone);
     if (!st.ok()) failed(i, st);
   }
 }
@@ -317,9 +357,13 @@ Status TcpTransport::Batch(std::span<TransferOp> ops) {
     if (ops[chunks[c].op].status.ok()) ops[chunks[c].op].status = st;
   };
   std::atomic<size_t> next{0};
+  Unreachable gone;
   const size_t streams = std::min<size_t>(static_cast<size_t>(options_.streams), chunks.size());
   workers_.ParallelFor(streams, static_cast<int>(streams) - 1,
-                       [&](size_t) { RunStream(ops, chunks, &next, failed); });
+                       [&](size_t) { RunStream(ops, chunks, &next, failed, &gone); });
+  for (TransferOp& op : ops) {
+    op.peer_unreachable = !op.status.ok() && !gone.Check(*op.endpoint).ok();
+  }
   for (const TransferOp& op : ops) {
     if (!op.status.ok()) return op.status;
   }

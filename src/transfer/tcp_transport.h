@@ -10,6 +10,11 @@
 // A batch is flattened into the same chunk list. A chunk that fails on a
 // reused connection (e.g. the server closed it while idle) is retried once on
 // a fresh one, which is safe because WRITE and READ are idempotent.
+// A peer that cannot be reached (connect fails) or stalls (a send or receive
+// makes no progress for io_timeout_us) is unreachable for the rest of the
+// batch: its other chunks fail at once instead of each waiting out the
+// timeout again, so a batch to a partitioned peer fails within about one
+// timeout (connect_timeout_us or io_timeout_us, whichever it hit).
 // Thread-safe: concurrent callers share the pool and the helper threads.
 #pragma once
 
@@ -80,19 +85,32 @@ class TcpTransport final : public Transport {
   Result<Conn> Connect(const Endpoint& ep);
   void DropIdle(const Endpoint& ep);
   using ChunkFailed = std::function<void(size_t chunk, const Status&)>;
+  // Peers one Batch found unreachable, shared by its streams.
+  class Unreachable {
+   public:
+    // Records `st` for `ep` when it says the peer is gone (a failed connect,
+    // a timeout); other errors (a refused grant) leave the peer usable.
+    void Note(const Endpoint& ep, const Status& st);
+    // The status that made `ep` unreachable, or OK.
+    Status Check(const Endpoint& ep) const;
+
+   private:
+    mutable std::mutex mu_;
+    std::map<std::string, Status> peers_;
+  };
 
   Status SendChunk(Conn& conn, const TransferOp& op, const Chunk& chunk, uint64_t* request_id);
   // Reads the reply (and READ data); a failed connection leaves `*broken` true.
   Status FinishChunk(Conn& conn, const TransferOp& op, const Chunk& chunk, uint64_t request_id,
                      bool* broken);
   Status RunChunk(Conn& conn, const TransferOp& op, const Chunk& chunk, bool* broken);
-  Status RunChunkWithRetry(const TransferOp& op, const Chunk& chunk);
+  Status RunChunkWithRetry(const TransferOp& op, const Chunk& chunk, Unreachable* gone);
   // One stream: claims chunks from `next` and keeps up to kPipelineDepth of
   // them in flight on its connection, so the wire never idles waiting for an
   // acknowledgement. Safe because only small frames (requests, WRITE
   // replies) queue unread in either direction.
   void RunStream(std::span<TransferOp> ops, const std::vector<Chunk>& chunks,
-                 std::atomic<size_t>* next, const ChunkFailed& failed);
+                 std::atomic<size_t>* next, const ChunkFailed& failed, Unreachable* gone);
 
   const TcpTransportOptions options_;
   std::mutex mu_;  // guards idle_

@@ -253,3 +253,36 @@ TEST_CASE("a dead peer fails the transfer with TRANSFER_FAIL instead of hanging"
   uint8_t b = 0;
   CHECK(tcp.Write(ep, 0, &b, 1).code() == ErrorCode::TRANSFER_FAIL);
 }
+
+TEST_CASE("a batch marks the ops of a peer it cannot reach, not those a live peer refused") {
+  std::mt19937_64 rng(TestSeed() + 9);
+  // Writes only in [0, 1 MiB): a live store that says no to the rest.
+  AccessCheck check = [](OpKind, uint64_t off, uint64_t len, const Grant&) -> mc::Status {
+    if (off + len <= (1 << 20)) return mc::Status::Ok();
+    return mc::Error(ErrorCode::INVALID_WRITE, "not a buffer you may touch");
+  };
+  Store live = Store::Make(4 << 20, check);
+  Store dead = Store::Make(4 << 20);
+  Endpoint gone = dead.endpoint;
+  dead.server.reset();
+  TcpTransportOptions o;
+  o.streams = 4;
+  o.min_chunk_bytes = 64 << 10;  // several chunks per op, on several streams
+  TcpTransport tcp(o);
+  auto data = RandomBytes(rng, 1 << 20);
+  std::vector<TransferOp> ops = {
+      {OpKind::kWrite, &gone, 0, data.data(), data.size(), {}},
+      {OpKind::kWrite, &live.endpoint, 0, data.data(), data.size(), {}},
+      {OpKind::kWrite, &gone, 2 << 20, data.data(), 1000, {}},
+      {OpKind::kWrite, &live.endpoint, 2 << 20, data.data(), 1000, {}}};
+  CHECK(tcp.Batch(ops).code() == ErrorCode::TRANSFER_FAIL);  // the first failure, op 0's
+  CHECK(ops[0].status.code() == ErrorCode::TRANSFER_FAIL);
+  CHECK(ops[0].peer_unreachable);
+  CHECK(ops[2].status.code() == ErrorCode::TRANSFER_FAIL);
+  CHECK(ops[2].peer_unreachable);
+  CHECK(ops[1].status.ok());
+  CHECK_FALSE(ops[1].peer_unreachable);
+  CHECK(std::memcmp(live.segment->base(), data.data(), data.size()) == 0);
+  CHECK(ops[3].status.code() == ErrorCode::INVALID_WRITE);
+  CHECK_FALSE(ops[3].peer_unreachable);  // it answered: a refusal, not a partition
+}

@@ -62,6 +62,10 @@ struct TransferOp {
   size_t len = 0;
   Grant grant;  // the master's grant covering this range
   Status status;
+  // Set by Batch with a failed status: the peer could not be reached (the
+  // connect failed, or it made no progress for the transport's timeout),
+  // rather than refusing the op. Trying it again soon would only wait again.
+  bool peer_unreachable = false;
 };
 
 // Upper bound of ops in one Batch call.
