@@ -70,6 +70,21 @@ void AskForKtls(SSL_CTX* ctx) {
 #endif
 }
 
+// Marks an SSL object whose server asked for a client certificate.
+int CertRequestedIndex() {
+  static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+// A client without a certificate was asked for one: our servers ask only
+// with verify_peer, which then refuses the connection. TLS 1.3 tells the
+// client only after its handshake (and a reset can hide the alert), so the
+// client notes the request and fails the handshake itself, clearly.
+int NoteCertificateRequest(SSL* ssl, X509** /*cert*/, EVP_PKEY** /*key*/) {
+  SSL_set_ex_data(ssl, CertRequestedIndex(), reinterpret_cast<void*>(1));
+  return 0;  // no certificate to send
+}
+
 // Settings every context shares, ours or cpp-httplib's.
 Status ApplyCommon(SSL_CTX* ctx, const TlsSettings& s, TlsRole role) {
   if (s.min_version != "1.3" && s.min_version != "1.2") {
@@ -96,6 +111,7 @@ Status ApplyCommon(SSL_CTX* ctx, const TlsSettings& s, TlsRole role) {
   } else {
     if (s.ca.empty()) SSL_CTX_set_default_verify_paths(ctx);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+    if (s.cert.empty()) SSL_CTX_set_client_cert_cb(ctx, NoteCertificateRequest);
   }
   if (s.cert.empty()) return Status::Ok();
   MC_RETURN_IF_ERROR(CheckCertificateFile(s.cert, "certificate"));
@@ -255,6 +271,9 @@ std::string TlsErrorText(SSL* ssl, int ret, bool* definite) {
            detail;
   }
   *definite = false;
+  if (reason == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+    return "the peer closed the connection during TLS (see its log for why)";
+  }
   if (err == SSL_ERROR_SYSCALL) {
     if (errno == 0 || first == 0) return "the peer closed the connection during TLS";
     return std::string("TLS: ") + std::strerror(errno);
@@ -298,6 +317,11 @@ Result<SslPtr> TlsHandshake(const TlsContext& ctx, int fd, const std::string& ho
   }
   if (was_blocking) SetNonBlocking(fd, false);
   if (!st.ok()) return st;
+  if (SSL_get_ex_data(ssl.get(), CertRequestedIndex()) != nullptr) {
+    return Error(ErrorCode::PROTOCOL_ERROR,
+                 "TLS handshake failed: the server requires a client certificate (mutual TLS: "
+                 "set [tls] cert and key)");
+  }
   return ssl;
 }
 

@@ -428,8 +428,9 @@ class Server::Loop {
       MC_LOG(WARN) << "rpc: a client at " << PeerName(c->fd)
                    << " started TLS, but this master has no TLS configured ([tls] cert)";
       c->in.Consume(c->in.size());
-      c->closing = true;  // nothing it could read: close
-      return;
+      // Plaintext bytes the client's TLS layer rejects as "not TLS".
+      return FailConnection(c, proto::Opcode::kConnectionError, 0,
+                            Error(ErrorCode::PROTOCOL_ERROR, "this master does not speak TLS"));
     }
     while (!c->closing && c->in.size() >= proto::kFrameHeaderBytes) {
       uint32_t limit = c->state == ConnState::kReady ? proto::kMaxPayloadBytes
