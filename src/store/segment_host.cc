@@ -31,7 +31,9 @@ constexpr uint64_t kMaxBackoffMs = 5000;
 // "http://host:port/path" -> (scheme://host:port, /path)
 bool SplitUrl(const std::string& url, std::string* base, std::string* path) {
   auto scheme = url.find("://");
-  if (scheme == std::string::npos || url.compare(0, scheme, "http") != 0) return false;
+  if (scheme == std::string::npos) return false;
+  const std::string name = url.substr(0, scheme);
+  if (name != "http" && name != "https") return false;
   auto slash = url.find('/', scheme + 3);
   *base = url.substr(0, slash);
   *path = slash == std::string::npos ? "/metadata" : url.substr(slash);
@@ -62,7 +64,7 @@ class MetadataPublisherImpl {
       : url_(url), tls_(tls), is_default_(url == ClusterConfig{}.metadata_server) {
     if (!auth_token.empty()) headers_.emplace("Authorization", "Bearer " + auth_token);
     ok_ = SplitUrl(url, &base_, &path_);
-    if (!ok_) MC_LOG(WARN) << "metadata server '" << url << "' is not an http:// URL; not publishing";
+    if (!ok_) MC_LOG(WARN) << "metadata server '" << url << "' is not an http:// or https:// URL; not publishing";
   }
   void Put(const std::string& key, const std::string& value) { Send("PUT", key, value); }
   void Delete(const std::string& key) { Send("DELETE", key, ""); }
