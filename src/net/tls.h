@@ -94,6 +94,8 @@ Status CheckCertificateFile(const std::string& path, const char* what);
 // failed in words: a peer without TLS, a certificate that did not verify
 // (and why), a missing client certificate; those are PROTOCOL_ERROR (a retry
 // cannot help), a peer that went away RPC_FAIL, the deadline RPC_TIMEOUT.
+// The session reads ahead (SSL_has_pending, not poll, tells of buffered
+// input), so it is for connections read through OpenSSL only.
 Result<SslPtr> TlsHandshake(const TlsContext& ctx, int fd, const std::string& host,
                             uint64_t deadline_us);
 

@@ -72,7 +72,7 @@ struct MasterClient::Conn {
   // An idle connection with something to read was closed (or told off) by
   // the master meanwhile.
   bool LooksAlive() const {
-    if (ssl != nullptr && SSL_pending(ssl.get()) > 0) return false;
+    if (ssl != nullptr && SSL_has_pending(ssl.get()) == 1) return false;
     pollfd p{fd, POLLIN, 0};
     return ::poll(&p, 1, 0) == 0;
   }

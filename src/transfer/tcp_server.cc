@@ -329,7 +329,7 @@ void TcpDataServer::Serve(Conn* conn) {
   while (alive && !stopping_.load()) {
     pollfd pfd{fd.fd, POLLIN, 0};
     // Bytes OpenSSL already decrypted are not in the socket for poll to see.
-    const bool buffered = ssl != nullptr && SSL_pending(ssl.get()) > 0;
+    const bool buffered = ssl != nullptr && SSL_has_pending(ssl.get()) == 1;
     int pr = buffered ? 1
                       : poll(&pfd, 1, options_.idle_timeout_ms > 0 ? options_.idle_timeout_ms : -1);
     if (pr == 0) {
