@@ -75,7 +75,13 @@ Result<std::shared_ptr<net::TlsContext>> MasterTls(const TlsConfig& t) {
     if (s.client_enabled()) MC_LOG(WARN) << "[tls] ca without cert: the master listens without TLS";
     return std::shared_ptr<net::TlsContext>();
   }
-  return net::TlsContext::Create(s, net::TlsRole::kServer);
+  auto ctx = net::TlsContext::Create(s, net::TlsRole::kServer);
+  if (ctx.ok()) {
+    MC_LOG(INFO) << "TLS on every port (certificate " << s.cert << ", TLS " << s.min_version
+                 << "+" << (s.verify_peer ? ", client certificates required" : "")
+                 << "); " << net::KtlsText();
+  }
+  return ctx;
 }
 
 // Reads the certificates again; connections already open keep their sessions.

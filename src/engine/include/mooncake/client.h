@@ -50,7 +50,9 @@ struct ReplicateConfig {
 // Setup keys (reference names): local_hostname, metadata_server,
 // global_segment_size, local_buffer_size, protocol, rdma_devices (or
 // device_name), master_server_addr (or master_server_address), plus
-// auth_token, shm ("false" forces TCP), tcp_streams, log_level. Sizes may be numbers or strings ("4gb"). Keys not given come
+// auth_token, shm ("false" forces TCP), tcp_streams, log_level, and for TLS
+// tls_cert, tls_key, tls_ca, tls_verify_peer, tls_min_version ([tls] in
+// mooncake.toml(5); env MOONCAKE_TLS_*). Sizes may be numbers or strings ("4gb"). Keys not given come
 // from MOONCAKE_CONFIG_PATH (a mooncake.json), then the MOONCAKE_*
 // environment, then the defaults.
 using SetupConfig = std::map<std::string, std::string>;
