@@ -4,9 +4,10 @@ over TLS (put/get over the data port and the same-host path); a plaintext
 client is refused with a clear error on both sides, and so is a TLS client
 of a plaintext master; TLS 1.2 is refused by default; mutual TLS refuses a
 client without a certificate and serves one with; a missing, expired or
-mismatched certificate or key stops a server at start with exit 2 and a
-message naming the file; SIGHUP loads a renewed certificate while an open
-data-port connection keeps working.
+mismatched certificate or key stops a server (master, store, metadata
+server) at start with exit 2 and a message naming the file; SIGHUP loads a
+renewed certificate while an open data-port connection keeps working; a
+standalone metadata server serves HTTPS and reloads too.
 
 Certificates are made at run time with the openssl command (exit 77 without it).
 """
@@ -247,6 +248,21 @@ r = run(["ls"], env=dict(menv, MOONCAKE_TLS_CERT=path("client.pem"),
 check(r.returncode == 0, f"mutual TLS: a client with a certificate is served {r.stderr.decode()}")
 stop(mtls)
 
+# --- a standalone metadata server over HTTPS, reloading on SIGHUP.
+mport = free_port()
+mlog = path("metadata-server.log")
+ms = start(["metadata-server", "--host", "127.0.0.1", "--port", str(mport)] + TLS_FLAGS,
+           log_name=mlog)
+check(wait_until(lambda: https(f"https://127.0.0.1:{mport}/health")[0] == 200, 20),
+      "a standalone metadata server answers over HTTPS")
+check(not _plain_up(mport), "the standalone metadata server does not answer plain HTTP")
+leaf("node", "node-third")
+os.kill(ms.pid, signal.SIGHUP)
+check(log_has(mlog, "SIGHUP: TLS certificates reloaded"), "the metadata server reloads on SIGHUP")
+check(peer_cn(mport) == "node-third" and ms.poll() is None,
+      "the metadata server shows the renewed certificate and keeps running")
+check(stop(ms) == 0, "the metadata server stops cleanly")
+
 # --- start-up errors: exit 2 naming the file.
 for label, flags, needle in (
         ("missing certificate", ["--tls-cert", path("absent.pem"), "--tls-key", KEY],
@@ -258,7 +274,8 @@ for label, flags, needle in (
          "TLS key '" + path("client.key") + "' does not match certificate '" + CERT + "'")):
     for role, args in (("master", ["master", "--port", str(free_port()), "--metrics-port",
                                    str(free_port()), "--data-dir", "none"]),
-                       ("store", ["store", "--segment", "16mb", "--no-hugepages"])):
+                       ("store", ["store", "--segment", "16mb", "--no-hugepages"]),
+                       ("metadata-server", ["metadata-server", "--port", str(free_port())])):
         r = run(args + flags, env=env, timeout=30)
         err = r.stderr.decode().strip()
         check(r.returncode == 2 and needle in err, f"{role}, {label}: exit {r.returncode}: {err}")
