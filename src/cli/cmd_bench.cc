@@ -28,7 +28,7 @@ namespace {
 
 using namespace mc::bench;
 
-constexpr unsigned kSections = config::kCluster | config::kClient | config::kLog;
+constexpr unsigned kSections = config::kCluster | config::kClient | config::kLog | config::kTls;
 // Share of the pool the read key set may fill: below the eviction high
 // watermark (0.90) with room for the objects of runs still being evicted.
 constexpr double kKeySetPoolShare = 0.7;

@@ -10,7 +10,7 @@
 namespace mc::cli {
 
 namespace {
-constexpr unsigned kSections = config::kCluster | config::kClient | config::kLog;
+constexpr unsigned kSections = config::kCluster | config::kClient | config::kLog | config::kTls;
 }
 
 RunFn SetupExists(CLI::App& sub) {

@@ -13,7 +13,7 @@
 namespace mc::cli {
 
 namespace {
-constexpr unsigned kSections = config::kCluster | config::kClient | config::kLog;
+constexpr unsigned kSections = config::kCluster | config::kClient | config::kLog | config::kTls;
 
 // One JSON line: the object's buffers with the read grants the master gave
 // this client, so a test or an operator can see exactly what a data port

@@ -14,7 +14,7 @@ namespace mc::cli {
 
 namespace {
 
-constexpr unsigned kSections = config::kCluster | config::kClient | config::kLog;
+constexpr unsigned kSections = config::kCluster | config::kClient | config::kLog | config::kTls;
 constexpr uint32_t kPageKeys = 1000;
 
 }  // namespace

@@ -1,5 +1,6 @@
 // `mooncake metadata-server`: the HTTP metadata key-value service, standalone.
-// Runs until SIGINT or SIGTERM, then stops cleanly (exit 0).
+// Runs until SIGINT or SIGTERM, then stops cleanly (exit 0); SIGHUP reloads
+// the TLS certificates.
 #include <CLI/CLI.hpp>
 
 #include <csignal>
@@ -7,6 +8,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "client/tls_setup.h"
 #include "common/log.h"
 #include "common/sd_notify.h"
 #include "config/command_config.h"
@@ -18,14 +20,27 @@ namespace mc::cli {
 
 namespace {
 
-int RunMetadataServer(const MetadataServerConfig& config) {
+int RunMetadataServer(const MetadataServerConfig& config, const TlsConfig& tls_config) {
   // Block the stop signals before any thread starts, so every thread inherits
   // the mask and only sigwait() below sees them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGHUP);  // reload the TLS certificates
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  std::shared_ptr<net::TlsContext> tls;
+  if (!tls_config.cert.empty()) {
+    auto t = net::TlsContext::Create(client::TlsSettingsOf(tls_config), net::TlsRole::kServer);
+    if (!t.ok()) {
+      std::fprintf(stderr, "mooncake metadata-server: error: %s\n", t.status().message().c_str());
+      return kExitUsage;
+    }
+    tls = *t;
+  }
+  metadata::HttpTlsSetup http_tls;
+  if (tls) http_tls = [tls](ssl_ctx_st& ctx) { return tls->AdoptServerCtx(&ctx); };
 
   auto server = metadata::MetadataServer::Open(config);
   if (!server.ok()) {
@@ -33,7 +48,7 @@ int RunMetadataServer(const MetadataServerConfig& config) {
                  server.status().message().c_str());
     return kExitUsage;
   }
-  Status st = (*server)->Start(config.host, config.port);
+  Status st = (*server)->Start(config.host, config.port, http_tls);
   if (!st.ok()) {
     std::fprintf(stderr, "mooncake metadata-server: error: %s\n", st.message().c_str());
     return kExitFailure;
@@ -43,7 +58,17 @@ int RunMetadataServer(const MetadataServerConfig& config) {
                << ", " << (*server)->store().size() << " keys)";
   NotifyServiceManager("READY=1");
   int sig = 0;
-  sigwait(&stop_signals, &sig);
+  while (sigwait(&stop_signals, &sig) == 0 && sig == SIGHUP) {
+    Status reloaded = tls ? tls->Reload() : Status::Ok();
+    if (!tls) {
+      MC_LOG(INFO) << "SIGHUP: no TLS configured, nothing to reload";
+    } else if (reloaded.ok()) {
+      MC_LOG(INFO) << "SIGHUP: TLS certificates reloaded (open connections keep theirs)";
+    } else {
+      MC_LOG(ERROR) << "SIGHUP: TLS reload failed, keeping the old certificates: "
+                    << reloaded.message();
+    }
+  }
   MC_LOG(INFO) << "metadata server stopping on " << (sig == SIGINT ? "SIGINT" : "SIGTERM");
   NotifyServiceManager("STOPPING=1");
   (*server)->Stop();
@@ -53,13 +78,13 @@ int RunMetadataServer(const MetadataServerConfig& config) {
 }  // namespace
 
 RunFn SetupMetadataServer(CLI::App& sub) {
-  constexpr unsigned kSections = config::kMetadataServer | config::kLog;
+  constexpr unsigned kSections = config::kMetadataServer | config::kLog | config::kTls;
   auto cc = std::make_shared<config::CommandConfig>(sub, kSections, /*is_server=*/true);
   return [cc] {
     return config::RunWithConfig("metadata-server", *cc, kSections, [](const Config& config) {
       LogLevel level;
       if (ParseLogLevel(config.log.level, &level)) SetLogLevel(level);
-      return RunMetadataServer(config.metadata_server);
+      return RunMetadataServer(config.metadata_server, config.tls);
     });
   };
 }

@@ -15,7 +15,7 @@ namespace mc::cli {
 
 namespace {
 
-constexpr unsigned kSections = config::kCluster | config::kClient | config::kLog;
+constexpr unsigned kSections = config::kCluster | config::kClient | config::kLog | config::kTls;
 
 struct PutArgs {
   std::string key;

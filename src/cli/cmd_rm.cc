@@ -11,7 +11,7 @@
 namespace mc::cli {
 
 namespace {
-constexpr unsigned kSections = config::kCluster | config::kClient | config::kLog;
+constexpr unsigned kSections = config::kCluster | config::kClient | config::kLog | config::kTls;
 }
 
 RunFn SetupRm(CLI::App& sub) {

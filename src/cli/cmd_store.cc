@@ -12,7 +12,7 @@ namespace mc::cli {
 
 RunFn SetupStore(CLI::App& sub) {
   constexpr unsigned kSections =
-      config::kStore | config::kCluster | config::kClient | config::kLog;
+      config::kStore | config::kCluster | config::kClient | config::kLog | config::kTls;
   auto cc = std::make_shared<config::CommandConfig>(sub, kSections, /*is_server=*/true);
   return [cc] {
     return config::RunWithConfig("store", *cc, kSections, [](const Config& config) {

@@ -2,6 +2,8 @@
 // transfer engine (shm for same-host segments when enabled, else TCP).
 #include "client/client.h"
 
+#include "client/tls_setup.h"
+
 #include <algorithm>
 #include <cassert>
 #include <atomic>
@@ -75,8 +77,10 @@ constexpr uint64_t kMaxConnectTimeoutUs = 5000000;
 
 class ClientImpl final : public Client {
  public:
-  ClientImpl(const Config& config, std::unique_ptr<rpc::MasterClient> link)
-      : config_(config), link_(std::move(link)), tcp_(TcpOptions(config)), shm_(ShmOptions()) {
+  ClientImpl(const Config& config, std::unique_ptr<rpc::MasterClient> link,
+             std::shared_ptr<net::TlsContext> tls)
+      : config_(config), link_(std::move(link)), tcp_(TcpOptions(config, std::move(tls))),
+        shm_(ShmOptions()) {
     std::string id = RandomBytes(16);
     std::memcpy(&id_.hi, id.data(), 8);
     std::memcpy(&id_.lo, id.data() + 8, 8);
@@ -142,8 +146,10 @@ class ClientImpl final : public Client {
   }
 
  private:
-  static transfer::TcpTransportOptions TcpOptions(const Config& config) {
+  static transfer::TcpTransportOptions TcpOptions(const Config& config,
+                                                 std::shared_ptr<net::TlsContext> tls) {
     transfer::TcpTransportOptions o;
+    o.tls = std::move(tls);
     // 1..kMaxTcpStreams: the config refuses anything else at start-up.
     o.streams = static_cast<int>(config.client.tcp_streams);
     o.auth_token = config.cluster.auth_token;
@@ -594,8 +600,10 @@ std::vector<Result<bool>> ClientImpl::BatchExists(const std::vector<std::string>
 
 }  // namespace
 
-rpc::ClientOptions MasterClientOptions(const ClusterConfig& cluster) {
+rpc::ClientOptions MasterClientOptions(const ClusterConfig& cluster,
+                                       std::shared_ptr<net::TlsContext> tls) {
   rpc::ClientOptions o;
+  o.tls = std::move(tls);
   o.master = cluster.master;
   o.auth_token = cluster.auth_token;
   o.rpc_timeout_us = cluster.rpc_timeout_us;
@@ -604,11 +612,12 @@ rpc::ClientOptions MasterClientOptions(const ClusterConfig& cluster) {
 }
 
 Result<std::unique_ptr<Client>> Client::Connect(const Config& config) {
-  auto link = std::make_unique<rpc::MasterClient>(MasterClientOptions(config.cluster));
+  MC_ASSIGN_OR_RETURN(std::shared_ptr<net::TlsContext> tls, ClientTls(config.tls));
+  auto link = std::make_unique<rpc::MasterClient>(MasterClientOptions(config.cluster, tls));
   // One cheap call proves the master is reachable and accepts our token, so
   // errors surface here with a clear message rather than mid-operation.
   MC_RETURN_IF_ERROR(link->ClusterStatus().status());
-  return std::unique_ptr<Client>(new ClientImpl(config, std::move(link)));
+  return std::unique_ptr<Client>(new ClientImpl(config, std::move(link), std::move(tls)));
 }
 
 }  // namespace mc::client

@@ -19,15 +19,18 @@
 
 namespace mc::client {
 
-// Options of the master RPC connection from the cluster config.
-rpc::ClientOptions MasterClientOptions(const ClusterConfig& cluster);
+// Options of the master RPC connection from the cluster config; `tls`: a
+// client TLS context (client/tls_setup.h), null for plain TCP.
+rpc::ClientOptions MasterClientOptions(const ClusterConfig& cluster,
+                                       std::shared_ptr<net::TlsContext> tls = nullptr);
 
 class Client {
  public:
   virtual ~Client() = default;
 
-  // Connects to the master named in `config.cluster` (handshake, auth).
-  // RPC_FAIL "master unavailable at H:P" when it cannot be reached.
+  // Connects to the master named in `config.cluster` (TLS per `config.tls`,
+  // handshake, auth). RPC_FAIL "master unavailable at H:P" when it cannot
+  // be reached; INVALID_PARAMS naming the file for a bad TLS file.
   static Result<std::unique_ptr<Client>> Connect(const Config& config);
 
   // Stores `value` under `key`. OBJECT_ALREADY_EXISTS if the key exists,

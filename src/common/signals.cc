@@ -10,7 +10,9 @@ namespace mc {
 
 namespace {
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_reload{false};
 void OnSignal(int) { g_stop.store(true); }
+void OnHangup(int) { g_reload.store(true); }
 }  // namespace
 
 void InstallStopSignals() {
@@ -23,6 +25,15 @@ void InstallStopSignals() {
 }
 
 bool StopRequested() { return g_stop.load(); }
+
+void InstallReloadSignal() {
+  struct sigaction sa {};
+  sa.sa_handler = OnHangup;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGHUP, &sa, nullptr);
+}
+
+bool TakeReloadRequest() { return g_reload.exchange(false); }
 
 bool WaitForStop(uint64_t timeout_ms) {
   // Polling in 20 ms steps keeps this async-signal-safe and simple; the

@@ -1,4 +1,4 @@
-// Graceful stop on SIGINT/SIGTERM for the server subcommands: the handler
+// Graceful stop on SIGINT/SIGTERM (and reload on SIGHUP) for the server subcommands: the handler
 // only sets a flag; the main loop polls it (or waits on it with a timeout).
 // Thread-safe.
 #pragma once
@@ -13,5 +13,10 @@ void InstallStopSignals();
 bool StopRequested();
 // Sleeps up to `timeout_ms`, returning early (true) once a stop is requested.
 bool WaitForStop(uint64_t timeout_ms);
+
+// SIGHUP asks a server to read its TLS certificates again. The handler only
+// sets a flag; TakeReloadRequest() returns it and clears it.
+void InstallReloadSignal();
+bool TakeReloadRequest();
 
 }  // namespace mc

@@ -66,6 +66,12 @@ bool HasNegation(const Setting& s) {
   return s.type == Type::kBool && std::string_view(s.key).rfind("enable_", 0) != 0;
 }
 
+// "--no-shm"; "--no-tls-verify-peer" for a row with its own main flag.
+std::string NegationName(const Setting& s) {
+  if (s.flag != nullptr) return "--no-" + std::string(s.flag).substr(2);
+  return "--no-" + Hyphenate(s.key);
+}
+
 std::string HelpText(const Setting& s, const std::vector<std::string>& names) {
   std::string help = s.help;
   std::string unit = UnitText(s);
@@ -73,7 +79,7 @@ std::string HelpText(const Setting& s, const std::vector<std::string>& names) {
   if (names.size() > 1 || HasNegation(s)) {
     help += "; also";
     for (size_t i = 1; i < names.size(); ++i) help += " " + names[i];
-    if (HasNegation(s)) help += " --no-" + Hyphenate(s.key);
+    if (HasNegation(s)) help += " " + NegationName(s);
   }
   if (s.env != nullptr) help += "; env " + std::string(s.env);
   help += std::string("; [") + SectionName(s.section) + "] " + s.key;
@@ -130,7 +136,7 @@ struct CommandConfig::Impl {
     for (size_t i = 0; i < names_of.size(); ++i) {
       AddOne(s, names_of[i], i == 0, false, i == 0 ? help : "alias of " + names_of[0]);
     }
-    if (HasNegation(s)) AddOne(s, "--no-" + Hyphenate(s.key), false, true, "");
+    if (HasNegation(s)) AddOne(s, NegationName(s), false, true, "");
   }
 };
 

@@ -84,6 +84,16 @@ struct LogConfig {
   std::string level = "info";  // debug | info | warn | error
 };
 
+// TLS for every listener and client connection; plain TCP when no cert or
+// CA is set. The settings pass down as net::TlsSettings.
+struct TlsConfig {
+  std::string cert;                  // MOONCAKE_TLS_CERT
+  std::string key;                   // MOONCAKE_TLS_KEY; empty: in the cert file
+  std::string ca;                    // MOONCAKE_TLS_CA
+  bool verify_peer = false;          // mutual TLS
+  std::string min_version = "1.3";   // 1.3 | 1.2
+};
+
 struct Config {
   ClusterConfig cluster;
   MasterConfig master;
@@ -91,6 +101,7 @@ struct Config {
   ClientConfig client;
   MetadataServerConfig metadata_server;
   LogConfig log;
+  TlsConfig tls;
 };
 
 }  // namespace mc

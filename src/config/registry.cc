@@ -176,6 +176,24 @@ const Setting kSettings[] = {
     {.section = kLog, .key = "level", .type = Type::kString, .field = MC_FIELD(log.level),
      .help = "Least severe messages logged: debug, info, warn or error",
      .flag = "--log-level", .choices = "debug|info|warn|error"},
+
+    // [tls]: TLS on every listener and connection (net/tls.h); off without a cert or CA.
+    {.section = kTls, .key = "cert", .type = Type::kString, .field = MC_FIELD(tls.cert),
+     .help = "PEM certificate (chain): servers speak TLS with it, clients present it for mutual TLS",
+     .env = "MOONCAKE_TLS_CERT", .flag = "--tls-cert"},
+    {.section = kTls, .key = "key", .type = Type::kString, .field = MC_FIELD(tls.key),
+     .help = "PEM private key of the certificate; empty: read it from the cert file",
+     .env = "MOONCAKE_TLS_KEY", .flag = "--tls-key"},
+    {.section = kTls, .key = "ca", .type = Type::kString, .field = MC_FIELD(tls.ca),
+     .help = "PEM CA bundle that verifies peers; a client with only a CA speaks TLS",
+     .env = "MOONCAKE_TLS_CA", .flag = "--tls-ca"},
+    {.section = kTls, .key = "verify_peer", .type = Type::kBool,
+     .field = MC_FIELD(tls.verify_peer),
+     .help = "Servers require a client certificate signed by the CA (mutual TLS)",
+     .flag = "--tls-verify-peer"},
+    {.section = kTls, .key = "min_version", .type = Type::kString,
+     .field = MC_FIELD(tls.min_version), .help = "Oldest TLS version accepted",
+     .flag = "--tls-min-version", .choices = "1.3|1.2"},
 };
 
 #undef MC_FIELD
@@ -293,6 +311,7 @@ const char* SectionName(unsigned section) {
     case kClient: return "client";
     case kMetadataServer: return "metadata_server";
     case kLog: return "log";
+    case kTls: return "tls";
   }
   assert(false && "SectionName takes exactly one Section bit");
   return "?";

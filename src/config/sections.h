@@ -10,9 +10,13 @@ enum Section : unsigned {
   kClient = 1u << 3,
   kMetadataServer = 1u << 4,
   kLog = 1u << 5,
+  kTls = 1u << 6,
 };
 
+// The highest bit, for loops over every section.
+constexpr unsigned kLastSection = kTls;
+
 constexpr unsigned kAllSections =
-    kCluster | kMaster | kStore | kClient | kMetadataServer | kLog;
+    kCluster | kMaster | kStore | kClient | kMetadataServer | kLog | kTls;
 
 }  // namespace mc::config

@@ -96,7 +96,7 @@ Result<Config> LoadConfig(const Sources& sources) {
 
 std::string ToToml(const Config& config, unsigned sections) {
   std::string out;
-  for (unsigned bit = 1; bit <= kLog; bit <<= 1) {
+  for (unsigned bit = 1; bit <= kLastSection; bit <<= 1) {
     if ((sections & bit) == 0) continue;
     if (!out.empty()) out += "\n";
     out += std::string("[") + SectionName(bit) + "]\n";

@@ -89,10 +89,10 @@ Status ApplyToml(std::string_view text, const std::string& source, Config& confi
     if (table == nullptr) {
       return At(source, name.source(),
                 "'" + section + "' is outside any section; keys belong in [cluster], [master], "
-                "[store], [client], [metadata_server] or [log]");
+                "[store], [client], [metadata_server], [log] or [tls]");
     }
     bool known = false;
-    for (unsigned bit = 1; bit <= kLog; bit <<= 1) known = known || section == SectionName(bit);
+    for (unsigned bit = 1; bit <= kLastSection; bit <<= 1) known = known || section == SectionName(bit);
     if (!known) return At(source, name.source(), "unknown section [" + section + "]");
     MC_RETURN_IF_ERROR(ApplySection(*table, section, source, config));
   }

@@ -21,6 +21,8 @@ const config::Setting* SettingFor(std::string_view key) {
   if (key == "tcp_streams") return config::FindSetting("client", "tcp_streams");
   if (key == "shm") return config::FindSetting("cluster", "shm");
   if (key == "log_level") return config::FindSetting("log", "level");
+  // TLS: tls_cert, tls_key, tls_ca, tls_verify_peer, tls_min_version.
+  if (key.starts_with("tls_")) return config::FindSetting("tls", key.substr(4));
   return nullptr;
 }
 

@@ -43,6 +43,20 @@ TEST_CASE("setup keys override the environment, which fills what is not given") 
   CHECK(c->store.global_segment_size_bytes == 0);
 }
 
+TEST_CASE("tls_* setup keys and MOONCAKE_TLS_* fill the [tls] settings") {
+  auto c = mc::engine::ResolveSetupConfig(
+      {{"tls_cert", "/c.pem"}, {"tls_key", "/k.pem"}, {"tls_verify_peer", "true"}},
+      Env({{"MOONCAKE_TLS_CA", "/ca.pem"}, {"MOONCAKE_TLS_CERT", "/env.pem"}}));
+  REQUIRE(c.ok());
+  CHECK(c->tls.cert == "/c.pem");  // the dict wins over the environment
+  CHECK(c->tls.key == "/k.pem");
+  CHECK(c->tls.ca == "/ca.pem");
+  CHECK(c->tls.verify_peer);
+  auto bad = mc::engine::ResolveSetupConfig({{"tls_min_version", "1.1"}}, Env({}));
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().message().find("tls_min_version") != std::string::npos);
+}
+
 TEST_CASE("a bad size names the key") {
   auto c = mc::engine::ResolveSetupConfig({{"global_segment_size", "4xb"}}, Env({}));
   REQUIRE(!c.ok());

@@ -98,15 +98,24 @@ std::string RenderMetrics(const MasterService& service, const Journal* journal) 
 struct AdminHttp::Impl {
   MasterService& service;
   std::unique_ptr<BearerGuard> guard;  // the routes that reveal keys
-  httplib::Server server;
+  std::unique_ptr<httplib::Server> server_ptr;  // an SSLServer with TLS
+  httplib::Server& server;
   std::thread thread;
   std::atomic<bool> listen_done{false};  // the accept loop returned
-  explicit Impl(MasterService& s) : service(s) {}
+  Impl(MasterService& s, std::unique_ptr<httplib::Server> srv)
+      : service(s), server_ptr(std::move(srv)), server(*server_ptr) {}
 };
 
+namespace {
+std::unique_ptr<httplib::Server> NewServer(const std::function<bool(ssl_ctx_st&)>& tls) {
+  if (!tls) return std::make_unique<httplib::Server>();
+  return std::make_unique<httplib::SSLServer>([&tls](SSL_CTX& ctx) { return tls(ctx); });
+}
+}  // namespace
+
 AdminHttp::AdminHttp(MasterService& service, const Journal* journal,
-                     const std::string& auth_token)
-    : impl_(std::make_unique<Impl>(service)) {
+                     const std::string& auth_token, std::function<bool(ssl_ctx_st&)> tls)
+    : impl_(std::make_unique<Impl>(service, NewServer(tls))) {
   impl_->guard = std::make_unique<BearerGuard>("admin http", auth_token);
   auto& srv = impl_->server;
   MasterService* svc = &service;
@@ -180,6 +189,9 @@ AdminHttp::AdminHttp(MasterService& service, const Journal* journal,
 AdminHttp::~AdminHttp() { Stop(); }
 
 Status AdminHttp::Start(const std::string& host, uint16_t port) {
+  if (!impl_->server.is_valid()) {
+    return Error(ErrorCode::INVALID_PARAMS, "admin HTTP port: TLS setup failed");
+  }
   if (!impl_->server.bind_to_port(host.c_str(), port)) {
     return Error(ErrorCode::INVALID_PARAMS,
                  "cannot listen on " + host + ":" + std::to_string(port) + " for the admin HTTP port");

@@ -17,9 +17,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <string>
 
 #include "common/result.h"
+
+struct ssl_ctx_st;
 
 namespace mc::masterd {
 
@@ -31,8 +34,10 @@ class AdminHttp {
   // `journal`: the master's, whose figures /metrics adds; null with
   // --data-dir none. Both must outlive the server. `auth_token`: the
   // cluster's; empty leaves every route open (the reference's behaviour).
+  // `tls`: prepares cpp-httplib's SSL_CTX (HTTPS); empty: plain HTTP.
   explicit AdminHttp(MasterService& service, const Journal* journal = nullptr,
-                     const std::string& auth_token = "");
+                     const std::string& auth_token = "",
+                     std::function<bool(ssl_ctx_st&)> tls = {});
   ~AdminHttp();
   Status Start(const std::string& host, uint16_t port);
   void Stop();

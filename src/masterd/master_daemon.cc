@@ -16,6 +16,7 @@
 #include "masterd/journal.h"
 #include "masterd/rpc_glue.h"
 #include "masterd/service.h"
+#include "net/tls.h"
 #include "metadata/metadata_server.h"
 
 namespace mc::masterd {
@@ -66,11 +67,50 @@ Status LoadState(Journal& journal, MasterService& service) {
                << (SystemClock::Instance().NowUs() - start_us) / 1000 << " ms";
   return Status::Ok();
 }
+
+// The master's TLS context from [tls]: null without a cert (plain TCP).
+Result<std::shared_ptr<net::TlsContext>> MasterTls(const TlsConfig& t) {
+  net::TlsSettings s{t.cert, t.key, t.ca, t.verify_peer, t.min_version};
+  if (!s.server_enabled()) {
+    if (s.client_enabled()) MC_LOG(WARN) << "[tls] ca without cert: the master listens without TLS";
+    return std::shared_ptr<net::TlsContext>();
+  }
+  auto ctx = net::TlsContext::Create(s, net::TlsRole::kServer);
+  if (ctx.ok()) {
+    MC_LOG(INFO) << "TLS on every port (certificate " << s.cert << ", TLS " << s.min_version
+                 << "+" << (s.verify_peer ? ", client certificates required" : "")
+                 << "); " << net::KtlsText();
+  }
+  return ctx;
+}
+
+// Reads the certificates again; connections already open keep their sessions.
+void ReloadTls(net::TlsContext* tls) {
+  if (tls == nullptr) {
+    MC_LOG(INFO) << "SIGHUP: no TLS configured, nothing to reload";
+    return;
+  }
+  Status st = tls->Reload();
+  if (st.ok()) {
+    MC_LOG(INFO) << "SIGHUP: TLS certificates reloaded (open connections keep theirs)";
+  } else {
+    MC_LOG(ERROR) << "SIGHUP: TLS reload failed, keeping the old certificates: " << st.message();
+  }
+}
+
 }  // namespace
 
 int RunMaster(const Config& config) {
   InstallStopSignals();
+  InstallReloadSignal();
   const MasterConfig& mc = config.master;
+  auto tls = MasterTls(config.tls);
+  if (!tls.ok()) {
+    std::fprintf(stderr, "mooncake master: error: %s\n", tls.status().message().c_str());
+    return 2;
+  }
+  std::function<bool(ssl_ctx_st&)> http_tls;
+  if (*tls) http_tls = [t = *tls](ssl_ctx_st& ctx) { return t->AdoptServerCtx(&ctx); };
   auto journal = OpenJournal(mc);
   if (!journal.ok()) {
     std::fprintf(stderr, "mooncake master: refusing to start: %s\n",
@@ -92,7 +132,7 @@ int RunMaster(const Config& config) {
     mcfg.port = mc.http_metadata_server_port;
     mcfg.auth_token = config.cluster.auth_token;  // the cluster's token guards writes
     auto m = metadata::MetadataServer::Open(mcfg);
-    Status st = m.ok() ? (*m)->Start(mcfg.host, mcfg.port) : m.status();
+    Status st = m.ok() ? (*m)->Start(mcfg.host, mcfg.port, http_tls) : m.status();
     if (!st.ok()) {
       std::fprintf(stderr, "mooncake master: embedded metadata server: %s\n", st.ToString().c_str());
       return 1;
@@ -105,12 +145,12 @@ int RunMaster(const Config& config) {
   // it (or a start-up time measured by it) means what it says.
   std::unique_ptr<JournalGate> gate;
   if (*journal) gate = std::make_unique<JournalGate>(**journal);
-  auto rpc = StartRpcServer(service, config, gate.get());
+  auto rpc = StartRpcServer(service, config, gate.get(), *tls);
   if (!rpc.ok()) {
     std::fprintf(stderr, "mooncake master: %s\n", rpc.status().ToString().c_str());
     return 1;
   }
-  AdminHttp admin(service, journal->get(), config.cluster.auth_token);
+  AdminHttp admin(service, journal->get(), config.cluster.auth_token, http_tls);
   if (Status st = admin.Start(mc.rpc_address, mc.metrics_port); !st.ok()) {
     std::fprintf(stderr, "mooncake master: %s\n", st.ToString().c_str());
     (*rpc)->Stop();
@@ -130,6 +170,7 @@ int RunMaster(const Config& config) {
       break;
     }
     service.Tick();
+    if (TakeReloadRequest()) ReloadTls(tls->get());
     since_log_us += kTickIntervalMs * 1000;
     if (mc.metrics_log_interval_us > 0 && since_log_us >= mc.metrics_log_interval_us) {
       since_log_us = 0;

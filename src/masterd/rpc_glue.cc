@@ -5,13 +5,15 @@
 namespace mc::masterd {
 
 Result<std::unique_ptr<rpc::Server>> StartRpcServer(MasterService& service, const Config& config,
-                                                    rpc::ReplyGate* reply_gate) {
+                                                    rpc::ReplyGate* reply_gate,
+                                                    std::shared_ptr<net::TlsContext> tls) {
   rpc::ServerOptions o;
   o.address = config.master.rpc_address;
   o.port = config.master.rpc_port;
   o.auth_token = config.cluster.auth_token;
   o.max_connections = config.master.max_connections;
   o.reply_gate = reply_gate;
+  o.tls = std::move(tls);
   auto server = std::make_unique<rpc::Server>(o, &service);
   MC_RETURN_IF_ERROR(server->Start());
   return server;

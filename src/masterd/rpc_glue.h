@@ -13,7 +13,9 @@ class MasterService;
 
 // `reply_gate` (may be null): see rpc::ReplyGate; the journal's when the
 // master has a --data-dir.
+// `tls`: server TLS context, null for plain TCP.
 Result<std::unique_ptr<rpc::Server>> StartRpcServer(MasterService& service, const Config& config,
-                                                    rpc::ReplyGate* reply_gate = nullptr);
+                                                    rpc::ReplyGate* reply_gate = nullptr,
+                                                    std::shared_ptr<net::TlsContext> tls = nullptr);
 
 }  // namespace mc::masterd

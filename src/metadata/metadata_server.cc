@@ -290,12 +290,21 @@ MetadataServer::MetadataServer(std::unique_ptr<Impl> impl) : impl_(std::move(imp
 
 MetadataServer::~MetadataServer() { Stop(); }
 
-Status MetadataServer::Start(const std::string& host, uint16_t port) {
+Status MetadataServer::Start(const std::string& host, uint16_t port, HttpTlsSetup tls) {
   std::lock_guard lock(impl_->mu);
   if (impl_->server) return Error(ErrorCode::INVALID_PARAMS, "metadata server already started");
   const std::string where = host + ":" + std::to_string(port);
   try {
-    auto server = std::make_unique<httplib::Server>();
+    std::unique_ptr<httplib::Server> server;
+    if (tls) {
+      auto ssl = std::make_unique<httplib::SSLServer>([&tls](SSL_CTX& ctx) { return tls(ctx); });
+      if (!ssl->is_valid()) {
+        return Error(ErrorCode::INVALID_PARAMS, "metadata server on " + where + ": TLS setup failed");
+      }
+      server = std::move(ssl);
+    } else {
+      server = std::make_unique<httplib::Server>();
+    }
     impl_->Install(*server);
     errno = 0;
     int bound = port == 0 ? server->bind_to_any_port(host) : (server->bind_to_port(host, port) ? port : -1);

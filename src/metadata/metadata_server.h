@@ -21,15 +21,22 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "common/result.h"
 #include "config/config.h"
 
+struct ssl_ctx_st;
+
 namespace mc::metadata {
 
 class KvStore;
+
+// Prepares cpp-httplib's SSL_CTX (net::TlsContext::AdoptServerCtx); false
+// fails the start. Empty: plain HTTP.
+using HttpTlsSetup = std::function<bool(ssl_ctx_st&)>;
 
 class MetadataServer {
  public:
@@ -43,7 +50,7 @@ class MetadataServer {
 
   // Binds host:port (port 0 picks a free one) and serves in the background.
   // Errors: the address cannot be bound (message says why), already started.
-  Status Start(const std::string& host, uint16_t port);
+  Status Start(const std::string& host, uint16_t port, HttpTlsSetup tls = {});
   // Stops accepting, finishes requests in flight, joins the threads. Idempotent.
   void Stop();
 

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "net/tls.h"
+
 namespace mc::net {
 
 namespace {
@@ -154,7 +156,9 @@ Result<int> ConnectTcp(const HostPort& hp, uint64_t timeout_us) {
   return Error(ErrorCode::RPC_FAIL, last);
 }
 
-Status WriteAll(int fd, std::string_view data, uint64_t deadline_us) {
+Status WriteAll(Stream s, std::string_view data, uint64_t deadline_us) {
+  if (s.ssl != nullptr) return TlsWrite(s.ssl, s.fd, data.data(), data.size(), deadline_us);
+  const int fd = s.fd;
   size_t done = 0;
   while (done < data.size()) {
     ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -172,7 +176,9 @@ Status WriteAll(int fd, std::string_view data, uint64_t deadline_us) {
   return Status::Ok();
 }
 
-Result<size_t> ReadSome(int fd, char* buf, size_t cap, uint64_t deadline_us) {
+Result<size_t> ReadSome(Stream s, char* buf, size_t cap, uint64_t deadline_us) {
+  if (s.ssl != nullptr) return TlsRead(s.ssl, s.fd, buf, cap, deadline_us);
+  const int fd = s.fd;
   for (;;) {
     ssize_t n = ::recv(fd, buf, cap, MSG_DONTWAIT);
     if (n >= 0) return static_cast<size_t>(n);

@@ -12,7 +12,18 @@
 
 #include "common/result.h"
 
+typedef struct ssl_st SSL;
+
 namespace mc::net {
+
+// A connection: a plain fd, or an fd carrying a TLS session (net/tls.h).
+// Converts from a bare fd so plain callers stay as they were.
+struct Stream {
+  int fd = -1;
+  SSL* ssl = nullptr;
+  Stream(int f) : fd(f) {}  // NOLINT: implicit on purpose
+  Stream(int f, SSL* s) : fd(f), ssl(s) {}
+};
 
 struct HostPort {
   std::string host;
@@ -37,9 +48,10 @@ bool SetNonBlocking(int fd, bool on);
 uint64_t MonotonicUs();
 
 // Writes all of `data` before `deadline_us` (poll between partial writes).
-Status WriteAll(int fd, std::string_view data, uint64_t deadline_us);
+// With TLS the fd must be non-blocking.
+Status WriteAll(Stream s, std::string_view data, uint64_t deadline_us);
 // Reads at least one byte into `buf` (up to `cap`) before `deadline_us`.
 // Returns bytes read; 0 means the peer closed.
-Result<size_t> ReadSome(int fd, char* buf, size_t cap, uint64_t deadline_us);
+Result<size_t> ReadSome(Stream s, char* buf, size_t cap, uint64_t deadline_us);
 
 }  // namespace mc::net

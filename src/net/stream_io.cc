@@ -4,8 +4,11 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+
+#include "net/tls.h"
 
 namespace mc::net {
 
@@ -23,6 +26,53 @@ void SetTimeout(int fd, int opt, uint64_t us) {
   setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof(tv));
 }
 
+// Data-path errors are TRANSFER_FAIL (timeouts stay RPC_TIMEOUT).
+Status AsTransfer(Status st) {
+  if (st.ok() || st.code() == ErrorCode::RPC_TIMEOUT) return st;
+  return Error(ErrorCode::TRANSFER_FAIL, st.message());
+}
+
+// Largest TLS record payload: the first record carries the small header
+// iovecs together with the start of the data, instead of a record of its own.
+constexpr size_t kTlsRecordBytes = 16384;
+
+Status TlsSendAllV(const Stream& s, iovec* iov, int iovcnt) {
+  char first[kTlsRecordBytes];
+  size_t used = 0;
+  while (iovcnt > 0 && used < sizeof first) {
+    size_t take = std::min(iov->iov_len, sizeof first - used);
+    std::memcpy(first + used, iov->iov_base, take);
+    used += take;
+    iov->iov_base = static_cast<uint8_t*>(iov->iov_base) + take;
+    iov->iov_len -= take;
+    if (iov->iov_len > 0) break;
+    ++iov;
+    --iovcnt;
+  }
+  MC_RETURN_IF_ERROR(AsTransfer(TlsWrite(s.ssl, s.fd, first, used, 0)));
+  for (; iovcnt > 0; ++iov, --iovcnt) {
+    MC_RETURN_IF_ERROR(AsTransfer(
+        TlsWrite(s.ssl, s.fd, static_cast<const char*>(iov->iov_base), iov->iov_len, 0)));
+  }
+  return Status::Ok();
+}
+
+Status TlsRecvAll(const Stream& s, uint8_t* p, size_t len) {
+  size_t got = 0;
+  while (got < len) {
+    auto n = TlsRead(s.ssl, s.fd, reinterpret_cast<char*>(p + got), len - got, 0);
+    if (!n.ok()) return AsTransfer(n.status());
+    if (*n == 0) {
+      return Error(ErrorCode::TRANSFER_FAIL,
+                   got == 0 ? "peer closed the connection"
+                            : "peer closed after " + std::to_string(got) + " of " +
+                                  std::to_string(len) + " bytes");
+    }
+    got += *n;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 void TuneSocket(int fd, const SocketTuning& tuning) {
@@ -38,7 +88,9 @@ void TuneSocket(int fd, const SocketTuning& tuning) {
   }
 }
 
-Status SendAllV(int fd, iovec* iov, int iovcnt) {
+Status SendAllV(Stream s, iovec* iov, int iovcnt) {
+  if (s.ssl != nullptr) return TlsSendAllV(s, iov, iovcnt);
+  const int fd = s.fd;
   while (iovcnt > 0) {
     msghdr msg{};
     msg.msg_iov = iov;
@@ -62,13 +114,15 @@ Status SendAllV(int fd, iovec* iov, int iovcnt) {
   return Status::Ok();
 }
 
-Status SendAll(int fd, const void* data, size_t len) {
+Status SendAll(Stream s, const void* data, size_t len) {
   iovec iov{const_cast<void*>(data), len};
-  return SendAllV(fd, &iov, 1);
+  return SendAllV(s, &iov, 1);
 }
 
-Status RecvAll(int fd, void* data, size_t len) {
+Status RecvAll(Stream s, void* data, size_t len) {
   auto* p = static_cast<uint8_t*>(data);
+  if (s.ssl != nullptr) return TlsRecvAll(s, p, len);
+  const int fd = s.fd;
   size_t got = 0;
   while (got < len) {
     ssize_t n = recv(fd, p + got, len - got, MSG_WAITALL);

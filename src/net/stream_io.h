@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "net/socket.h"
 
 namespace mc::net {
 
@@ -27,11 +28,13 @@ struct SocketTuning {
 // TCP_NODELAY, buffer sizes and timeouts; errors are ignored (best effort).
 void TuneSocket(int fd, const SocketTuning& tuning);
 
+// With TLS (s.ssl set) the fd stays blocking and its socket timeouts bound
+// each wait, as for a plain fd.
 // Sends all bytes of all iovecs (sendmsg, MSG_NOSIGNAL). `iov` is modified.
-Status SendAllV(int fd, iovec* iov, int iovcnt);
-Status SendAll(int fd, const void* data, size_t len);
+Status SendAllV(Stream s, iovec* iov, int iovcnt);
+Status SendAll(Stream s, const void* data, size_t len);
 // Receives exactly `len` bytes (MSG_WAITALL loop). A clean EOF before the
 // first byte reports TRANSFER_FAIL "peer closed"; a timeout RPC_TIMEOUT.
-Status RecvAll(int fd, void* data, size_t len);
+Status RecvAll(Stream s, void* data, size_t len);
 
 }  // namespace mc::net

@@ -1,5 +1,6 @@
 #include "rpc/client.h"
 
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -20,13 +21,16 @@ constexpr size_t kReadChunkBytes = 64u << 10;
 
 struct MasterClient::Conn {
   int fd = -1;
+  net::SslPtr ssl;  // TLS; freed before the fd is closed (member order)
   std::vector<char> buf;
   size_t begin = 0, end = 0;  // unread bytes
   uint64_t next_request_id = 1;
   std::string scratch;        // the outgoing frame, reused
   ~Conn() {
+    ssl.reset();
     if (fd >= 0) ::close(fd);
   }
+  net::Stream stream() const { return net::Stream(fd, ssl.get()); }
 
   // Reads until one whole frame is buffered; returns its header, payload at
   // buf[begin + 20, ...). Call Consume(header) when done with it.
@@ -48,7 +52,7 @@ struct MasterClient::Conn {
         buf.resize(end + kReadChunkBytes);
       }
       MC_ASSIGN_OR_RETURN(size_t n,
-                          net::ReadSome(fd, buf.data() + end, buf.size() - end, deadline_us));
+                          net::ReadSome(stream(), buf.data() + end, buf.size() - end, deadline_us));
       if (n == 0) return Error(ErrorCode::RPC_FAIL, "connection closed by the master");
       end += n;
     }
@@ -63,12 +67,13 @@ struct MasterClient::Conn {
     FrameHeader h{kProtocolVersion, 0, op, static_cast<uint32_t>(payload.size()), id};
     EncodeFrameHeader(h, reinterpret_cast<uint8_t*>(scratch.data()));
     scratch.append(payload);
-    return net::WriteAll(fd, scratch, deadline_us);
+    return net::WriteAll(stream(), scratch, deadline_us);
   }
 
   // An idle connection with something to read was closed (or told off) by
   // the master meanwhile.
   bool LooksAlive() const {
+    if (ssl != nullptr && SSL_has_pending(ssl.get()) == 1) return false;
     pollfd p{fd, POLLIN, 0};
     return ::poll(&p, 1, 0) == 0;
   }
@@ -157,6 +162,14 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectOnce(const net:
   MC_ASSIGN_OR_RETURN(int fd, net::ConnectTcp(hp, timeout_us));
   auto c = std::make_unique<Conn>();
   c->fd = fd;
+  if (options_.tls != nullptr) {
+    auto ssl = net::TlsHandshake(*options_.tls, fd, hp.host, deadline_us);
+    if (!ssl.ok()) {
+      return Status(ssl.code(), "master at " + options_.master + ": " + ssl.status().message());
+    }
+    c->ssl = std::move(*ssl);
+    net::SetNonBlocking(fd, true);  // WriteAll/ReadSome poll a TLS fd to their deadline
+  }
   MC_RETURN_IF_ERROR(Handshake(c.get(), deadline_us));
   return c;
 }

@@ -12,7 +12,8 @@
 // was sent is never re-sent (PutStart is not idempotent): if the connection
 // drops before the reply the call fails with RPC_FAIL; if no reply comes in
 // rpc_timeout_us, RPC_TIMEOUT. AUTH_FAILED and version mismatches
-// (PROTOCOL_ERROR) are returned at once, without retries.
+// (PROTOCOL_ERROR) are returned at once, without retries. With `tls` set the
+// connection is TLS (a handshake after connect, before Hello).
 #pragma once
 
 #include <condition_variable>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "net/socket.h"
+#include "net/tls.h"
 #include "proto/codec.h"
 
 namespace mc::rpc {
@@ -34,6 +36,9 @@ struct ClientOptions {
   uint64_t initial_backoff_us = 20000;     // doubles after each failed attempt
   uint64_t max_backoff_us = 1000000;
   uint32_t max_connections = 4;
+  // Client TLS context (role kClient); null: plain TCP. The master's
+  // certificate must carry the host of `master`.
+  std::shared_ptr<net::TlsContext> tls;
 };
 
 class MasterClient {

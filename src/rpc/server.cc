@@ -1,5 +1,9 @@
 #include "rpc/server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -24,7 +28,7 @@ using namespace mc::proto;  // this layer speaks the wire format (a .cc, not a h
 
 struct Server::Counters {
   std::atomic<uint64_t> accepted{0}, refused{0}, active{0}, requests{0}, protocol_errors{0},
-      auth_failures{0}, timeouts{0}, bytes_received{0};
+      auth_failures{0}, timeouts{0}, bytes_received{0}, tls_failures{0};
   std::atomic<uint64_t> next_loop{0};  // round robin of accepted connections
   std::atomic<bool> stopping{false};
 };
@@ -33,6 +37,11 @@ namespace {
 
 constexpr size_t kReadChunkBytes = 256u << 10;  // one recv() asks for this much
 constexpr int kReadsPerWakeup = 8;              // then let other connections run
+// SSL_read returns one record (at most 16 KiB) per call, so TLS gets more
+// reads per wakeup for about the same bytes. OpenSSL reads the socket only
+// as far as the record it returns (no read-ahead), so nothing waits in its
+// buffer unseen by level-triggered epoll.
+constexpr int kTlsReadsPerWakeup = 64;
 constexpr int kMaxEvents = 256;
 constexpr size_t kKeepBufferBytes = 4u << 20;   // input buffer kept between frames
 constexpr int kTickMs = 50;                     // timeout checks at least this often
@@ -65,6 +74,10 @@ enum class ConnState { kAwaitHello, kAwaitAuth, kReady };
 
 struct Conn {
   int fd = -1;
+  net::SslPtr ssl;              // TLS session; null: plain TCP
+  bool tls_ready = false;       // handshake done
+  bool tls_sniffed = false;     // the first byte was a TLS record
+  bool ssl_read_wants_write = false;
   ConnState state = ConnState::kAwaitHello;
   InBuffer in;
   std::string out;
@@ -83,6 +96,57 @@ struct Conn {
 
 // Tag pointers in epoll data for the two non-connection fds.
 char kListenTag, kWakeTag;
+
+std::string PeerName(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  char host[INET6_ADDRSTRLEN] = "?";
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
+  uint16_t port = 0;
+  if (ss.ss_family == AF_INET) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+    port = ntohs(a->sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+    port = ntohs(a->sin6_port);
+  }
+  return std::string(host) + ":" + std::to_string(port);
+}
+
+// recv() or SSL_read: > 0 bytes, 0 the peer closed, -1 with errno (EAGAIN:
+// try again when epoll says so).
+ssize_t Receive(Conn* c, char* buf, size_t cap) {
+  if (!c->ssl) return ::recv(c->fd, buf, cap, 0);
+  size_t n = 0;
+  ERR_clear_error();
+  int rc = SSL_read_ex(c->ssl.get(), buf, cap, &n);
+  if (rc == 1) return static_cast<ssize_t>(n);
+  int err = SSL_get_error(c->ssl.get(), rc);
+  if (err == SSL_ERROR_ZERO_RETURN) return 0;
+  if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+    c->ssl_read_wants_write = err == SSL_ERROR_WANT_WRITE;
+    errno = EAGAIN;
+    return -1;
+  }
+  MC_LOG(DEBUG) << "rpc: TLS read from fd " << c->fd << ": " << net::TlsErrorText(c->ssl.get(), rc);
+  errno = EIO;
+  return -1;
+}
+
+// send() or SSL_write, same conventions as Receive.
+ssize_t Send(Conn* c, const char* data, size_t len) {
+  if (!c->ssl) return ::send(c->fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+  size_t n = 0;
+  ERR_clear_error();
+  int rc = SSL_write_ex(c->ssl.get(), data, len, &n);
+  if (rc == 1) return static_cast<ssize_t>(n);
+  int err = SSL_get_error(c->ssl.get(), rc);
+  errno = err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE ? EAGAIN : EIO;
+  if (errno == EIO) ERR_clear_error();
+  return -1;
+}
 
 }  // namespace
 
@@ -212,6 +276,7 @@ class Server::Loop {
     net::SetNoDelay(fd);
     auto c = std::make_unique<Conn>();
     c->fd = fd;
+    if (s_->options_.tls) c->ssl = s_->options_.tls->NewSsl(fd);
     c->serial = next_serial_++;
     c->accepted_us = c->last_activity_us = clock_.NowUs();
     Conn* raw = c.get();
@@ -232,17 +297,20 @@ class Server::Loop {
   void UpdateEvents(Conn* c) {
     uint32_t ev = 0;
     if (!c->closing && c->pending() < s_->options_.max_pending_output_bytes) ev |= EPOLLIN;
-    if (c->sendable() > 0) ev |= EPOLLOUT;
+    if (c->sendable() > 0 || c->ssl_read_wants_write) ev |= EPOLLOUT;
     SetEvents(c, ev);
   }
 
   void OnEvent(Conn* c, uint32_t ev) {
     if (ev & (EPOLLERR | EPOLLHUP)) return Close(c);
+    if (c->ssl && !c->tls_ready) return TlsHandshakeStep(c);
     const size_t out_before = c->out.size();
-    if (ev & EPOLLIN) {
-      for (int i = 0; i < kReadsPerWakeup && !c->closing; ++i) {
+    if ((ev & EPOLLIN) || (c->ssl_read_wants_write && (ev & EPOLLOUT))) {
+      c->ssl_read_wants_write = false;
+      const int reads = c->ssl ? kTlsReadsPerWakeup : kReadsPerWakeup;
+      for (int i = 0; i < reads && !c->closing; ++i) {
         char* space = c->in.Space(kReadChunkBytes);
-        ssize_t n = ::recv(c->fd, space, kReadChunkBytes, 0);
+        ssize_t n = Receive(c, space, kReadChunkBytes);
         if (n == 0) return Close(c);
         if (n < 0) {
           if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
@@ -252,7 +320,7 @@ class Server::Loop {
         c->last_activity_us = clock_.NowUs();
         ProcessInput(c);
         s_->counters_->bytes_received.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
-        if (static_cast<size_t>(n) < kReadChunkBytes ||
+        if ((!c->ssl && static_cast<size_t>(n) < kReadChunkBytes) ||
             c->pending() >= s_->options_.max_pending_output_bytes)
           break;
       }
@@ -263,6 +331,46 @@ class Server::Loop {
       HoldRound(c);
     }
     FinishEvent(c);
+  }
+
+  // Before the TLS handshake: refuses a peer whose first byte is not a TLS
+  // record (a plaintext client) with a plaintext ConnectionError it can
+  // read, then drives SSL_do_handshake as epoll reports the socket ready.
+  void TlsHandshakeStep(Conn* c) {
+    if (!c->tls_sniffed) {
+      unsigned char first[2];
+      ssize_t n = ::recv(c->fd, first, sizeof first, MSG_PEEK | MSG_DONTWAIT);
+      if (n == 0) return Close(c);
+      if (n < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? void() : Close(c);
+      if (!net::LooksLikeTls(first, static_cast<size_t>(n))) {
+        s_->counters_->tls_failures.fetch_add(1);
+        MC_LOG(WARN) << "rpc: refused a plaintext connection from " << PeerName(c->fd)
+                     << ": this master requires TLS ([tls] cert is set)";
+        std::string frame;
+        AppendReply(&frame, proto::Opcode::kConnectionError, 0,
+                    Error(ErrorCode::PROTOCOL_ERROR,
+                          "this master requires TLS and the client connected without it (give "
+                          "the client --tls-ca, [tls] ca or MOONCAKE_TLS_CA)"));
+        ssize_t w = ::send(c->fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)w;
+        return Close(c);
+      }
+      c->tls_sniffed = true;
+    }
+    ERR_clear_error();
+    int rc = SSL_do_handshake(c->ssl.get());
+    if (rc == 1) {
+      c->tls_ready = true;
+      c->last_activity_us = clock_.NowUs();
+      return SetEvents(c, EPOLLIN);  // the client's Hello may already wait in the socket
+    }
+    int err = SSL_get_error(c->ssl.get(), rc);
+    if (err == SSL_ERROR_WANT_READ) return SetEvents(c, EPOLLIN);
+    if (err == SSL_ERROR_WANT_WRITE) return SetEvents(c, EPOLLOUT);
+    s_->counters_->tls_failures.fetch_add(1);
+    MC_LOG(WARN) << "rpc: TLS handshake with " << PeerName(c->fd)
+                 << " failed: " << net::TlsErrorText(c->ssl.get(), rc);
+    Close(c);
   }
 
   void FinishEvent(Conn* c) {
@@ -314,6 +422,16 @@ class Server::Loop {
 
   // Handles every complete frame in the input buffer.
   void ProcessInput(Conn* c) {
+    if (!c->ssl && c->state == ConnState::kAwaitHello &&
+        net::LooksLikeTls(reinterpret_cast<const unsigned char*>(c->in.head()), c->in.size())) {
+      s_->counters_->tls_failures.fetch_add(1);
+      MC_LOG(WARN) << "rpc: a client at " << PeerName(c->fd)
+                   << " started TLS, but this master has no TLS configured ([tls] cert)";
+      c->in.Consume(c->in.size());
+      // Plaintext bytes the client's TLS layer rejects as "not TLS".
+      return FailConnection(c, proto::Opcode::kConnectionError, 0,
+                            Error(ErrorCode::PROTOCOL_ERROR, "this master does not speak TLS"));
+    }
     while (!c->closing && c->in.size() >= proto::kFrameHeaderBytes) {
       uint32_t limit = c->state == ConnState::kReady ? proto::kMaxPayloadBytes
                                                      : proto::kMaxHandshakePayloadBytes;
@@ -443,8 +561,7 @@ class Server::Loop {
   // Writes what it can; false if the connection is broken.
   bool Flush(Conn* c) {
     while (c->sendable() > 0) {
-      ssize_t n = ::send(c->fd, c->out.data() + c->out_begin, c->sendable(),
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
+      ssize_t n = Send(c, c->out.data() + c->out_begin, c->sendable());
       if (n > 0) {
         c->out_begin += static_cast<size_t>(n);
         continue;
@@ -530,7 +647,8 @@ Status Server::Start() {
   for (auto& loop : loops_) threads_.emplace_back([l = loop.get()] { l->Run(); });
   MC_LOG(INFO) << "rpc server listening on " << options_.address << ":" << port_ << " ("
                << options_.io_threads << " io threads, auth "
-               << (options_.auth_token.empty() ? "off" : "on") << ")";
+               << (options_.auth_token.empty() ? "off" : "on") << ", TLS "
+               << (options_.tls ? "on" : "off") << ")";
   return Status::Ok();
 }
 
@@ -549,7 +667,7 @@ ServerStats Server::stats() const {
   const Counters& k = *counters_;
   return ServerStats{k.accepted.load(), k.refused.load(), k.active.load(), k.requests.load(),
                      k.protocol_errors.load(), k.auth_failures.load(), k.timeouts.load(),
-                     k.bytes_received.load()};
+                     k.bytes_received.load(), k.tls_failures.load()};
 }
 
 }  // namespace mc::rpc

@@ -8,6 +8,8 @@
 // authentication when a token is configured) before any operation.
 // With a ReplyGate, the replies of one event-loop round are held until the
 // gate releases the round's ticket; meanwhile the loop serves other input.
+// With TLS each connection is a non-blocking SSL object driven by the same
+// loop (handshake first; WANT_READ/WANT_WRITE map to epoll interest).
 // Framing errors get a ConnectionError frame and a close; payload errors
 // and unknown opcodes get an error reply and the connection lives on.
 // Start/Stop from one thread; stats() from any.
@@ -23,6 +25,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "net/tls.h"
 #include "rpc/handler.h"
 
 namespace mc::rpc {
@@ -65,6 +68,10 @@ struct ServerOptions {
   // Holds replies until what they report is durable (the master's journal);
   // null: replies go out at once. Must outlive the server.
   class ReplyGate* reply_gate = nullptr;
+  // Server TLS context (role kServer); null: plain TCP. With it, a client
+  // that does not start with a TLS record gets a plaintext ConnectionError
+  // saying TLS is required; without it, a client that starts TLS is logged.
+  std::shared_ptr<net::TlsContext> tls;
 };
 
 struct ServerStats {
@@ -76,6 +83,7 @@ struct ServerStats {
   uint64_t auth_failures = 0;
   uint64_t timeouts = 0;         // connections closed by a timeout
   uint64_t bytes_received = 0;   // counted after the bytes are processed
+  uint64_t tls_failures = 0;     // failed TLS handshakes and plaintext peers of a TLS server
 };
 
 class Server {

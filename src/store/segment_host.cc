@@ -1,5 +1,7 @@
 #include "store/segment_host.h"
 
+#include "client/tls_setup.h"
+
 #include <httplib.h>
 
 #include <cstring>
@@ -29,7 +31,9 @@ constexpr uint64_t kMaxBackoffMs = 5000;
 // "http://host:port/path" -> (scheme://host:port, /path)
 bool SplitUrl(const std::string& url, std::string* base, std::string* path) {
   auto scheme = url.find("://");
-  if (scheme == std::string::npos || url.compare(0, scheme, "http") != 0) return false;
+  if (scheme == std::string::npos) return false;
+  const std::string name = url.substr(0, scheme);
+  if (name != "http" && name != "https") return false;
   auto slash = url.find('/', scheme + 3);
   *base = url.substr(0, slash);
   *path = slash == std::string::npos ? "/metadata" : url.substr(slash);
@@ -53,11 +57,14 @@ class MetadataPublisherImpl {
  public:
   // `auth_token`: the cluster's, sent as a bearer token (a metadata server
   // with a token refuses writes without it).
-  MetadataPublisherImpl(const std::string& url, const std::string& auth_token)
-      : url_(url), is_default_(url == ClusterConfig{}.metadata_server) {
+  // `tls`: an https:// URL is verified against tls.ca and presents tls.cert
+  // (mutual TLS).
+  MetadataPublisherImpl(const std::string& url, const std::string& auth_token,
+                        const TlsConfig& tls)
+      : url_(url), tls_(tls), is_default_(url == ClusterConfig{}.metadata_server) {
     if (!auth_token.empty()) headers_.emplace("Authorization", "Bearer " + auth_token);
     ok_ = SplitUrl(url, &base_, &path_);
-    if (!ok_) MC_LOG(WARN) << "metadata server '" << url << "' is not an http:// URL; not publishing";
+    if (!ok_) MC_LOG(WARN) << "metadata server '" << url << "' is not an http:// or https:// URL; not publishing";
   }
   void Put(const std::string& key, const std::string& value) { Send("PUT", key, value); }
   void Delete(const std::string& key) { Send("DELETE", key, ""); }
@@ -65,7 +72,9 @@ class MetadataPublisherImpl {
  private:
   void Send(const char* method, const std::string& key, const std::string& value) {
     if (!ok_) return;
-    httplib::Client cli(base_);
+    const std::string& key_file = tls_.key.empty() ? tls_.cert : tls_.key;
+    httplib::Client cli(base_, tls_.cert, key_file);
+    if (!tls_.ca.empty()) cli.set_ca_cert_path(tls_.ca.c_str());
     cli.set_connection_timeout(2);
     cli.set_read_timeout(2);
     std::string target = path_ + "?key=" + httplib::detail::encode_query_param(key);
@@ -89,6 +98,7 @@ class MetadataPublisherImpl {
     }
   }
   std::string url_, base_, path_;
+  TlsConfig tls_;
   httplib::Headers headers_;
   bool is_default_;
   bool ok_ = false;
@@ -129,6 +139,10 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Create(const Config& config, m
   to.port = config.store.port;
   to.max_connections = config.store.max_connections;
   to.auth_token = config.cluster.auth_token;
+  MC_ASSIGN_OR_RETURN(to.tls, client::ServerTls(config.tls));
+  MC_ASSIGN_OR_RETURN(std::shared_ptr<net::TlsContext> client_tls, client::ClientTls(config.tls));
+  h->server_tls_ = to.tls;
+  h->client_tls_ = client_tls;
   // Every transfer must carry a grant the master signed with this
   // incarnation's key: writes only into in-progress puts, reads only of
   // complete, leased replicas (common/capability.h).
@@ -144,13 +158,20 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Create(const Config& config, m
   h->port_ = h->server_->port();
   desc.endpoint = config.cluster.local_hostname + ":" + std::to_string(h->port_);
   desc.name = desc.endpoint;
-  h->link_ = std::make_unique<rpc::MasterClient>(client::MasterClientOptions(config.cluster));
+  h->link_ = std::make_unique<rpc::MasterClient>(
+      client::MasterClientOptions(config.cluster, client_tls));
   h->meta_ = std::make_unique<MetadataPublisher>(config.cluster.metadata_server,
-                                                config.cluster.auth_token);
+                                                config.cluster.auth_token, config.tls);
   return h;
 }
 
 SegmentHost::~SegmentHost() { Stop(); }
+
+Status SegmentHost::ReloadTls() {
+  if (server_tls_) MC_RETURN_IF_ERROR(server_tls_->Reload());
+  if (client_tls_) MC_RETURN_IF_ERROR(client_tls_->Reload());
+  return Status::Ok();
+}
 
 Result<bool> SegmentHost::Mount(const WaitFn& wait) {
   uint64_t backoff = 100;

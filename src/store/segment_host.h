@@ -1,6 +1,7 @@
 // SegmentHost: memory a process contributes to the pool, served to peers.
 //
-// Reserves a segment, serves transfers from it over TCP (and to same-host
+// Reserves a segment, serves transfers from it over TCP, or TLS per [tls]
+// (and to same-host
 // clients by its shm path), mounts it on the master under the caller's
 // client id, publishes its descriptor to the metadata server, faults its
 // pages in on a background thread and, once started, pings the master every
@@ -37,6 +38,9 @@ class TcpDataServer;
 namespace mc::rpc {
 class MasterClient;
 }
+namespace mc::net {
+class TlsContext;
+}
 
 namespace mc::store {
 
@@ -67,6 +71,10 @@ class SegmentHost {
   // and logs the data server's counters. Idempotent.
   void Stop();
 
+  // Reads the [tls] files again (SIGHUP): new connections use them, open
+  // ones keep their sessions. On error the old certificates stay.
+  Status ReloadTls();
+
   // "host:dataport", the segment's name at the master.
   const std::string& name() const { return desc_.name; }
   uint16_t data_port() const { return port_; }
@@ -93,6 +101,7 @@ class SegmentHost {
   std::unique_ptr<transfer::TcpDataServer> server_;
   std::unique_ptr<rpc::MasterClient> link_;
   std::unique_ptr<MetadataPublisher> meta_;
+  std::shared_ptr<net::TlsContext> server_tls_, client_tls_;  // null: plain TCP
   std::jthread prefault_;
   std::thread heartbeat_;
   mutable std::mutex mu_;  // guards stopping_, stopped_, failure_

@@ -17,6 +17,7 @@ constexpr uint64_t kStopPollMs = 200;
 
 Status RunStore(const Config& config) {
   InstallStopSignals();
+  InstallReloadSignal();
   msg::ClientId id;
   std::string rid = RandomBytes(16);
   std::memcpy(&id.hi, rid.data(), 8);
@@ -31,6 +32,14 @@ Status RunStore(const Config& config) {
   while (!WaitForStop(kStopPollMs)) {
     outcome = host->failure();
     if (!outcome.ok()) break;
+    if (TakeReloadRequest()) {
+      Status st = host->ReloadTls();
+      if (st.ok()) {
+        MC_LOG(INFO) << "SIGHUP: TLS certificates reloaded (open connections keep theirs)";
+      } else {
+        MC_LOG(ERROR) << "SIGHUP: TLS reload failed, keeping the old certificates: " << st.message();
+      }
+    }
   }
   MC_LOG(INFO) << "stopping";
   NotifyServiceManager("STOPPING=1");

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <openssl/ssl.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 namespace mc::transfer {
 
 struct TcpDataServer::Counters {
+  std::atomic<uint64_t> tls_failures{0};
   std::atomic<uint64_t> accepted{0}, refused{0}, served{0}, refused_requests{0},
       protocol_errors{0}, auth_failures{0}, bytes_written{0}, bytes_read{0};
 };
@@ -32,7 +34,14 @@ constexpr size_t kDrainChunkBytes = 256 << 10;
 constexpr int kListenBacklog = 1024;
 constexpr int kReapIntervalMs = 1000;
 
-std::string PeerName(int fd) {
+// How long a TLS data server waits for a client's first byte. A TLS client
+// sends its ClientHello at once; a plaintext one waits for our Hello, so
+// silence this long means a plaintext client, which is then told TLS is
+// required in a reply it can read.
+constexpr int kTlsFirstByteWaitMs = 2000;
+
+std::string PeerName(net::Stream s) {
+  const int fd = s.fd;
   sockaddr_in addr{};
   socklen_t len = sizeof(addr);
   if (getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "?";
@@ -42,7 +51,7 @@ std::string PeerName(int fd) {
 }
 
 // Replies with `st` (OK with `data_len` bytes to follow, or an error message).
-Status SendReply(int fd, uint64_t request_id, const Status& st, const void* data,
+Status SendReply(net::Stream fd, uint64_t request_id, const Status& st, const void* data,
                  uint64_t data_len) {
   wire::Reply reply;
   reply.status = static_cast<int32_t>(st.code());
@@ -62,7 +71,7 @@ Status SendReply(int fd, uint64_t request_id, const Status& st, const void* data
 }
 
 // Reads and discards `len` payload bytes of a refused WRITE.
-Status Drain(int fd, uint64_t len) {
+Status Drain(net::Stream fd, uint64_t len) {
   std::vector<uint8_t> scratch(std::min<uint64_t>(len, kDrainChunkBytes));
   while (len > 0) {
     size_t n = std::min<uint64_t>(len, scratch.size());
@@ -119,7 +128,8 @@ Result<std::unique_ptr<TcpDataServer>> TcpDataServer::Start(uint8_t* base, uint6
   }
   s->acceptor_ = std::thread([raw = s.get()] { raw->AcceptLoop(); });
   MC_LOG(INFO) << "transfer data server on " << s->options_.listen_host << ":" << s->port_
-               << (s->options_.auth_token.empty() ? " (no auth)" : " (token auth)");
+               << (s->options_.auth_token.empty() ? " (no auth" : " (token auth")
+               << (s->options_.tls ? ", TLS)" : ")");
   return s;
 }
 
@@ -147,7 +157,7 @@ TcpDataServerStats TcpDataServer::stats() const {
   const Counters& c = *counters_;
   return {c.accepted.load(), c.refused.load(),         c.served.load(),
           c.refused_requests.load(), c.protocol_errors.load(), c.auth_failures.load(),
-          c.bytes_written.load(), c.bytes_read.load()};
+          c.bytes_written.load(), c.bytes_read.load(), c.tls_failures.load()};
 }
 
 void TcpDataServer::ReapFinished(bool all) {
@@ -215,7 +225,7 @@ Status TcpDataServer::CheckRange(OpKind op, uint64_t offset, uint64_t len,
   return check_(op, offset, len, grant);
 }
 
-void TcpDataServer::LogRefusal(int fd, OpKind op, const Status& st) {
+void TcpDataServer::LogRefusal(net::Stream fd, OpKind op, const Status& st) {
   // A peer hammering the port with bad requests must not flood the log: at
   // most kMaxRefusalLogsPerWindow lines per window, then one line saying how
   // many were left out. The counter in stats() counts them all.
@@ -243,7 +253,7 @@ void TcpDataServer::LogRefusal(int fd, OpKind op, const Status& st) {
                << st.ToString();
 }
 
-bool TcpDataServer::Authenticate(int fd, const std::array<uint8_t, wire::kNonceBytes>& nonce) {
+bool TcpDataServer::Authenticate(net::Stream fd, const std::array<uint8_t, wire::kNonceBytes>& nonce) {
   uint8_t hdr[wire::kRequestBytes];
   wire::Request req;
   uint8_t mac[wire::kMacBytes];
@@ -267,8 +277,45 @@ bool TcpDataServer::Authenticate(int fd, const std::array<uint8_t, wire::kNonceB
   return SendReply(fd, req.request_id, Status::Ok(), nullptr, 0).ok();
 }
 
+net::SslPtr TcpDataServer::AcceptTls(int fd) {
+  pollfd pfd{fd, POLLIN, 0};
+  int pr = poll(&pfd, 1, kTlsFirstByteWaitMs);
+  unsigned char first[2];
+  ssize_t n = pr > 0 ? recv(fd, first, sizeof first, MSG_PEEK) : -1;
+  if (pr > 0 && n == 0) return nullptr;  // closed at once (a port probe)
+  if (pr <= 0 || n < 0 || !net::LooksLikeTls(first, static_cast<size_t>(n))) {
+    counters_->tls_failures.fetch_add(1);
+    MC_LOG(WARN) << "refused a plaintext connection from " << PeerName(fd)
+                 << ": this data port requires TLS ([tls] cert is set)";
+    (void)SendReply(fd, 0,
+                    Error(ErrorCode::PROTOCOL_ERROR,
+                          "this store requires TLS and the client connected without it (give the "
+                          "client --tls-ca, [tls] ca or MOONCAKE_TLS_CA)"),
+                    nullptr, 0);
+    return nullptr;
+  }
+  const uint64_t timeout_us = options_.tuning.io_timeout_us > 0 ? options_.tuning.io_timeout_us
+                                                                : 10000000;
+  auto ssl = net::TlsHandshake(*options_.tls, fd, "", net::MonotonicUs() + timeout_us);
+  if (!ssl.ok()) {
+    counters_->tls_failures.fetch_add(1);
+    MC_LOG(WARN) << "TLS with " << PeerName(fd) << " failed: " << ssl.status().message();
+    return nullptr;
+  }
+  return std::move(*ssl);
+}
+
 void TcpDataServer::Serve(Conn* conn) {
-  const int fd = conn->fd;
+  net::SslPtr ssl;
+  if (options_.tls != nullptr) {
+    ssl = AcceptTls(conn->fd);
+    if (!ssl) {
+      shutdown(conn->fd, SHUT_RDWR);
+      conn->done.store(true);
+      return;
+    }
+  }
+  const net::Stream fd(conn->fd, ssl.get());
   wire::Hello hello;
   hello.segment_bytes = size_bytes_;
   hello.flags = options_.auth_token.empty() ? 0 : wire::kFlagAuthRequired;
@@ -280,8 +327,11 @@ void TcpDataServer::Serve(Conn* conn) {
   }
   if (alive && !options_.auth_token.empty()) alive = Authenticate(fd, hello.nonce);
   while (alive && !stopping_.load()) {
-    pollfd pfd{fd, POLLIN, 0};
-    int pr = poll(&pfd, 1, options_.idle_timeout_ms > 0 ? options_.idle_timeout_ms : -1);
+    pollfd pfd{fd.fd, POLLIN, 0};
+    // Bytes OpenSSL already decrypted are not in the socket for poll to see.
+    const bool buffered = ssl != nullptr && SSL_has_pending(ssl.get()) == 1;
+    int pr = buffered ? 1
+                      : poll(&pfd, 1, options_.idle_timeout_ms > 0 ? options_.idle_timeout_ms : -1);
     if (pr == 0) {
       MC_LOG(DEBUG) << "closing idle connection from " << PeerName(fd);
       break;
@@ -291,6 +341,12 @@ void TcpDataServer::Serve(Conn* conn) {
     Status st = net::RecvAll(fd, hdr, sizeof(hdr));
     if (!st.ok()) break;  // peer closed or stalled: nothing to answer
     st = wire::DecodeRequest(hdr, &req);
+    if (!st.ok() && ssl == nullptr && net::LooksLikeTls(hdr, sizeof hdr)) {
+      counters_->tls_failures.fetch_add(1);
+      MC_LOG(WARN) << "a client at " << PeerName(fd)
+                   << " started TLS, but this data port has no TLS configured ([tls] cert)";
+      break;
+    }
     if (st.ok()) {
       alive = Handle(fd, req);
     } else {
@@ -300,11 +356,11 @@ void TcpDataServer::Serve(Conn* conn) {
       alive = false;
     }
   }
-  shutdown(fd, SHUT_RDWR);
+  shutdown(fd.fd, SHUT_RDWR);
   conn->done.store(true);
 }
 
-bool TcpDataServer::Handle(int fd, const wire::Request& req) {
+bool TcpDataServer::Handle(net::Stream fd, const wire::Request& req) {
   const bool is_write = req.op == static_cast<uint16_t>(wire::Op::kWrite);
   const bool is_read = req.op == static_cast<uint16_t>(wire::Op::kRead);
   Status bad;

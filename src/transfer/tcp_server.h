@@ -12,7 +12,9 @@
 // malformed one is answered and closed; both are counted and logged (refusals
 // rate-limited). Optional authentication: with a token set, each connection must
 // first answer the HELLO nonce with HMAC-SHA256(token, ...); the token itself
-// never crosses the wire. No TLS: bytes travel in clear (use a trusted network).
+// never crosses the wire. With `tls` set each connection is TLS first (the
+// handshake runs in the connection's thread; a client that sends nothing for
+// 2 s or no TLS record gets a plaintext error reply saying TLS is required).
 //
 // Thread-safe: Stop() and stats() may be called from any thread.
 #pragma once
@@ -31,6 +33,7 @@
 #include "common/result.h"
 #include "net/socket.h"
 #include "net/stream_io.h"
+#include "net/tls.h"
 #include "transfer/data_protocol.h"
 #include "transfer/transport.h"
 
@@ -45,6 +48,7 @@ struct TcpDataServerOptions {
   std::string auth_token;                  // empty = no authentication
   net::SocketTuning tuning;                // io_timeout_us bounds a stalled frame
   const Clock* clock = nullptr;            // wall time of the refusal log window; null: SystemClock
+  std::shared_ptr<net::TlsContext> tls;    // server role; null: plain TCP
 };
 
 struct TcpDataServerStats {
@@ -56,6 +60,7 @@ struct TcpDataServerStats {
   uint64_t auth_failures = 0;
   uint64_t bytes_written = 0;
   uint64_t bytes_read = 0;
+  uint64_t tls_failures = 0;         // failed handshakes, plaintext clients refused
 };
 
 // Bound on log lines about refused requests (the rest are only counted).
@@ -89,12 +94,15 @@ class TcpDataServer {
   void AcceptLoop();
   void ReapFinished(bool all);
   void Serve(Conn* conn);
-  bool Authenticate(int fd, const std::array<uint8_t, wire::kNonceBytes>& nonce);
+  // TLS handshake of an accepted connection; null (logged, counted) when
+  // the client is plaintext or the handshake fails.
+  net::SslPtr AcceptTls(int fd);
+  bool Authenticate(net::Stream fd, const std::array<uint8_t, wire::kNonceBytes>& nonce);
   // Serves one request after its header; false to close the connection.
-  bool Handle(int fd, const wire::Request& req);
+  bool Handle(net::Stream fd, const wire::Request& req);
   Status CheckRange(OpKind op, uint64_t offset, uint64_t len, const Grant& grant) const;
   // Logs a refused request, at most kMaxRefusalLogsPerWindow per window.
-  void LogRefusal(int fd, OpKind op, const Status& st);
+  void LogRefusal(net::Stream fd, OpKind op, const Status& st);
 
   uint8_t* base_ = nullptr;
   uint64_t size_bytes_ = 0;

@@ -19,7 +19,7 @@ namespace {
 std::string PeerKey(const Endpoint& ep) { return ep.host + ":" + std::to_string(ep.port); }
 
 // Reads the error message that follows a failed reply and builds its Status.
-Status ReadErrorReply(int fd, const wire::Reply& reply, const std::string& peer) {
+Status ReadErrorReply(net::Stream fd, const wire::Reply& reply, const std::string& peer) {
   std::string msg(std::min<uint64_t>(reply.length, wire::kMaxErrorMessageBytes), '\0');
   if (reply.length > wire::kMaxErrorMessageBytes ||
       !net::RecvAll(fd, msg.data(), msg.size()).ok()) {
@@ -31,7 +31,7 @@ Status ReadErrorReply(int fd, const wire::Reply& reply, const std::string& peer)
   return Error(code, peer + ": " + msg);
 }
 
-Status ReadReply(int fd, uint64_t request_id, const std::string& peer, wire::Reply* reply) {
+Status ReadReply(net::Stream fd, uint64_t request_id, const std::string& peer, wire::Reply* reply) {
   uint8_t hdr[wire::kReplyBytes];
   MC_RETURN_IF_ERROR(net::RecvAll(fd, hdr, sizeof(hdr)));
   MC_RETURN_IF_ERROR(wire::DecodeReply(hdr, reply));
@@ -45,7 +45,7 @@ Status ReadReply(int fd, uint64_t request_id, const std::string& peer, wire::Rep
 }
 
 // Reads the server's greeting: HELLO, or an error reply when it refuses us.
-Status ReadHello(int fd, const std::string& peer, wire::Hello* hello) {
+Status ReadHello(net::Stream fd, const std::string& peer, wire::Hello* hello) {
   uint8_t buf[wire::kHelloBytes];
   MC_RETURN_IF_ERROR(net::RecvAll(fd, buf, wire::kReplyBytes));
   wire::Reply reply;
@@ -87,10 +87,17 @@ TcpTransport::TcpTransport(TcpTransportOptions options)
 
 TcpTransport::~TcpTransport() { CloseIdle(); }
 
+void TcpTransport::CloseConn(Conn& c) {
+  net::SslFree()(c.ssl);  // SSL_free(nullptr) is a no-op
+  c.ssl = nullptr;
+  close(c.fd);
+  c.fd = -1;
+}
+
 void TcpTransport::CloseIdle() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [peer, conns] : idle_) {
-    for (Conn& c : conns) close(c.fd);
+    for (Conn& c : conns) CloseConn(c);
   }
   idle_.clear();
 }
@@ -103,7 +110,7 @@ void TcpTransport::DropIdle(const Endpoint& ep) {
     if (it == idle_.end()) return;
     dead.swap(it->second);
   }
-  for (Conn& c : dead) close(c.fd);
+  for (Conn& c : dead) CloseConn(c);
 }
 
 Result<TcpTransport::Conn> TcpTransport::Connect(const Endpoint& ep) {
@@ -116,9 +123,20 @@ Result<TcpTransport::Conn> TcpTransport::Connect(const Endpoint& ep) {
   }
   const int fd = *connected;
   net::TuneSocket(fd, options_.tuning);
-  Conn conn{fd, 1, false};
+  Conn conn{fd, nullptr, 1, false};
+  if (options_.tls != nullptr) {
+    auto ssl = net::TlsHandshake(*options_.tls, fd, ep.host,
+                                 net::MonotonicUs() + options_.connect_timeout_us);
+    if (!ssl.ok()) {
+      close(fd);
+      return Error(ssl.code() == ErrorCode::PROTOCOL_ERROR ? ErrorCode::PROTOCOL_ERROR
+                                                           : ErrorCode::TRANSFER_FAIL,
+                   "store " + peer + ": " + ssl.status().message());
+    }
+    conn.ssl = ssl->release();
+  }
   wire::Hello hello;
-  Status st = ReadHello(fd, peer, &hello);
+  Status st = ReadHello(conn.stream(), peer, &hello);
   if (st.ok() && (hello.flags & wire::kFlagAuthRequired)) {
     if (options_.auth_token.empty()) {
       st = Error(ErrorCode::AUTH_FAILED, peer + " requires a transfer token and none is set");
@@ -131,13 +149,13 @@ Result<TcpTransport::Conn> TcpTransport::Connect(const Endpoint& ep) {
       uint8_t hdr[wire::kRequestBytes];
       wire::EncodeRequest(req, hdr);
       iovec iov[2] = {{hdr, sizeof(hdr)}, {mac.data(), mac.size()}};
-      st = net::SendAllV(fd, iov, 2);
+      st = net::SendAllV(conn.stream(), iov, 2);
       wire::Reply reply;
-      if (st.ok()) st = ReadReply(fd, req.request_id, peer, &reply);
+      if (st.ok()) st = ReadReply(conn.stream(), req.request_id, peer, &reply);
     }
   }
   if (!st.ok()) {
-    close(fd);
+    CloseConn(conn);
     return st;
   }
   return conn;
@@ -166,7 +184,7 @@ void TcpTransport::Release(const Endpoint& ep, Conn conn) {
       return;
     }
   }
-  close(conn.fd);
+  CloseConn(conn);
 }
 
 Status TcpTransport::SendChunk(Conn& conn, const TransferOp& op, const Chunk& chunk,
@@ -192,7 +210,7 @@ Status TcpTransport::SendChunk(Conn& conn, const TransferOp& op, const Chunk& ch
   // Header and payload leave in one sendmsg; the payload is the caller's
   // buffer itself, never copied.
   iovec iov[2] = {{hdr, sizeof(hdr)}, {local, is_write ? chunk.len : 0}};
-  return net::SendAllV(conn.fd, iov, is_write && chunk.len > 0 ? 2 : 1);
+  return net::SendAllV(conn.stream(), iov, is_write && chunk.len > 0 ? 2 : 1);
 }
 
 Status TcpTransport::FinishChunk(Conn& conn, const TransferOp& op, const Chunk& chunk,
@@ -201,7 +219,7 @@ Status TcpTransport::FinishChunk(Conn& conn, const TransferOp& op, const Chunk& 
   const bool is_write = op.kind == OpKind::kWrite;
   *broken = true;
   wire::Reply reply;
-  Status st = ReadReply(conn.fd, request_id, peer, &reply);
+  Status st = ReadReply(conn.stream(), request_id, peer, &reply);
   if (!st.ok()) {
     // A well-formed error reply leaves the connection usable.
     *broken = st.code() == ErrorCode::TRANSFER_FAIL || st.code() == ErrorCode::RPC_TIMEOUT ||
@@ -216,7 +234,7 @@ Status TcpTransport::FinishChunk(Conn& conn, const TransferOp& op, const Chunk& 
   }
   if (!is_write) {
     MC_RETURN_IF_ERROR(
-        net::RecvAll(conn.fd, static_cast<uint8_t*>(op.buffer) + chunk.offset_in_op, chunk.len));
+        net::RecvAll(conn.stream(), static_cast<uint8_t*>(op.buffer) + chunk.offset_in_op, chunk.len));
   }
   *broken = false;
   return Status::Ok();
@@ -245,7 +263,7 @@ Status TcpTransport::RunChunkWithRetry(const TransferOp& op, const Chunk& chunk,
       Release(*op.endpoint, *conn);
       return st;
     }
-    close(conn->fd);
+    CloseConn(*conn);
     // Only a pooled connection may have died while idle; a fresh one failing
     // is a real error. One dead pooled connection usually means the peer
     // restarted, so its other idle ones go too. A timeout is no idle
@@ -276,7 +294,7 @@ void TcpTransport::RunStream(std::span<TransferOp> ops, const std::vector<Chunk>
     for (const Pending& p : pending) retry.push_back(p.chunk);
     pending.clear();
     if (conn->reused) DropIdle(*ep);
-    close(conn->fd);
+    CloseConn(*conn);
     conn.reset();
   };
   auto complete_oldest = [&] {

@@ -30,6 +30,7 @@
 #include "common/ceilings.h"
 #include "net/socket.h"
 #include "net/stream_io.h"
+#include "net/tls.h"
 #include "transfer/transport.h"
 #include "transfer/worker_pool.h"
 
@@ -50,6 +51,9 @@ struct TcpTransportOptions {
   uint64_t connect_timeout_us = 5000000;
   std::string auth_token;  // empty = none; must match the server's
   net::SocketTuning tuning;
+  // Client TLS context (role kClient); null: plain TCP. A store's
+  // certificate must carry the host it advertises.
+  std::shared_ptr<net::TlsContext> tls;
 };
 
 // Limits checked by the constructor (asserted: a bad value is a caller bug):
@@ -71,9 +75,12 @@ class TcpTransport final : public Transport {
  private:
   struct Conn {
     int fd = -1;
+    SSL* ssl = nullptr;  // TLS session, owned (CloseConn frees it)
     uint64_t next_request_id = 1;
     bool reused = false;
+    net::Stream stream() const { return net::Stream(fd, ssl); }
   };
+  static void CloseConn(Conn& c);
   struct Chunk {
     size_t op;  // index into the batch
     uint64_t offset_in_op;

@@ -9,8 +9,8 @@ import tomllib
 
 from harness import SRC, check, finish, run
 
-SERVER_SECTIONS = {"master": ["cluster", "master", "log"],
-                   "store": ["cluster", "store", "client", "log"]}
+SERVER_SECTIONS = {"master": ["cluster", "master", "log", "tls"],
+                   "store": ["cluster", "store", "client", "log", "tls"]}
 
 tmp = tempfile.TemporaryDirectory(prefix="mc_e2e_config_")
 

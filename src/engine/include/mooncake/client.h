@@ -51,7 +51,9 @@ struct ReplicateConfig {
 // global_segment_size, local_buffer_size, protocol, rdma_devices (or
 // device_name), master_server_addr (or master_server_address), plus
 // auth_token, shm ("false" forces TCP), tcp_streams, transfer_timeout (seconds, or
-// "500ms"), log_level. Sizes may be numbers or strings ("4gb"). Keys not given come
+// "500ms"), log_level, and for TLS tls_cert, tls_key, tls_ca, tls_verify_peer,
+// tls_min_version ([tls] in mooncake.toml(5); env MOONCAKE_TLS_*). Sizes may be
+// numbers or strings ("4gb"). Keys not given come
 // from MOONCAKE_CONFIG_PATH (a mooncake.json), then the MOONCAKE_*
 // environment, then the defaults.
 using SetupConfig = std::map<std::string, std::string>;
