@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "rpc/client.h"
 #include "transfer/access.h"
+#include "transfer/rdma_transport.h"
 #include "transfer/shm_transport.h"
 #include "transfer/tcp_transport.h"
 
@@ -68,8 +69,10 @@ struct Planned {
 
 class ClientImpl final : public Client {
  public:
-  ClientImpl(const Config& config, std::unique_ptr<rpc::MasterClient> link)
-      : config_(config), link_(std::move(link)), tcp_(TcpOptions(config)), shm_(ShmOptions()) {
+  ClientImpl(const Config& config, std::unique_ptr<rpc::MasterClient> link,
+             std::unique_ptr<transfer::RdmaTransport> rdma)
+      : config_(config), link_(std::move(link)), tcp_(TcpOptions(config)), shm_(ShmOptions()),
+        rdma_(std::move(rdma)) {
     std::string id = RandomBytes(16);
     std::memcpy(&id_.hi, id.data(), 8);
     std::memcpy(&id_.lo, id.data() + 8, 8);
@@ -130,7 +133,18 @@ class ClientImpl final : public Client {
   msg::ClientId id() const override { return id_; }
 
   std::string last_transfer_path() const override {
-    return last_same_host_.load() ? "same-host" : "tcp";
+    std::lock_guard<std::mutex> lock(path_mu_);
+    return last_path_;
+  }
+  PathCounts path_counts() const override {
+    std::lock_guard<std::mutex> lock(path_mu_);
+    return counts_;
+  }
+  Status RegisterBuffer(void* addr, uint64_t len) override {
+    return rdma_ ? rdma_->RegisterBuffer(addr, len) : Status::Ok();
+  }
+  Status UnregisterBuffer(void* addr) override {
+    return rdma_ ? rdma_->UnregisterBuffer(addr) : Status::Ok();
   }
 
  private:
@@ -189,7 +203,10 @@ class ClientImpl final : public Client {
   msg::ClientId id_;
   transfer::TcpTransport tcp_;
   transfer::ShmTransport shm_;
-  std::atomic<bool> last_same_host_{false};
+  std::unique_ptr<transfer::RdmaTransport> rdma_;  // protocol rdma only
+  mutable std::mutex path_mu_;  // guards last_path_, counts_
+  std::string last_path_ = "tcp";
+  PathCounts counts_;
 };
 
 Status ClientImpl::Plan(const msg::ReplicaDesc& replica, transfer::OpKind kind,
@@ -260,12 +277,42 @@ Status ClientImpl::Run(std::vector<Planned>& planned) {
     }
     (void)st;
   }
-  for (size_t i = 0; i < tcp_ops.size(); i += transfer::kMaxBatchOps) {
-    size_t n = std::min(transfer::kMaxBatchOps, tcp_ops.size() - i);
-    Status st = tcp_.Batch(std::span(tcp_ops).subspan(i, n));
+  // protocol rdma: one-sided WRITE/READ; a store that serves no RDMA
+  // answers NOT_SUPPORTED and its ops go over TCP.
+  std::vector<transfer::TransferOp> over_tcp;
+  size_t rdma_moved = 0, fallback = 0;
+  if (rdma_ != nullptr && !tcp_ops.empty()) {
+    for (size_t i = 0; i < tcp_ops.size(); i += transfer::kMaxBatchOps) {
+      size_t n = std::min(transfer::kMaxBatchOps, tcp_ops.size() - i);
+      (void)rdma_->Batch(std::span(tcp_ops).subspan(i, n));
+    }
+    for (auto& op : tcp_ops) {
+      if (op.status.ok()) {
+        ++rdma_moved;
+      } else if (op.status.code() == ErrorCode::NOT_SUPPORTED) {
+        over_tcp.push_back(op);
+        ++fallback;
+      } else {
+        return Error(ErrorCode::TRANSFER_FAIL, op.status.message());
+      }
+    }
+  } else {
+    over_tcp = std::move(tcp_ops);
+  }
+  for (size_t i = 0; i < over_tcp.size(); i += transfer::kMaxBatchOps) {
+    size_t n = std::min(transfer::kMaxBatchOps, over_tcp.size() - i);
+    Status st = tcp_.Batch(std::span(over_tcp).subspan(i, n));
     if (!st.ok()) return Error(ErrorCode::TRANSFER_FAIL, st.message());
   }
-  last_same_host_.store(used_shm && tcp_ops.empty());
+  std::lock_guard<std::mutex> lock(path_mu_);
+  const size_t shm_moved = planned.size() - rdma_moved - over_tcp.size();
+  counts_.same_host += shm_moved;
+  counts_.rdma += rdma_moved;
+  counts_.tcp += over_tcp.size();
+  counts_.tcp_fallback += fallback;
+  if (rdma_moved > 0) last_path_ = over_tcp.empty() ? "rdma" : "rdma+tcp";
+  else if (used_shm && over_tcp.empty()) last_path_ = "same-host";
+  else last_path_ = "tcp";
   return Status::Ok();
 }
 
@@ -570,7 +617,19 @@ Result<std::unique_ptr<Client>> Client::Connect(const Config& config) {
   // One cheap call proves the master is reachable and accepts our token, so
   // errors surface here with a clear message rather than mid-operation.
   MC_RETURN_IF_ERROR(link->ClusterStatus().status());
-  return std::unique_ptr<Client>(new ClientImpl(config, std::move(link)));
+  std::unique_ptr<transfer::RdmaTransport> rdma;
+  if (config.cluster.protocol == "rdma") {
+    transfer::RdmaTransportOptions o;
+    o.devices = config.cluster.device_name;
+    o.auth_token = config.cluster.auth_token;
+    o.engine.timeout_us = config.cluster.rpc_timeout_us;
+    auto made = transfer::RdmaTransport::Create(o);
+    if (!made.ok()) {
+      return Error(made.code(), "protocol rdma: " + made.status().message());
+    }
+    rdma = std::move(*made);
+  }
+  return std::unique_ptr<Client>(new ClientImpl(config, std::move(link), std::move(rdma)));
 }
 
 }  // namespace mc::client

@@ -26,6 +26,7 @@
 #include "msg/messages.h"
 
 namespace mc::transfer {
+class RdmaResponder;
 class Segment;
 class TcpDataServer;
 }  // namespace mc::transfer
@@ -81,6 +82,7 @@ class SegmentHost {
   msg::SegmentDesc desc_;
   uint16_t port_ = 0;
   std::unique_ptr<transfer::Segment> segment_;
+  std::unique_ptr<transfer::RdmaResponder> rdma_;  // protocol rdma; outlives server_
   std::unique_ptr<transfer::TcpDataServer> server_;
   std::unique_ptr<rpc::MasterClient> link_;
   std::unique_ptr<MetadataPublisher> meta_;

@@ -36,6 +36,8 @@
 
 namespace mc::transfer {
 
+class RdmaResponder;
+
 struct TcpDataServerOptions {
   std::string listen_host = "0.0.0.0";  // IPv4 literal
   uint16_t port = 0;                    // 0 = the kernel picks
@@ -45,6 +47,7 @@ struct TcpDataServerOptions {
   std::string auth_token;                  // empty = no authentication
   net::SocketTuning tuning;                // io_timeout_us bounds a stalled frame
   const Clock* clock = nullptr;            // wall time of the refusal log window; null: SystemClock
+  RdmaResponder* rdma = nullptr;           // answers ops 4 and 5; null: NOT_SUPPORTED
 };
 
 struct TcpDataServerStats {
@@ -56,6 +59,7 @@ struct TcpDataServerStats {
   uint64_t auth_failures = 0;
   uint64_t bytes_written = 0;
   uint64_t bytes_read = 0;
+  uint64_t rdma_connects = 0;  // RDMA_CONNECT handshakes answered
 };
 
 // Bound on log lines about refused requests (the rest are only counted).
@@ -82,6 +86,7 @@ class TcpDataServer {
     int fd = -1;
     std::thread thread;
     std::atomic<bool> done{false};
+    uint64_t id = 0;
   };
   struct Counters;
 
@@ -91,7 +96,8 @@ class TcpDataServer {
   void Serve(Conn* conn);
   bool Authenticate(int fd, const std::array<uint8_t, wire::kNonceBytes>& nonce);
   // Serves one request after its header; false to close the connection.
-  bool Handle(int fd, const wire::Request& req);
+  bool Handle(int fd, uint64_t conn_id, const wire::Request& req);
+  bool HandleRdma(int fd, uint64_t conn_id, const wire::Request& req);
   Status CheckRange(OpKind op, uint64_t offset, uint64_t len, const Grant& grant) const;
   // Logs a refused request, at most kMaxRefusalLogsPerWindow per window.
   void LogRefusal(int fd, OpKind op, const Status& st);
@@ -107,6 +113,7 @@ class TcpDataServer {
   std::thread acceptor_;
   std::mutex mu_;                 // guards conns_
   std::list<Conn> conns_;
+  uint64_t next_conn_id_ = 1;  // guarded by mu_
   std::unique_ptr<Counters> counters_;
   const Clock* clock_ = nullptr;  // options_.clock or SystemClock
   std::mutex log_mu_;  // guards the refusal log window

@@ -85,27 +85,27 @@ void TcpTransport::DropIdle(const Endpoint& ep) {
   for (Conn& c : dead) close(c.fd);
 }
 
-Result<TcpTransport::Conn> TcpTransport::Connect(const Endpoint& ep) {
+Result<int> ConnectDataPort(const Endpoint& ep, const std::string& auth_token,
+                            uint64_t connect_timeout_us, const net::SocketTuning& tuning) {
   const std::string peer = PeerKey(ep);
-  auto connected = net::ConnectTcp({ep.host, ep.port}, options_.connect_timeout_us);
+  auto connected = net::ConnectTcp({ep.host, ep.port}, connect_timeout_us);
   if (!connected.ok()) {
     // The data plane reports its own code; net names what failed.
     return Error(ErrorCode::TRANSFER_FAIL, "connect " + ep.host + ":" + std::to_string(ep.port) +
                                                ": " + connected.status().message());
   }
   const int fd = *connected;
-  net::TuneSocket(fd, options_.tuning);
-  Conn conn{fd, 1, false};
+  net::TuneSocket(fd, tuning);
   wire::Hello hello;
   Status st = ReadHello(fd, peer, &hello);
   if (st.ok() && (hello.flags & wire::kFlagAuthRequired)) {
-    if (options_.auth_token.empty()) {
+    if (auth_token.empty()) {
       st = Error(ErrorCode::AUTH_FAILED, peer + " requires a transfer token and none is set");
     } else {
-      auto mac = wire::AuthMac(options_.auth_token, hello.nonce);
+      auto mac = wire::AuthMac(auth_token, hello.nonce);
       wire::Request req;
       req.op = static_cast<uint16_t>(wire::Op::kAuth);
-      req.request_id = conn.next_request_id++;
+      req.request_id = kAuthRequestId;
       req.length = wire::kMacBytes;
       uint8_t hdr[wire::kRequestBytes];
       wire::EncodeRequest(req, hdr);
@@ -119,7 +119,37 @@ Result<TcpTransport::Conn> TcpTransport::Connect(const Endpoint& ep) {
     close(fd);
     return st;
   }
-  return conn;
+  return fd;
+}
+
+Result<std::string> DataPortCall(int fd, const std::string& peer, uint16_t op,
+                                 uint64_t request_id, std::string_view payload,
+                                 size_t max_reply_bytes) {
+  wire::Request req;
+  req.op = op;
+  req.request_id = request_id;
+  req.length = payload.size();
+  uint8_t hdr[wire::kRequestBytes];
+  wire::EncodeRequest(req, hdr);
+  iovec iov[2] = {{hdr, sizeof(hdr)}, {const_cast<char*>(payload.data()), payload.size()}};
+  MC_RETURN_IF_ERROR(net::SendAllV(fd, iov, payload.empty() ? 1 : 2));
+  wire::Reply reply;
+  MC_RETURN_IF_ERROR(ReadReply(fd, request_id, peer, &reply));
+  if (reply.length > max_reply_bytes) {
+    return Error(ErrorCode::PROTOCOL_ERROR, peer + ": reply of " + std::to_string(reply.length) +
+                                                " bytes exceeds " + std::to_string(max_reply_bytes));
+  }
+  std::string out(reply.length, '\0');
+  MC_RETURN_IF_ERROR(net::RecvAll(fd, out.data(), out.size()));
+  return out;
+}
+
+Result<TcpTransport::Conn> TcpTransport::Connect(const Endpoint& ep) {
+  MC_ASSIGN_OR_RETURN(int fd,
+                      ConnectDataPort(ep, options_.auth_token, options_.connect_timeout_us,
+                                      options_.tuning));
+  // The AUTH request used id kAuthRequestId; data requests follow it.
+  return Conn{fd, kAuthRequestId + 1, false};
 }
 
 Result<TcpTransport::Conn> TcpTransport::Acquire(const Endpoint& ep) {
