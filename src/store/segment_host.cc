@@ -284,7 +284,7 @@ void SegmentHost::Stop() {
   MC_LOG(INFO) << "data server served " << stats.requests_served << " requests, refused "
                << stats.requests_refused << " (no valid grant or out of bounds), "
                << stats.protocol_errors << " malformed, " << stats.auth_failures
-               << " failed authentications";
+               << " failed authentications, " << stats.rdma_connects << " RDMA connections";
 }
 
 }  // namespace mc::store
