@@ -196,9 +196,19 @@ Result<bool> SegmentHost::Mount(const WaitFn& wait) {
 }
 
 void SegmentHost::Start() {
-  meta_->Put("mooncake/ram/" + desc_.name,
-             rdma_ ? transfer::DescriptorJson(rdma_->desc(), port_)
-                   : DescriptorJson(desc_, port_, reinterpret_cast<uint64_t>(segment_->base())));
+  if (rdma_) {
+    // Anyone may read the metadata server: with a token set the rkeys go
+    // only to peers that authenticated on the data port (op 4).
+    transfer::RdmaSegmentDesc pub = rdma_->desc();
+    pub.name = desc_.name;
+    if (!config_.cluster.auth_token.empty()) {
+      for (auto& b : pub.buffers) b.rkey.clear(), b.lkey.clear();
+    }
+    meta_->Put("mooncake/ram/" + desc_.name, transfer::DescriptorJson(pub, port_));
+  } else {
+    meta_->Put("mooncake/ram/" + desc_.name,
+               DescriptorJson(desc_, port_, reinterpret_cast<uint64_t>(segment_->base())));
+  }
   // Every page of the segment is faulted in once, in the background, so
   // transfers into and out of it never pay first-touch faults; the segment
   // serves meanwhile (a transfer into a page not yet reached faults it
