@@ -16,6 +16,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from harness import check, finish, run, stop, tempdir, wait_until  # noqa: E402
 from cluster import Cluster  # noqa: E402
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+BIN_DIR = os.path.dirname(os.path.abspath(os.environ["MOONCAKE_BIN"]))  # build/src/cli
 RDMA = ["--protocol", "rdma", "--device", "rxe0,rxe1"]
 CLIENT = RDMA + ["--shm=false", "--rpc-timeout", "20s"]  # no same-host shortcut
 
@@ -102,6 +104,19 @@ for t in threads:
 for t in threads:
     t.join()
 check(all(results.get(i) for i in range(3)), f"3 clients at once put and get their bytes {results}")
+
+# 2b. The Python client's zero-copy calls over RDMA (registered buffer).
+before = packets()
+env = dict(c.env)
+env["PYTHONPATH"] = os.path.join(os.path.dirname(BIN_DIR), "python")
+py = subprocess.run([sys.executable, os.path.join(HERE, "python_child.py"),
+                     env["MOONCAKE_MASTER"], "rxe0,rxe1"], env={**os.environ, **env},
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+pd = delta(before)
+check(py.returncode == 0 and b"OK" in py.stdout,
+      f"python register_buffer/put_from/batch_get_into over rdma ({py.stdout.decode()[-400:]})")
+check(pd.get("rxe0", 0) + pd.get("rxe1", 0) >= (4 << 20) // 4096,
+      f"the Python client's bytes went over RDMA {pd}")
 
 # 3. Mixed cluster: a TCP-only store beside the RDMA ones; a 3-replica put
 #    lands on all three, the TCP one reached over TCP.
