@@ -51,9 +51,14 @@ check(rc == 0, f"second rxe device added ({out.strip()})")
 check(wait_until(lambda: "ACTIVE" in open("/sys/class/infiniband/rxe1/ports/1/state").read(), 20),
       "rxe1 port 1 is ACTIVE")
 
+# Huge pages for the two RDMA stores' segments (80 x 2 MiB each), so the
+# registration of a hugetlb-backed segment is exercised too.
+rc, out = sh("echo 170 > /proc/sys/vm/nr_hugepages && cat /proc/sys/vm/nr_hugepages")
 c = Cluster(stores=0, segment="160mb", extra_store=RDMA)
 c.add_store()
 c.add_store()
+check(wait_until(lambda: "hugetlb pages" in open(c.stores[0].log_path).read(), 30),
+      f"an RDMA store's segment is on huge pages and registered (nr_hugepages {out.strip()})")
 
 
 def put(key, data, extra=()):
@@ -141,6 +146,8 @@ wait_until(lambda: not t.is_alive(), 0.4)
 stop(c.stores[0], sig=9)
 t.join()
 g = got["g"]
+print("client log of the get during the kill:",
+      [l for l in g.stderr.decode().splitlines() if "rdma" in l or "replica" in l][:6], flush=True)
 check(g.returncode == 0 and g.stdout == data,
       f"get while a replica's store is killed returns the bytes ({g.stderr.decode().strip()[-300:]})")
 # A put after the kill either lands on the live store or fails; it never hangs.
