@@ -174,6 +174,11 @@ std::vector<SetupField> MakeSetup(const Config& config, const Plan& plan, const 
     s.push_back({"capacity_bytes", num(f.capacity_bytes), true});
   }
   if (!f.transfer_path.empty()) s.push_back({"transfer_path", f.transfer_path});
+  if (config.cluster.protocol == "rdma") {
+    // rdma: one-sided over the NICs; rdma+tcp or tcp: a store serves no RDMA.
+    s.push_back({"protocol", "rdma"});
+    s.push_back({"rdma_devices", config.cluster.device_name.empty() ? "all" : config.cluster.device_name});
+  }
   s.push_back({"shm", config.cluster.shm ? "on" : "off"});
   if (!a.trace.empty()) {
     s.push_back({"trace", a.trace});

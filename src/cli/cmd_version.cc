@@ -17,6 +17,7 @@ RunFn SetupVersion(CLI::App& sub) {
 #if defined(__SANITIZE_ADDRESS__)
     std::printf("build: sanitizers (address, undefined)\n");
 #endif
+    std::printf("rdma providers: %s\n", transfer::RdmaProviders().c_str());
     if (*devices) {
       auto list = transfer::ListRdmaDevices();
       if (!list.ok()) {

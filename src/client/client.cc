@@ -19,6 +19,7 @@
 #include "client/replica_order.h"
 #include "rpc/client.h"
 #include "transfer/access.h"
+#include "transfer/rdma_transport.h"
 #include "transfer/shm_transport.h"
 #include "transfer/tcp_transport.h"
 
@@ -78,9 +79,9 @@ constexpr uint64_t kMaxConnectTimeoutUs = 5000000;
 class ClientImpl final : public Client {
  public:
   ClientImpl(const Config& config, std::unique_ptr<rpc::MasterClient> link,
-             std::shared_ptr<net::TlsContext> tls)
+             std::shared_ptr<net::TlsContext> tls, std::unique_ptr<transfer::RdmaTransport> rdma)
       : config_(config), link_(std::move(link)), tcp_(TcpOptions(config, std::move(tls))),
-        shm_(ShmOptions()) {
+        shm_(ShmOptions()), rdma_(std::move(rdma)) {
     std::string id = RandomBytes(16);
     std::memcpy(&id_.hi, id.data(), 8);
     std::memcpy(&id_.lo, id.data() + 8, 8);
@@ -142,7 +143,18 @@ class ClientImpl final : public Client {
   msg::ClientId id() const override { return id_; }
 
   std::string last_transfer_path() const override {
-    return last_same_host_.load() ? "same-host" : "tcp";
+    std::lock_guard<std::mutex> lock(path_mu_);
+    return last_path_;
+  }
+  PathCounts path_counts() const override {
+    std::lock_guard<std::mutex> lock(path_mu_);
+    return counts_;
+  }
+  Status RegisterBuffer(void* addr, uint64_t len) override {
+    return rdma_ ? rdma_->RegisterBuffer(addr, len) : Status::Ok();
+  }
+  Status UnregisterBuffer(void* addr) override {
+    return rdma_ ? rdma_->UnregisterBuffer(addr) : Status::Ok();
   }
 
  private:
@@ -211,7 +223,10 @@ class ClientImpl final : public Client {
   msg::ClientId id_;
   transfer::TcpTransport tcp_;
   transfer::ShmTransport shm_;
-  std::atomic<bool> last_same_host_{false};
+  std::unique_ptr<transfer::RdmaTransport> rdma_;  // protocol rdma only
+  mutable std::mutex path_mu_;  // guards last_path_, counts_
+  std::string last_path_ = "tcp";
+  PathCounts counts_;
 };
 
 Status ClientImpl::Plan(const msg::ReplicaDesc& replica, transfer::OpKind kind,
@@ -285,19 +300,53 @@ Status ClientImpl::Run(std::vector<Planned>& planned, UnreachableStores* unreach
     }
     (void)st;
   }
-  for (size_t i = 0; i < tcp_ops.size(); i += transfer::kMaxBatchOps) {
-    size_t n = std::min(transfer::kMaxBatchOps, tcp_ops.size() - i);
-    Status st = tcp_.Batch(std::span(tcp_ops).subspan(i, n));
+  // protocol rdma: one-sided WRITE/READ; a store that serves no RDMA
+  // answers NOT_SUPPORTED and its ops go over TCP.
+  std::vector<transfer::TransferOp> over_tcp;
+  std::vector<Planned*> over_tcp_src;
+  size_t rdma_moved = 0, fallback = 0;
+  if (rdma_ != nullptr && !tcp_ops.empty()) {
+    for (size_t i = 0; i < tcp_ops.size(); i += transfer::kMaxBatchOps) {
+      size_t n = std::min(transfer::kMaxBatchOps, tcp_ops.size() - i);
+      (void)rdma_->Batch(std::span(tcp_ops).subspan(i, n));
+    }
+    for (size_t j = 0; j < tcp_ops.size(); ++j) {
+      const auto& op = tcp_ops[j];
+      if (op.status.ok()) {
+        ++rdma_moved;
+      } else if (op.status.code() == ErrorCode::NOT_SUPPORTED) {
+        over_tcp.push_back(op);
+        over_tcp_src.push_back(tcp_src[j]);
+        ++fallback;
+      } else {
+        return Error(ErrorCode::TRANSFER_FAIL, op.status.message());
+      }
+    }
+  } else {
+    over_tcp = std::move(tcp_ops);
+    over_tcp_src = std::move(tcp_src);
+  }
+  for (size_t i = 0; i < over_tcp.size(); i += transfer::kMaxBatchOps) {
+    size_t n = std::min(transfer::kMaxBatchOps, over_tcp.size() - i);
+    Status st = tcp_.Batch(std::span(over_tcp).subspan(i, n));
     if (st.ok()) continue;
     if (unreachable != nullptr) {
       for (size_t j = i; j < i + n; ++j) {
-        if (!tcp_ops[j].peer_unreachable) continue;
-        unreachable->try_emplace(tcp_src[j]->store, tcp_ops[j].status);
+        if (!over_tcp[j].peer_unreachable) continue;
+        unreachable->try_emplace(over_tcp_src[j]->store, over_tcp[j].status);
       }
     }
     return Error(ErrorCode::TRANSFER_FAIL, st.message());
   }
-  last_same_host_.store(used_shm && tcp_ops.empty());
+  std::lock_guard<std::mutex> lock(path_mu_);
+  const size_t shm_moved = planned.size() - rdma_moved - over_tcp.size();
+  counts_.same_host += shm_moved;
+  counts_.rdma += rdma_moved;
+  counts_.tcp += over_tcp.size();
+  counts_.tcp_fallback += fallback;
+  if (rdma_moved > 0) last_path_ = over_tcp.empty() ? "rdma" : "rdma+tcp";
+  else if (used_shm && over_tcp.empty()) last_path_ = "same-host";
+  else last_path_ = "tcp";
   return Status::Ok();
 }
 
@@ -617,7 +666,20 @@ Result<std::unique_ptr<Client>> Client::Connect(const Config& config) {
   // One cheap call proves the master is reachable and accepts our token, so
   // errors surface here with a clear message rather than mid-operation.
   MC_RETURN_IF_ERROR(link->ClusterStatus().status());
-  return std::unique_ptr<Client>(new ClientImpl(config, std::move(link), std::move(tls)));
+  std::unique_ptr<transfer::RdmaTransport> rdma;
+  if (config.cluster.protocol == "rdma") {
+    transfer::RdmaTransportOptions o;
+    o.devices = config.cluster.device_name;
+    o.auth_token = config.cluster.auth_token;
+    o.tls = tls;
+    o.engine.timeout_us = config.client.transfer_timeout_us;
+    auto made = transfer::RdmaTransport::Create(o);
+    if (!made.ok()) {
+      return Error(made.code(), "protocol rdma: " + made.status().message());
+    }
+    rdma = std::move(*made);
+  }
+  return std::unique_ptr<Client>(new ClientImpl(config, std::move(link), std::move(tls), std::move(rdma)));
 }
 
 }  // namespace mc::client

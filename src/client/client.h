@@ -86,8 +86,19 @@ class Client {
   // This process's identity at the master (a segment it mounts uses it too).
   virtual msg::ClientId id() const = 0;
 
-  // "same-host" if the last transfer used mapped memory, else "tcp".
+  // "same-host" if the last transfer used mapped memory, "rdma" if it went
+  // over RDMA, else "tcp" (also "rdma+tcp" when a batch used both).
   virtual std::string last_transfer_path() const = 0;
+  // Ops moved per path since Connect: same-host, rdma, tcp (and tcp ops of
+  // protocol rdma sent over TCP because their store serves no RDMA).
+  struct PathCounts {
+    uint64_t same_host = 0, rdma = 0, tcp = 0, tcp_fallback = 0;
+  };
+  virtual PathCounts path_counts() const = 0;
+  // protocol rdma: registers the buffer on every NIC so transfers from and
+  // into it need no per-transfer registration. OK and nothing to do on TCP.
+  virtual Status RegisterBuffer(void* addr, uint64_t len) = 0;
+  virtual Status UnregisterBuffer(void* addr) = 0;
 };
 
 }  // namespace mc::client

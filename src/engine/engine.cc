@@ -113,10 +113,6 @@ int Store::Impl::Open(const SetupConfig& given) {
   }
   mc::LogLevel level;
   if (mc::ParseLogLevel(config->log.level, &level)) mc::SetLogLevel(level);
-  if (config->cluster.protocol != "tcp") {
-    MC_LOG(INFO) << "setup: protocol '" << config->cluster.protocol
-                 << "': this client moves bytes over TCP, or mapped memory on the same host";
-  }
   auto c = mc::client::Client::Connect(*config);
   if (!c.ok()) {
     MC_LOG(ERROR) << "setup: " << c.status().ToString();
@@ -252,8 +248,13 @@ std::vector<int64_t> Store::BatchGet(const std::vector<std::string>& keys,
 
 int Store::RegisterBuffer(void* ptr, size_t size) {
   MC_ENGINE_CLIENT(kInvalidParams);
-  (void)cl;
   if (ptr == nullptr || size == 0) return kInvalidParams;
+  // protocol rdma: pinned and registered on every NIC once, here.
+  mc::Status reg = cl.RegisterBuffer(ptr, size);
+  if (!reg.ok()) {
+    MC_LOG(ERROR) << "register_buffer: " << reg.ToString();
+    return Code(reg);
+  }
   std::unique_lock lock(impl_->buf_mu);
   size_t& known = impl_->buffers[reinterpret_cast<uintptr_t>(ptr)];
   known = std::max(known, size);
@@ -262,7 +263,7 @@ int Store::RegisterBuffer(void* ptr, size_t size) {
 
 int Store::UnregisterBuffer(void* ptr) {
   MC_ENGINE_CLIENT(kInvalidParams);
-  (void)cl;
+  (void)cl.UnregisterBuffer(ptr);
   std::unique_lock lock(impl_->buf_mu);
   return impl_->buffers.erase(reinterpret_cast<uintptr_t>(ptr)) == 1 ? kOk : kInvalidParams;
 }

@@ -16,6 +16,9 @@
 #include "common/units.h"
 #include "rpc/client.h"
 #include "transfer/access.h"
+#include "transfer/rdma_desc.h"
+#include "transfer/rdma_engine.h"
+#include "transfer/rdma_responder.h"
 #include "transfer/segment.h"
 #include "transfer/tcp_server.h"
 
@@ -135,7 +138,26 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Create(const Config& config, m
   desc.hostname = HostIdentity();
   desc.shm_path = h->segment_->shm_path();
 
+  if (config.cluster.protocol == "rdma") {
+    // RDMA peers WRITE into and READ from the segment one-sided: register it
+    // on every selected NIC now, so a missing or inactive device is a
+    // start-up error that names it.
+    auto verbs = transfer::SystemVerbs();
+    auto devices = transfer::OpenDevices(*verbs, config.cluster.device_name);
+    if (!devices.ok()) {
+      return Error(devices.code(), "protocol rdma: " + devices.status().message());
+    }
+    auto responder = transfer::RdmaResponder::Create(
+        std::move(*devices), config.cluster.local_hostname, h->segment_->base(),
+        h->segment_->size_bytes());
+    if (!responder.ok()) {
+      return Error(responder.code(), "protocol rdma: " + responder.status().message());
+    }
+    h->rdma_ = std::move(*responder);
+  }
+
   transfer::TcpDataServerOptions to;
+  to.rdma = h->rdma_.get();
   to.port = config.store.port;
   to.max_connections = config.store.max_connections;
   to.auth_token = config.cluster.auth_token;
@@ -195,8 +217,19 @@ Result<bool> SegmentHost::Mount(const WaitFn& wait) {
 }
 
 void SegmentHost::Start() {
-  meta_->Put("mooncake/ram/" + desc_.name,
-             DescriptorJson(desc_, port_, reinterpret_cast<uint64_t>(segment_->base())));
+  if (rdma_) {
+    // Anyone may read the metadata server: with a token set the rkeys go
+    // only to peers that authenticated on the data port (op 4).
+    transfer::RdmaSegmentDesc pub = rdma_->desc();
+    pub.name = desc_.name;
+    if (!config_.cluster.auth_token.empty()) {
+      for (auto& b : pub.buffers) b.rkey.clear(), b.lkey.clear();
+    }
+    meta_->Put("mooncake/ram/" + desc_.name, transfer::DescriptorJson(pub, port_));
+  } else {
+    meta_->Put("mooncake/ram/" + desc_.name,
+               DescriptorJson(desc_, port_, reinterpret_cast<uint64_t>(segment_->base())));
+  }
   // Every page of the segment is faulted in once, in the background, so
   // transfers into and out of it never pay first-touch faults; the segment
   // serves meanwhile (a transfer into a page not yet reached faults it
@@ -216,9 +249,14 @@ void SegmentHost::Start() {
 }
 
 std::string SegmentHost::Describe() const {
+  std::string rdma;
+  if (rdma_) {
+    for (const auto& d : rdma_->device_names()) rdma += (rdma.empty() ? "" : ",") + d;
+    rdma = ", rdma on " + rdma;
+  }
   return desc_.name + " (" + FormatBytesHuman(desc_.size_bytes) + ", " +
          std::string(transfer::PageKindName(segment_->page_kind())) + " pages) mounted on master " +
-         config_.cluster.master + ", data port " + std::to_string(port_);
+         config_.cluster.master + ", data port " + std::to_string(port_) + rdma;
 }
 
 bool SegmentHost::Sleep(uint64_t ms) {
@@ -290,7 +328,7 @@ void SegmentHost::Stop() {
   MC_LOG(INFO) << "data server served " << stats.requests_served << " requests, refused "
                << stats.requests_refused << " (no valid grant or out of bounds), "
                << stats.protocol_errors << " malformed, " << stats.auth_failures
-               << " failed authentications";
+               << " failed authentications, " << stats.rdma_connects << " RDMA connections";
 }
 
 }  // namespace mc::store

@@ -31,6 +31,7 @@
 #include "msg/messages.h"
 
 namespace mc::transfer {
+class RdmaResponder;
 class Segment;
 class SegmentKeys;
 class TcpDataServer;
@@ -98,6 +99,7 @@ class SegmentHost {
   uint16_t port_ = 0;
   std::unique_ptr<transfer::Segment> segment_;
   std::shared_ptr<transfer::SegmentKeys> keys_;  // what the data server checks grants with
+  std::unique_ptr<transfer::RdmaResponder> rdma_;  // protocol rdma; outlives server_
   std::unique_ptr<transfer::TcpDataServer> server_;
   std::unique_ptr<rpc::MasterClient> link_;
   std::unique_ptr<MetadataPublisher> meta_;

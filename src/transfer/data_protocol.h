@@ -15,6 +15,14 @@
 //               HMAC-SHA256(token, "mooncake-transfer-auth-v1" || nonce).
 //               Must be the first request when the HELLO says auth is
 //               required.
+//   op 4 RDMA_DESCRIBE: offset 0, length 0; the reply carries the segment's
+//               RDMA descriptor (rdma_desc.h: buffers with rkeys, devices),
+//               so only a peer that passed AUTH learns the rkeys.
+//   op 5 RDMA_CONNECT: `length` (<= 1024) payload bytes, an encoded
+//               RdmaConnectRequest; the reply carries the RdmaConnectReply.
+//               The store's QPs live until this connection closes.
+//   A store that serves no RDMA answers ops 4 and 5 NOT_SUPPORTED and keeps
+//   the connection.
 // The grant is the transfer capability the master signed for the buffer
 // being moved (common/capability.h): grant_mac = HMAC-SHA256(segment access
 // key, "mooncake-cap-v1" || u8 op || u64 incarnation || u64 grant_offset ||
@@ -57,7 +65,9 @@ inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;
 inline constexpr size_t kMaxErrorMessageBytes = 512;
 
-enum class Op : uint16_t { kWrite = 1, kRead = 2, kAuth = 3 };
+enum class Op : uint16_t { kWrite = 1, kRead = 2, kAuth = 3, kRdmaDescribe = 4, kRdmaConnect = 5 };
+inline constexpr size_t kMaxRdmaConnectBytes = 1024;
+inline constexpr size_t kMaxRdmaDescribeReplyBytes = 1 << 20;
 
 struct Hello {
   uint16_t version = kVersion;

@@ -26,6 +26,16 @@ Result<std::vector<std::string>> ListRdmaDevices() {
   return names;
 }
 
+std::string RdmaProviders() {
+#ifdef RDMA_STATIC_PROVIDERS
+#define MC_STR2(...) #__VA_ARGS__
+#define MC_STR(...) MC_STR2(__VA_ARGS__)
+  return MC_STR(RDMA_STATIC_PROVIDERS) " (linked in)";
+#else
+  return "loaded at run time by the shared libibverbs";
+#endif
+}
+
 std::string RdmaCmEventName(int event) {
   return rdma_event_str(static_cast<rdma_cm_event_type>(event));
 }

@@ -14,6 +14,10 @@ namespace mc::transfer {
 // NOT_SUPPORTED when the kernel has no RDMA support at all (ENOSYS).
 Result<std::vector<std::string>> ListRdmaDevices();
 
+// The verbs providers linked into this binary ("mlx5,efa,..."), or
+// "loaded at run time" when libibverbs is a shared library.
+std::string RdmaProviders();
+
 // Name of an rdma_cm event, to show librdmacm is linked and usable.
 std::string RdmaCmEventName(int event);
 

@@ -10,3 +10,7 @@ TEST_CASE("device listing answers without crashing when there is no RDMA hardwar
   }
   CHECK(mc::transfer::RdmaCmEventName(RDMA_CM_EVENT_ESTABLISHED) == "RDMA_CM_EVENT_ESTABLISHED");
 }
+
+TEST_CASE("the provider list is never empty") {
+  CHECK(!mc::transfer::RdmaProviders().empty());
+}

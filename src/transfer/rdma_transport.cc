@@ -1,40 +1,87 @@
 #include "transfer/rdma_transport.h"
 
-#include <infiniband/verbs.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-#include "transfer/rdma_probe.h"
+#include "transfer/data_protocol.h"
+#include "transfer/tcp_transport.h"
 
 namespace mc::transfer {
 
-Result<std::unique_ptr<RdmaTransport>> RdmaTransport::Create() {
-  MC_ASSIGN_OR_RETURN(std::vector<std::string> devices, ListRdmaDevices());
-  if (devices.empty()) return Error(ErrorCode::NOT_SUPPORTED, "no RDMA device on this host");
-  int num = 0;
-  ibv_device** list = ibv_get_device_list(&num);
-  if (list == nullptr || num == 0) {
-    if (list != nullptr) ibv_free_device_list(list);
-    return Error(ErrorCode::NOT_SUPPORTED, "no RDMA device on this host");
+namespace {
+
+class DataPortPeer final : public PeerConnector {
+ public:
+  DataPortPeer(net::Stream s, std::string peer) : fd_(s), peer_(std::move(peer)) {}
+  ~DataPortPeer() override { CloseStream(fd_); }
+
+  Result<RdmaSegmentDesc> Describe() override {
+    auto r = DataPortCall(fd_, peer_, static_cast<uint16_t>(wire::Op::kRdmaDescribe), next_id_++,
+                          {}, wire::kMaxRdmaDescribeReplyBytes);
+    if (!r.ok()) {
+      // A store from before RDMA refuses op 4 as unknown (and hangs up).
+      if (r.code() == ErrorCode::PROTOCOL_ERROR || r.code() == ErrorCode::NOT_SUPPORTED) {
+        return Error(ErrorCode::NOT_SUPPORTED, peer_ + " serves no RDMA: " + r.status().message());
+      }
+      return r.status();
+    }
+    return DecodeDescriptor(*r);
   }
+
+  Result<RdmaConnectReply> Connect(const RdmaConnectRequest& req) override {
+    MC_ASSIGN_OR_RETURN(std::string r,
+                        DataPortCall(fd_, peer_, static_cast<uint16_t>(wire::Op::kRdmaConnect),
+                                     next_id_++, EncodeConnectRequest(req),
+                                     wire::kMaxRdmaConnectBytes));
+    return DecodeConnectReply(r);
+  }
+
+  bool Alive() override {
+    // The store never speaks first: readable means it closed (restarted).
+    pollfd p{fd_.fd, POLLIN, 0};
+    return poll(&p, 1, 0) == 0;
+  }
+
+ private:
+  net::Stream fd_;
+  std::string peer_;
+  uint64_t next_id_ = kAuthRequestId + 1;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<PeerConnector>> ConnectDataPortPeer(const Endpoint& ep,
+                                                           const std::string& auth_token,
+                                                           uint64_t connect_timeout_us,
+                                                           const net::SocketTuning& tuning,
+                                                           const net::TlsContext* tls) {
+  MC_ASSIGN_OR_RETURN(net::Stream fd,
+                      ConnectDataPort(ep, auth_token, connect_timeout_us, tuning, tls));
+  return std::unique_ptr<PeerConnector>(
+      new DataPortPeer(fd, ep.host + ":" + std::to_string(ep.port)));
+}
+
+Result<std::unique_ptr<RdmaTransport>> RdmaTransport::Create(RdmaTransportOptions options,
+                                                             Verbs* verbs) {
+  std::unique_ptr<Verbs> system;
+  if (verbs == nullptr) {
+    system = SystemVerbs();
+    verbs = system.get();
+  }
+  MC_ASSIGN_OR_RETURN(auto devices, OpenDevices(*verbs, options.devices));
+  auto connect = [o = options](const Endpoint& ep) {
+    return ConnectDataPortPeer(ep, o.auth_token, o.connect_timeout_us, o.tuning, o.tls.get());
+  };
+  MC_ASSIGN_OR_RETURN(auto engine,
+                      RdmaEngine::Create(std::move(devices), connect, options.engine));
   std::unique_ptr<RdmaTransport> t(new RdmaTransport());
-  t->device_name_ = ibv_get_device_name(list[0]);
-  t->context_ = ibv_open_device(list[0]);
-  ibv_free_device_list(list);
-  if (t->context_ == nullptr) {
-    return Error(ErrorCode::NOT_SUPPORTED, "cannot open RDMA device " + t->device_name_);
-  }
+  t->engine_ = std::move(engine);
   return t;
 }
 
-RdmaTransport::~RdmaTransport() {
-  if (context_ != nullptr) ibv_close_device(context_);
-}
+RdmaTransport::~RdmaTransport() = default;
 
-Status RdmaTransport::Batch(std::span<TransferOp> ops) {
-  MC_RETURN_IF_ERROR(ValidateBatch(ops));
-  Status st = Error(ErrorCode::NOT_SUPPORTED,
-                    "RDMA transfers are not implemented yet (device " + device_name_ + ")");
-  for (TransferOp& op : ops) op.status = st;
-  return ops.empty() ? Status::Ok() : st;
-}
+Status RdmaTransport::Batch(std::span<TransferOp> ops) { return engine_->Batch(ops); }
 
 }  // namespace mc::transfer

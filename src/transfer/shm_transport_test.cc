@@ -94,12 +94,14 @@ TEST_CASE("shm refuses out-of-bounds ranges and what the range check denies") {
 }
 
 TEST_CASE("the rdma transport reports NOT_SUPPORTED without hardware") {
-  auto rdma = RdmaTransport::Create();
-  if (!rdma.ok()) {
-    CHECK(rdma.code() == ErrorCode::NOT_SUPPORTED);
-    return;
+  auto rdma = RdmaTransport::Create({});
+  if (!rdma.ok()) CHECK(rdma.code() == ErrorCode::NOT_SUPPORTED);
+}
+
+TEST_CASE("the rdma transport names a listed device that is missing") {
+  auto rdma = RdmaTransport::Create({.devices = "mlx5_no_such_dev"});
+  REQUIRE(!rdma.ok());
+  if (rdma.code() != ErrorCode::NOT_SUPPORTED) {  // a kernel with RDMA support
+    CHECK(rdma.status().message().find("mlx5_no_such_dev") != std::string::npos);
   }
-  Endpoint ep;
-  uint8_t b = 0;
-  CHECK((*rdma)->Write(ep, 0, &b, 1).code() == ErrorCode::NOT_SUPPORTED);
 }

@@ -1,5 +1,8 @@
 #include "transfer/tcp_server.h"
 
+#include "transfer/rdma_desc.h"
+#include "transfer/rdma_responder.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -20,7 +23,8 @@ namespace mc::transfer {
 struct TcpDataServer::Counters {
   std::atomic<uint64_t> tls_failures{0};
   std::atomic<uint64_t> accepted{0}, refused{0}, served{0}, refused_requests{0},
-      protocol_errors{0}, auth_failures{0}, bytes_written{0}, bytes_read{0};
+      protocol_errors{0}, auth_failures{0}, bytes_written{0}, bytes_read{0},
+      rdma_connects{0};
 };
 
 namespace {
@@ -157,7 +161,8 @@ TcpDataServerStats TcpDataServer::stats() const {
   const Counters& c = *counters_;
   return {c.accepted.load(), c.refused.load(),         c.served.load(),
           c.refused_requests.load(), c.protocol_errors.load(), c.auth_failures.load(),
-          c.bytes_written.load(), c.bytes_read.load(), c.tls_failures.load()};
+          c.bytes_written.load(), c.bytes_read.load(), c.tls_failures.load(),
+          c.rdma_connects.load()};
 }
 
 void TcpDataServer::ReapFinished(bool all) {
@@ -211,6 +216,7 @@ void TcpDataServer::AcceptLoop() {
     counters_->accepted.fetch_add(1);
     Conn& c = conns_.emplace_back();
     c.fd = fd;
+    c.id = next_conn_id_++;
     c.thread = std::thread([this, &c] { Serve(&c); });
   }
 }
@@ -348,7 +354,7 @@ void TcpDataServer::Serve(Conn* conn) {
       break;
     }
     if (st.ok()) {
-      alive = Handle(fd, req);
+      alive = Handle(fd, conn->id, req);
     } else {
       counters_->protocol_errors.fetch_add(1);
       MC_LOG(WARN) << "closing connection from " << PeerName(fd) << ": " << st.message();
@@ -356,11 +362,53 @@ void TcpDataServer::Serve(Conn* conn) {
       alive = false;
     }
   }
+  if (options_.rdma != nullptr) options_.rdma->Release(conn->id);
   shutdown(fd.fd, SHUT_RDWR);
   conn->done.store(true);
 }
 
-bool TcpDataServer::Handle(net::Stream fd, const wire::Request& req) {
+bool TcpDataServer::HandleRdma(net::Stream fd, uint64_t conn_id, const wire::Request& req) {
+  const bool connect = req.op == static_cast<uint16_t>(wire::Op::kRdmaConnect);
+  const uint64_t max_len = connect ? wire::kMaxRdmaConnectBytes : 0;
+  if (req.length > max_len) {
+    counters_->protocol_errors.fetch_add(1);
+    (void)SendReply(fd, req.request_id,
+                    Error(ErrorCode::PROTOCOL_ERROR, "RDMA request of " +
+                                                         std::to_string(req.length) + " bytes"),
+                    nullptr, 0);
+    return false;
+  }
+  std::string payload(req.length, '\0');
+  if (!net::RecvAll(fd, payload.data(), payload.size()).ok()) return false;
+  if (options_.rdma == nullptr) {
+    return SendReply(fd, req.request_id,
+                     Error(ErrorCode::NOT_SUPPORTED, "this store serves no RDMA (protocol tcp)"),
+                     nullptr, 0)
+        .ok();
+  }
+  std::string out;
+  Status st;
+  if (!connect) {
+    out = EncodeDescriptor(options_.rdma->desc());
+  } else {
+    auto q = DecodeConnectRequest(payload);
+    auto r = q.ok() ? options_.rdma->Connect(conn_id, *q) : Result<RdmaConnectReply>(q.status());
+    if (r.ok()) {
+      out = EncodeConnectReply(*r);
+      counters_->rdma_connects.fetch_add(1);
+    } else {
+      st = r.status();
+      MC_LOG(WARN) << "RDMA connect from " << PeerName(fd) << ": " << st.ToString();
+    }
+  }
+  return SendReply(fd, req.request_id, st, out.data(), out.size()).ok();
+}
+
+bool TcpDataServer::Handle(net::Stream fd, uint64_t conn_id, const wire::Request& req) {
+  if (req.op == static_cast<uint16_t>(wire::Op::kRdmaDescribe) ||
+      req.op == static_cast<uint16_t>(wire::Op::kRdmaConnect)) {
+    return HandleRdma(fd, conn_id, req);
+  }
   const bool is_write = req.op == static_cast<uint16_t>(wire::Op::kWrite);
   const bool is_read = req.op == static_cast<uint16_t>(wire::Op::kRead);
   Status bad;

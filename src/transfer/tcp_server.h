@@ -39,6 +39,8 @@
 
 namespace mc::transfer {
 
+class RdmaResponder;
+
 struct TcpDataServerOptions {
   std::string listen_host = "0.0.0.0";  // IPv4 literal
   uint16_t port = 0;                    // 0 = the kernel picks
@@ -49,6 +51,7 @@ struct TcpDataServerOptions {
   net::SocketTuning tuning;                // io_timeout_us bounds a stalled frame
   const Clock* clock = nullptr;            // wall time of the refusal log window; null: SystemClock
   std::shared_ptr<net::TlsContext> tls;    // server role; null: plain TCP
+  RdmaResponder* rdma = nullptr;           // answers ops 4 and 5; null: NOT_SUPPORTED
 };
 
 struct TcpDataServerStats {
@@ -61,6 +64,7 @@ struct TcpDataServerStats {
   uint64_t bytes_written = 0;
   uint64_t bytes_read = 0;
   uint64_t tls_failures = 0;         // failed handshakes, plaintext clients refused
+  uint64_t rdma_connects = 0;  // RDMA_CONNECT handshakes answered
 };
 
 // Bound on log lines about refused requests (the rest are only counted).
@@ -87,6 +91,7 @@ class TcpDataServer {
     int fd = -1;
     std::thread thread;
     std::atomic<bool> done{false};
+    uint64_t id = 0;
   };
   struct Counters;
 
@@ -99,7 +104,8 @@ class TcpDataServer {
   net::SslPtr AcceptTls(int fd);
   bool Authenticate(net::Stream fd, const std::array<uint8_t, wire::kNonceBytes>& nonce);
   // Serves one request after its header; false to close the connection.
-  bool Handle(net::Stream fd, const wire::Request& req);
+  bool Handle(net::Stream fd, uint64_t conn_id, const wire::Request& req);
+  bool HandleRdma(net::Stream fd, uint64_t conn_id, const wire::Request& req);
   Status CheckRange(OpKind op, uint64_t offset, uint64_t len, const Grant& grant) const;
   // Logs a refused request, at most kMaxRefusalLogsPerWindow per window.
   void LogRefusal(net::Stream fd, OpKind op, const Status& st);
@@ -115,6 +121,7 @@ class TcpDataServer {
   std::thread acceptor_;
   std::mutex mu_;                 // guards conns_
   std::list<Conn> conns_;
+  uint64_t next_conn_id_ = 1;  // guarded by mu_
   std::unique_ptr<Counters> counters_;
   const Clock* clock_ = nullptr;  // options_.clock or SystemClock
   std::mutex log_mu_;  // guards the refusal log window

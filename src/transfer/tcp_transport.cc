@@ -113,20 +113,21 @@ void TcpTransport::DropIdle(const Endpoint& ep) {
   for (Conn& c : dead) CloseConn(c);
 }
 
-Result<TcpTransport::Conn> TcpTransport::Connect(const Endpoint& ep) {
+Result<net::Stream> ConnectDataPort(const Endpoint& ep, const std::string& auth_token,
+                                    uint64_t connect_timeout_us, const net::SocketTuning& tuning,
+                                    const net::TlsContext* tls) {
   const std::string peer = PeerKey(ep);
-  auto connected = net::ConnectTcp({ep.host, ep.port}, options_.connect_timeout_us);
+  auto connected = net::ConnectTcp({ep.host, ep.port}, connect_timeout_us);
   if (!connected.ok()) {
     // The data plane reports its own code; net names what failed.
     return Error(ErrorCode::TRANSFER_FAIL, "connect " + ep.host + ":" + std::to_string(ep.port) +
                                                ": " + connected.status().message());
   }
   const int fd = *connected;
-  net::TuneSocket(fd, options_.tuning);
-  Conn conn{fd, nullptr, 1, false};
-  if (options_.tls != nullptr) {
-    auto ssl = net::TlsHandshake(*options_.tls, fd, ep.host,
-                                 net::MonotonicUs() + options_.connect_timeout_us);
+  net::TuneSocket(fd, tuning);
+  net::Stream conn(fd, nullptr);
+  if (tls != nullptr) {
+    auto ssl = net::TlsHandshake(*tls, fd, ep.host, net::MonotonicUs() + connect_timeout_us);
     if (!ssl.ok()) {
       close(fd);
       return Error(ssl.code() == ErrorCode::PROTOCOL_ERROR ? ErrorCode::PROTOCOL_ERROR
@@ -136,29 +137,64 @@ Result<TcpTransport::Conn> TcpTransport::Connect(const Endpoint& ep) {
     conn.ssl = ssl->release();
   }
   wire::Hello hello;
-  Status st = ReadHello(conn.stream(), peer, &hello);
+  Status st = ReadHello(conn, peer, &hello);
   if (st.ok() && (hello.flags & wire::kFlagAuthRequired)) {
-    if (options_.auth_token.empty()) {
+    if (auth_token.empty()) {
       st = Error(ErrorCode::AUTH_FAILED, peer + " requires a transfer token and none is set");
     } else {
-      auto mac = wire::AuthMac(options_.auth_token, hello.nonce);
+      auto mac = wire::AuthMac(auth_token, hello.nonce);
       wire::Request req;
       req.op = static_cast<uint16_t>(wire::Op::kAuth);
-      req.request_id = conn.next_request_id++;
+      req.request_id = kAuthRequestId;
       req.length = wire::kMacBytes;
       uint8_t hdr[wire::kRequestBytes];
       wire::EncodeRequest(req, hdr);
       iovec iov[2] = {{hdr, sizeof(hdr)}, {mac.data(), mac.size()}};
-      st = net::SendAllV(conn.stream(), iov, 2);
+      st = net::SendAllV(conn, iov, 2);
       wire::Reply reply;
-      if (st.ok()) st = ReadReply(conn.stream(), req.request_id, peer, &reply);
+      if (st.ok()) st = ReadReply(conn, req.request_id, peer, &reply);
     }
   }
   if (!st.ok()) {
-    CloseConn(conn);
+    CloseStream(conn);
     return st;
   }
   return conn;
+}
+
+void CloseStream(net::Stream s) {
+  net::SslFree()(s.ssl);  // SSL_free(nullptr) is a no-op
+  if (s.fd >= 0) close(s.fd);
+}
+
+Result<std::string> DataPortCall(net::Stream fd, const std::string& peer, uint16_t op,
+                                 uint64_t request_id, std::string_view payload,
+                                 size_t max_reply_bytes) {
+  wire::Request req;
+  req.op = op;
+  req.request_id = request_id;
+  req.length = payload.size();
+  uint8_t hdr[wire::kRequestBytes];
+  wire::EncodeRequest(req, hdr);
+  iovec iov[2] = {{hdr, sizeof(hdr)}, {const_cast<char*>(payload.data()), payload.size()}};
+  MC_RETURN_IF_ERROR(net::SendAllV(fd, iov, payload.empty() ? 1 : 2));
+  wire::Reply reply;
+  MC_RETURN_IF_ERROR(ReadReply(fd, request_id, peer, &reply));
+  if (reply.length > max_reply_bytes) {
+    return Error(ErrorCode::PROTOCOL_ERROR, peer + ": reply of " + std::to_string(reply.length) +
+                                                " bytes exceeds " + std::to_string(max_reply_bytes));
+  }
+  std::string out(reply.length, '\0');
+  MC_RETURN_IF_ERROR(net::RecvAll(fd, out.data(), out.size()));
+  return out;
+}
+
+Result<TcpTransport::Conn> TcpTransport::Connect(const Endpoint& ep) {
+  MC_ASSIGN_OR_RETURN(net::Stream s,
+                      ConnectDataPort(ep, options_.auth_token, options_.connect_timeout_us,
+                                      options_.tuning, options_.tls.get()));
+  // The AUTH request used id kAuthRequestId; data requests follow it.
+  return Conn{s.fd, s.ssl, kAuthRequestId + 1, false};
 }
 
 Result<TcpTransport::Conn> TcpTransport::Acquire(const Endpoint& ep) {

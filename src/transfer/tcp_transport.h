@@ -61,6 +61,21 @@ struct TcpTransportOptions {
 // Requests in flight per connection.
 inline constexpr size_t kPipelineDepth = 2;
 
+// Connects to a data port, reads its HELLO and authenticates when it asks
+// (request id kAuthRequestId); returns the socket, ready for requests.
+inline constexpr uint64_t kAuthRequestId = 1;
+// With `tls`, the TLS handshake comes first; the caller owns the stream
+// (CloseStream).
+Result<net::Stream> ConnectDataPort(const Endpoint& ep, const std::string& auth_token,
+                                    uint64_t connect_timeout_us, const net::SocketTuning& tuning,
+                                    const net::TlsContext* tls = nullptr);
+void CloseStream(net::Stream s);
+// Sends one request with `payload` and returns the reply's payload (at most
+// `max_reply_bytes`); an error reply becomes its Status.
+Result<std::string> DataPortCall(net::Stream fd, const std::string& peer, uint16_t op,
+                                 uint64_t request_id, std::string_view payload,
+                                 size_t max_reply_bytes);
+
 class TcpTransport final : public Transport {
  public:
   explicit TcpTransport(TcpTransportOptions options = {});

@@ -2,7 +2,7 @@
 // own memory and a store's segment. Data never flows through the master.
 //
 // Implementations: TcpTransport (any host), ShmTransport (same host, maps the
-// segment file), RdmaTransport (stub until real RDMA lands). Every
+// segment file), RdmaTransport (one-sided RDMA WRITE/READ, rdma_engine.h). Every
 // implementation is thread-safe: concurrent callers may share one instance.
 //
 // Access rules: a caller may only write inside a buffer the master allocated

@@ -1,0 +1,129 @@
+#include "transfer/rdma_responder.h"
+
+#include <algorithm>
+#include <random>
+
+namespace mc::transfer {
+
+Result<std::unique_ptr<RdmaResponder>> RdmaResponder::Create(
+    std::vector<std::unique_ptr<VerbsDevice>> devices, const std::string& name, uint8_t* base,
+    uint64_t size_bytes, uint64_t max_mr_chunk_bytes) {
+  if (devices.empty() || devices.size() > kMaxRdmaDevices) {
+    return Error(ErrorCode::INVALID_PARAMS, "RDMA needs 1.." + std::to_string(kMaxRdmaDevices) +
+                                                " devices");
+  }
+  std::unique_ptr<RdmaResponder> r(new RdmaResponder());
+  uint64_t chunk = max_mr_chunk_bytes ? max_mr_chunk_bytes : UINT64_MAX;
+  for (const auto& d : devices) {
+    if (d->port().max_mr_size > 0) chunk = std::min(chunk, d->port().max_mr_size);
+  }
+  if (chunk == UINT64_MAX) chunk = size_bytes;
+  if ((size_bytes + chunk - 1) / chunk > kMaxRdmaDescBuffers) {
+    return Error(ErrorCode::INVALID_PARAMS,
+                 "segment of " + std::to_string(size_bytes) + " bytes needs more than " +
+                     std::to_string(kMaxRdmaDescBuffers) + " memory regions of " +
+                     std::to_string(chunk) + " bytes");
+  }
+  r->devices_ = std::move(devices);
+  r->desc_.name = name;
+  r->mrs_.resize(r->devices_.size());
+  for (const auto& d : r->devices_) {
+    r->desc_.devices.push_back({d->name(), d->port().lid, d->port().gid, d->port().active_mtu});
+  }
+  for (uint64_t off = 0; off < size_bytes; off += chunk) {
+    RdmaBufferDesc b;
+    b.name = name;
+    b.addr = reinterpret_cast<uint64_t>(base + off);
+    b.length = std::min(chunk, size_bytes - off);
+    for (size_t i = 0; i < r->devices_.size(); ++i) {
+      auto mr = r->devices_[i]->RegisterMemory(base + off, b.length);
+      if (!mr.ok()) {
+        return Error(mr.code(), "registering segment " + name + " on " +
+                                    r->devices_[i]->name() + ": " + mr.status().message());
+      }
+      r->mrs_[i].push_back(*mr);
+      b.rkey.push_back(mr->rkey);
+      b.lkey.push_back(mr->lkey);
+    }
+    r->desc_.buffers.push_back(std::move(b));
+  }
+  return r;
+}
+
+RdmaResponder::~RdmaResponder() {
+  for (auto& [conn, qps] : qps_) {
+    for (auto& [dev, qp] : qps) devices_[dev]->DestroyQp(qp);
+  }
+  for (size_t i = 0; i < mrs_.size(); ++i) {
+    for (auto& mr : mrs_[i]) devices_[i]->DeregisterMemory(mr);
+  }
+}
+
+size_t RdmaResponder::qp_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return count_;
+}
+
+std::vector<std::string> RdmaResponder::device_names() const {
+  std::vector<std::string> out;
+  for (const auto& d : devices_) out.push_back(d->name());
+  return out;
+}
+
+Result<RdmaConnectReply> RdmaResponder::Connect(uint64_t conn_id, const RdmaConnectRequest& req) {
+  if (req.device >= devices_.size()) {
+    return Error(ErrorCode::INVALID_PARAMS, "no RDMA device " + std::to_string(req.device) +
+                                                " on segment " + desc_.name);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (count_ + req.qps.size() > kMaxResponderQps) {
+      return Error(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS,
+                   "store holds " + std::to_string(count_) + " RDMA QPs (limit " +
+                       std::to_string(kMaxResponderQps) + ")");
+    }
+    count_ += req.qps.size();
+  }
+  VerbsDevice& dev = *devices_[req.device];
+  static thread_local std::mt19937 rng(std::random_device{}());
+  RdmaConnectReply reply;
+  std::vector<std::pair<size_t, QueuePair>> made;
+  Status st;
+  for (const QpAddress& peer : req.qps) {
+    auto qp = dev.CreateQp(1);
+    if (!qp.ok()) {
+      st = qp.status();
+      break;
+    }
+    made.emplace_back(req.device, *qp);
+    const uint32_t psn = rng() & 0xffffff;
+    st = dev.ConnectQp(*qp, {peer.qpn, peer.psn, req.lid, req.gid, req.mtu}, psn, 14, 7);
+    if (!st.ok()) break;
+    reply.qps.push_back({qp->qpn, psn});
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!st.ok()) {
+    for (auto& [d, qp] : made) devices_[d]->DestroyQp(qp);
+    count_ -= req.qps.size();
+    return st;
+  }
+  count_ -= req.qps.size() - made.size();
+  auto& owned = qps_[conn_id];
+  owned.insert(owned.end(), made.begin(), made.end());
+  return reply;
+}
+
+void RdmaResponder::Release(uint64_t conn_id) {
+  std::vector<std::pair<size_t, QueuePair>> gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = qps_.find(conn_id);
+    if (it == qps_.end()) return;
+    gone.swap(it->second);
+    qps_.erase(it);
+    count_ -= gone.size();
+  }
+  for (auto& [d, qp] : gone) devices_[d]->DestroyQp(qp);
+}
+
+}  // namespace mc::transfer

@@ -1,0 +1,47 @@
+// RdmaResponder: the store side of RDMA. Registers the segment on every
+// selected NIC (regions no larger than max_mr_size), describes it to peers
+// (rdma_desc.h) and answers their connection requests with RC QPs of its
+// own, connected to theirs. The store never posts: peers WRITE into and READ
+// from the segment one-sided, so nothing here polls. QPs are owned by the
+// data-port connection that asked for them (Release when it closes).
+// Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "transfer/rdma_desc.h"
+#include "transfer/verbs.h"
+
+namespace mc::transfer {
+
+// QPs a store keeps for all its peers at once.
+inline constexpr size_t kMaxResponderQps = 4096;
+
+class RdmaResponder {
+ public:
+  static Result<std::unique_ptr<RdmaResponder>> Create(
+      std::vector<std::unique_ptr<VerbsDevice>> devices, const std::string& name, uint8_t* base,
+      uint64_t size_bytes, uint64_t max_mr_chunk_bytes = 0);
+  ~RdmaResponder();
+
+  const RdmaSegmentDesc& desc() const { return desc_; }
+  Result<RdmaConnectReply> Connect(uint64_t conn_id, const RdmaConnectRequest& req);
+  void Release(uint64_t conn_id);
+  size_t qp_count() const;
+  std::vector<std::string> device_names() const;
+
+ private:
+  RdmaResponder() = default;
+  std::vector<std::unique_ptr<VerbsDevice>> devices_;
+  RdmaSegmentDesc desc_;
+  std::vector<std::vector<MemoryRegion>> mrs_;  // by device, by buffer
+  mutable std::mutex mu_;  // guards qps_, count_
+  std::map<uint64_t, std::vector<std::pair<size_t, QueuePair>>> qps_;  // conn -> (device, QP)
+  size_t count_ = 0;
+};
+
+}  // namespace mc::transfer
