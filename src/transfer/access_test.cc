@@ -155,3 +155,34 @@ TEST_CASE("the same-host path copies only inside an unexpired grant") {
   now += 100;
   CHECK(shm.Write(ep, 4096, buf.data(), 4096, w).code() == ErrorCode::INVALID_WRITE);
 }
+
+TEST_CASE("the data port closes on a malformed header and refuses a range past the segment") {
+  const AccessCheck allow = AllowAll();
+  wire::Request req;
+  req.op = 9;
+  RequestVerdict v = ScreenRequest(req, 4096, 1 << 20, allow);
+  CHECK(v.action == RequestVerdict::Action::kClose);
+  CHECK(v.status.code() == ErrorCode::PROTOCOL_ERROR);
+
+  req.op = static_cast<uint16_t>(wire::Op::kWrite);
+  req.length = (1 << 20) + 1;
+  v = ScreenRequest(req, 4096, 1 << 20, allow);
+  CHECK(v.action == RequestVerdict::Action::kClose);
+
+  // offset + length would wrap around 2^64: still outside, never served.
+  req.offset = ~uint64_t{0} - 1;
+  req.length = 4;
+  v = ScreenRequest(req, 4096, 1 << 20, allow);
+  CHECK(v.action == RequestVerdict::Action::kRefuse);
+  CHECK(v.status.code() == ErrorCode::INVALID_WRITE);
+
+  req.op = static_cast<uint16_t>(wire::Op::kRead);
+  req.offset = 4092;
+  v = ScreenRequest(req, 4096, 1 << 20, allow);
+  CHECK(v.action == RequestVerdict::Action::kServe);
+  CHECK(v.op == OpKind::kRead);
+  req.offset = 4093;
+  v = ScreenRequest(req, 4096, 1 << 20, allow);
+  CHECK(v.action == RequestVerdict::Action::kRefuse);
+  CHECK(v.status.code() == ErrorCode::INVALID_READ);
+}

@@ -92,7 +92,6 @@ class TcpDataServer {
   bool Authenticate(int fd, const std::array<uint8_t, wire::kNonceBytes>& nonce);
   // Serves one request after its header; false to close the connection.
   bool Handle(int fd, const wire::Request& req);
-  Status CheckRange(OpKind op, uint64_t offset, uint64_t len, const Grant& grant) const;
   // Logs a refused request, at most kMaxRefusalLogsPerWindow per window.
   void LogRefusal(int fd, OpKind op, const Status& st);
 
