@@ -9,10 +9,10 @@
 #include "common/clock.h"
 #include "common/crypto.h"
 #include "common/host_identity.h"
-#include "common/json_escape.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "rpc/client.h"
+#include "store/segment_descriptor.h"
 #include "transfer/access.h"
 #include "transfer/segment.h"
 #include "transfer/tcp_server.h"
@@ -34,14 +34,6 @@ bool SplitUrl(const std::string& url, std::string* base, std::string* path) {
   *base = url.substr(0, slash);
   *path = slash == std::string::npos ? "/metadata" : url.substr(slash);
   return true;
-}
-
-// The segment descriptor in the reference's layout (mooncake/ram/<name>).
-std::string DescriptorJson(const msg::SegmentDesc& seg, uint16_t port, uint64_t addr) {
-  return "{\"name\":\"" + JsonEscape(seg.name) + "\",\"protocol\":\"tcp\",\"tcp_data_port\":" +
-         std::to_string(port) + ",\"buffers\":[{\"name\":\"" + JsonEscape(seg.name) +
-         "\",\"addr\":" + std::to_string(addr) + ",\"length\":" + std::to_string(seg.size_bytes) +
-         ",\"rkey\":[],\"lkey\":[]}],\"devices\":[]}";
 }
 
 // Publishes the segment descriptor for reference transfer-engine peers.
@@ -175,7 +167,7 @@ Result<bool> SegmentHost::Mount(const WaitFn& wait) {
 
 void SegmentHost::Start() {
   meta_->Put("mooncake/ram/" + desc_.name,
-             DescriptorJson(desc_, port_, reinterpret_cast<uint64_t>(segment_->base())));
+             SegmentDescriptorJson(desc_, port_, reinterpret_cast<uint64_t>(segment_->base())));
   // Every page of the segment is faulted in once, in the background, so
   // transfers into and out of it never pay first-touch faults; the segment
   // serves meanwhile (a transfer into a page not yet reached faults it
