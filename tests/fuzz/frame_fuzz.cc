@@ -2,7 +2,7 @@
 // handshake payloads and every request/reply payload. The first input byte
 // picks the decoder; the rest is the bytes. Each decoder must return a value
 // or PROTOCOL_ERROR; a value must re-encode and decode to the same bytes
-// (canonical encoding). Build and run: tests/fuzz/run_frame_fuzz.sh.
+// (canonical encoding). Run: tests/fuzz/run_fuzz.sh frame_fuzz.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
