@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "common/log.h"
@@ -78,6 +79,31 @@ class FuzzServer : public httplib::Server {
   }
 };
 
+// One server per setup, reused across inputs (building the routes compiles
+// their regexes); the store is reset to the two seed keys before each input.
+struct Setup {
+  MetadataServerConfig config;
+  std::unique_ptr<metadata::MetadataServer> server;
+  FuzzServer http;
+};
+
+Setup& SetupFor(uint8_t mode) {
+  static std::unique_ptr<Setup> setups[8];
+  std::unique_ptr<Setup>& s = setups[mode & 7];
+  if (s == nullptr) {
+    s = std::make_unique<Setup>();
+    s->config.threads = 1;
+    if (mode & 1) s->config.auth_token = kToken;
+    if (mode & 2) s->config.max_key_bytes = 24;
+    if (mode & 4) s->config.max_value_bytes = 64;
+    auto server = metadata::MetadataServer::Open(s->config);
+    if (!server.ok()) std::abort();
+    s->server = std::move(server).value();
+    s->server->InstallRoutes(s->http);
+  }
+  return *s;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -88,20 +114,17 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const uint8_t mode = data[0];
-  MetadataServerConfig config;
-  config.threads = 1;
-  if (mode & 1) config.auth_token = kToken;
-  if (mode & 2) config.max_key_bytes = 24;
-  if (mode & 4) config.max_value_bytes = 64;
-  auto server = metadata::MetadataServer::Open(config);
-  if (!server.ok()) std::abort();
-  metadata::KvStore& store = (*server)->store();
+  Setup& setup = SetupFor(mode);
+  const MetadataServerConfig& config = setup.config;
+  metadata::KvStore& store = setup.server->store();
+  for (const std::string& key : store.List("")) {
+    if (!store.Delete(key).ok()) std::abort();
+  }
   if (!store.Put(kDescriptorKey, kDescriptor).ok() || !store.Put(kOnceKey, kOnceValue).ok()) {
     if (!(mode & 6)) std::abort();  // only the small limits may refuse the seeds
   }
   const auto before = store.List("");
-  FuzzServer http;
-  (*server)->InstallRoutes(http);
+  FuzzServer& http = setup.http;
   FuzzStream stream(data + 1, size - 1);
   http.Serve(stream);
 
