@@ -40,7 +40,8 @@ for name in "${names[@]}"; do
   if [ -n "$keep" ]; then corpus="$keep/$name"; fi
   mkdir -p "$corpus"
   if [ -n "$seconds" ]; then limit=(-max_total_time="$seconds"); else limit=(-runs="$runs"); fi
-  echo "== $name: ${seconds:+$seconds s}${seconds:-$runs executions}, log $work/fuzz.log"
+  if [ -n "$seconds" ]; then what="$seconds s"; else what="$runs executions"; fi
+  echo "== $name: $what, log $work/fuzz.log"
   start_s=$(date +%s)
   (cd "$work" && nice -n 19 "$bin" "${limit[@]}" -max_len=8192 -rss_limit_mb=2048 -timeout=10 \
       -print_final_stats=1 -print_pcs=0 "$corpus" "$here/tests/fuzz/corpus/$name" \
