@@ -416,7 +416,16 @@ std::string FormatValue(const Setting& s, const Config& c) {
     case Type::kPort: return std::to_string(At<uint16_t>(s, c));
     case Type::kU32:
     case Type::kSize32: return std::to_string(At<uint32_t>(s, c));
-    case Type::kSize: return std::to_string(At<uint64_t>(s, c));
+    case Type::kSize: {
+      // TOML integers are 64-bit signed: a size above that (accepted from
+      // "18339220632606081004b", say) is printed as a string, which the
+      // size parser reads back the same (found by config_json_fuzz).
+      const uint64_t v = At<uint64_t>(s, c);
+      if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return TomlString(std::to_string(v));
+      }
+      return std::to_string(v);
+    }
     case Type::kDuration: return TomlString(FormatDurationUs(At<uint64_t>(s, c)));
     case Type::kRatio: return RatioText(At<double>(s, c));
   }

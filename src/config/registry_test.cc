@@ -146,3 +146,16 @@ TEST_CASE("a string setting that is not UTF-8 is refused and every accepted one 
   }
   CHECK(!ApplyJson("{\"local_hostname\": \"\xf3\"}", "m.json", c).ok());
 }
+
+// Found by tests/fuzz/config_json_fuzz: a size above 2^63 - 1 was accepted
+// and printed as a TOML integer, which TOML cannot hold.
+TEST_CASE("a size above the TOML integer range prints as a string that loads back") {
+  const Setting* size = FindSetting("client", "local_buffer_size");
+  REQUIRE(size != nullptr);
+  Config c;
+  REQUIRE(SetFromText(*size, "18339220632606081004b", c).ok());
+  Config back;
+  mc::Status st = ApplyToml(ToToml(c, kAllSections), "printed", back);
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  CHECK(back.client.local_buffer_size_bytes == 18339220632606081004ull);
+}
