@@ -55,7 +55,7 @@ for name in "${names[@]}"; do
   crashes=$(ls "$work" | grep -cE "^(crash|leak|timeout|oom)-")
   verdict="ok"
   if [ $rc -ne 0 ] || [ "$crashes" -gt 0 ]; then
-    verdict="CRASH($crashes, exit $rc; see $work)"; status=1
+    verdict="CRASH:$crashes:exit-$rc:$work"; status=1
     grep -E "ERROR|runtime error|Assertion|abort" "$work/fuzz.log" | head -5
   fi
   echo "$name: executions ${execs:-?} in ${elapsed}s, cov ${cov:-?}, ft ${ft:-?}, $verdict"
