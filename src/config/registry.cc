@@ -246,7 +246,37 @@ Status CheckMax(const Setting& s, uint64_t v) {
              std::to_string(s.max));
 }
 
+// Well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or code points
+// above U+10FFFF). A config is text: ToToml must print every value as a TOML
+// string, and TOML (toml++) refuses anything else, so a value that is not
+// UTF-8 (a mooncake.json string, a variable or a flag in Latin-1) is refused
+// where it enters instead of making --print-config unloadable.
+bool IsUtf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const unsigned char b = static_cast<unsigned char>(text[i]);
+    size_t extra;
+    uint32_t cp;
+    if (b < 0x80) { ++i; continue; }
+    if (b >= 0xc2 && b <= 0xdf) { extra = 1; cp = b & 0x1f; }
+    else if (b >= 0xe0 && b <= 0xef) { extra = 2; cp = b & 0x0f; }
+    else if (b >= 0xf0 && b <= 0xf4) { extra = 3; cp = b & 0x07; }
+    else return false;
+    if (text.size() - i <= extra) return false;
+    for (size_t k = 1; k <= extra; ++k) {
+      const unsigned char cont = static_cast<unsigned char>(text[i + k]);
+      if ((cont & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (cont & 0x3f);
+    }
+    if ((extra == 2 && cp < 0x800) || (extra == 3 && (cp < 0x10000 || cp > 0x10ffff))) return false;
+    if (cp >= 0xd800 && cp <= 0xdfff) return false;
+    i += extra + 1;
+  }
+  return true;
+}
+
 Status SetString(const Setting& s, std::string_view text, Config& c) {
+  if (!IsUtf8(text)) return Bad("the value is not valid UTF-8 text");
   if (s.choices != nullptr) {
     std::string_view all = s.choices;
     bool found = false;
@@ -410,7 +440,16 @@ std::string FormatValue(const Setting& s, const Config& c) {
     case Type::kPort: return std::to_string(At<uint16_t>(s, c));
     case Type::kU32:
     case Type::kSize32: return std::to_string(At<uint32_t>(s, c));
-    case Type::kSize: return std::to_string(At<uint64_t>(s, c));
+    case Type::kSize: {
+      // TOML integers are 64-bit signed: a size above that (accepted from
+      // "18339220632606081004b", say) is printed as a string, which the
+      // size parser reads back the same (found by config_json_fuzz).
+      const uint64_t v = At<uint64_t>(s, c);
+      if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return TomlString(std::to_string(v));
+      }
+      return std::to_string(v);
+    }
     case Type::kDuration: return TomlString(FormatDurationUs(At<uint64_t>(s, c)));
     case Type::kRatio: return RatioText(At<double>(s, c));
   }

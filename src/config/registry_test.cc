@@ -123,3 +123,39 @@ TEST_CASE("a setting above its ceiling is refused naming the setting, the value 
     CHECK(FormatValue(*s, c) == before);  // refused, not clamped
   }
 }
+
+// Found by tests/fuzz/config_json_fuzz: a Latin-1 byte in a mooncake.json
+// string was accepted, and --print-config then printed TOML that would not
+// load ("invalid utf-8 sequence").
+TEST_CASE("a string setting that is not UTF-8 is refused and every accepted one prints back") {
+  const Setting* host = FindSetting("cluster", "local_hostname");
+  REQUIRE(host != nullptr);
+  Config c;
+  for (std::string bad : {"\xf3" "27.0.0.1", "a\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                          "\xe0\x80\xaf"}) {
+    mc::Status st = SetFromText(*host, bad, c);
+    CHECK_MESSAGE(!st.ok(), "accepted " << bad);
+    CHECK(st.message().find("not valid UTF-8") != std::string::npos);
+  }
+  for (std::string good : {"h\xc3\xb4te", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "tab\there", ""}) {
+    REQUIRE(SetFromText(*host, good, c).ok());
+    Config back;
+    mc::Status st = ApplyToml(ToToml(c, kAllSections), "printed", back);
+    REQUIRE_MESSAGE(st.ok(), st.message());
+    CHECK(back.cluster.local_hostname == good);
+  }
+  CHECK(!ApplyJson("{\"local_hostname\": \"\xf3\"}", "m.json", c).ok());
+}
+
+// Found by tests/fuzz/config_json_fuzz: a size above 2^63 - 1 was accepted
+// and printed as a TOML integer, which TOML cannot hold.
+TEST_CASE("a size above the TOML integer range prints as a string that loads back") {
+  const Setting* size = FindSetting("client", "local_buffer_size");
+  REQUIRE(size != nullptr);
+  Config c;
+  REQUIRE(SetFromText(*size, "18339220632606081004b", c).ok());
+  Config back;
+  mc::Status st = ApplyToml(ToToml(c, kAllSections), "printed", back);
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  CHECK(back.client.local_buffer_size_bytes == 18339220632606081004ull);
+}

@@ -356,6 +356,8 @@ void MetadataServer::Stop() {
   impl_->port = 0;
 }
 
+void MetadataServer::InstallRoutes(httplib::Server& server) { impl_->Install(server); }
+
 uint16_t MetadataServer::port() const {
   std::lock_guard lock(impl_->mu);
   return impl_->port;

@@ -29,6 +29,9 @@
 #include "config/config.h"
 
 struct ssl_ctx_st;
+namespace httplib {
+class Server;
+}
 
 namespace mc::metadata {
 
@@ -53,6 +56,11 @@ class MetadataServer {
   Status Start(const std::string& host, uint16_t port, HttpTlsSetup tls = {});
   // Stops accepting, finishes requests in flight, joins the threads. Idempotent.
   void Stop();
+
+  // Installs the routes, limits and handlers on `server` without binding
+  // anything; Start does this on its own server. Lets a test feed requests
+  // to the handlers with no socket (tests/fuzz/metadata_http_fuzz).
+  void InstallRoutes(httplib::Server& server);
 
   // The port actually bound; 0 before Start.
   uint16_t port() const;

@@ -11,10 +11,10 @@
 #include "common/clock.h"
 #include "common/crypto.h"
 #include "common/host_identity.h"
-#include "common/json_escape.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "rpc/client.h"
+#include "store/segment_descriptor.h"
 #include "transfer/access.h"
 #include "transfer/rdma_desc.h"
 #include "transfer/rdma_engine.h"
@@ -41,14 +41,6 @@ bool SplitUrl(const std::string& url, std::string* base, std::string* path) {
   *base = url.substr(0, slash);
   *path = slash == std::string::npos ? "/metadata" : url.substr(slash);
   return true;
-}
-
-// The segment descriptor in the reference's layout (mooncake/ram/<name>).
-std::string DescriptorJson(const msg::SegmentDesc& seg, uint16_t port, uint64_t addr) {
-  return "{\"name\":\"" + JsonEscape(seg.name) + "\",\"protocol\":\"tcp\",\"tcp_data_port\":" +
-         std::to_string(port) + ",\"buffers\":[{\"name\":\"" + JsonEscape(seg.name) +
-         "\",\"addr\":" + std::to_string(addr) + ",\"length\":" + std::to_string(seg.size_bytes) +
-         ",\"rkey\":[],\"lkey\":[]}],\"devices\":[]}";
 }
 
 // Publishes the segment descriptor for reference transfer-engine peers.
@@ -228,7 +220,7 @@ void SegmentHost::Start() {
     meta_->Put("mooncake/ram/" + desc_.name, transfer::DescriptorJson(pub, port_));
   } else {
     meta_->Put("mooncake/ram/" + desc_.name,
-               DescriptorJson(desc_, port_, reinterpret_cast<uint64_t>(segment_->base())));
+               SegmentDescriptorJson(desc_, port_, reinterpret_cast<uint64_t>(segment_->base())));
   }
   // Every page of the segment is faulted in once, in the background, so
   // transfers into and out of it never pay first-touch faults; the segment

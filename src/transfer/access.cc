@@ -60,4 +60,34 @@ AccessCheck GrantBoundsCheck(NowUnixMsFn now) {
   };
 }
 
+RequestVerdict ScreenRequest(const wire::Request& req, uint64_t segment_bytes,
+                             uint64_t max_frame_bytes, const AccessCheck& check) {
+  const bool is_write = req.op == static_cast<uint16_t>(wire::Op::kWrite);
+  const bool is_read = req.op == static_cast<uint16_t>(wire::Op::kRead);
+  RequestVerdict v;
+  if (!is_write && !is_read) {
+    v.status = Error(ErrorCode::PROTOCOL_ERROR, "unknown op " + std::to_string(req.op));
+    return v;
+  }
+  v.op = is_write ? OpKind::kWrite : OpKind::kRead;
+  if (req.length > max_frame_bytes) {
+    v.status = Error(ErrorCode::PROTOCOL_ERROR, "frame length " + std::to_string(req.length) +
+                                                    " exceeds " + std::to_string(max_frame_bytes));
+    return v;
+  }
+  v.action = RequestVerdict::Action::kRefuse;
+  if (req.offset > segment_bytes || req.length > segment_bytes - req.offset) {
+    v.status = Error(is_write ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ,
+                     "range at offset " + std::to_string(req.offset) + " length " +
+                         std::to_string(req.length) + " is outside the segment of " +
+                         std::to_string(segment_bytes) + " bytes");
+    return v;
+  }
+  Grant grant{req.grant_offset, req.grant_size, req.grant_expiry_unix_ms,
+              std::string(req.grant_mac.begin(), req.grant_mac.end())};
+  v.status = check(v.op, req.offset, req.length, grant);
+  if (v.status.ok()) v.action = RequestVerdict::Action::kServe;
+  return v;
+}
+
 }  // namespace mc::transfer

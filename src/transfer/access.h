@@ -21,6 +21,7 @@
 #include <mutex>
 #include <string>
 
+#include "transfer/data_protocol.h"
 #include "transfer/transport.h"
 
 namespace mc::transfer {
@@ -55,5 +56,24 @@ AccessCheck CapabilityCheck(std::shared_ptr<const SegmentKeys> keys, NowUnixMsFn
 // Same rules without the signature: a grant must be present, unexpired and
 // cover the range. (Which op it was for is bound only by the signature.)
 AccessCheck GrantBoundsCheck(NowUnixMsFn now);
+
+// What the store's data port (TcpDataServer) does with one request header
+// before any payload moves. No I/O, so unit tests and
+// tests/fuzz/data_wire_fuzz drive it with any bytes:
+//   kClose:  malformed (an op other than WRITE or READ, or a length above
+//            max_frame_bytes; PROTOCOL_ERROR): answer `status` and close;
+//   kRefuse: outside the segment of `segment_bytes` or refused by `check`
+//            (INVALID_WRITE / INVALID_READ): answer `status`, drain a
+//            WRITE's payload, keep serving;
+//   kServe:  move the bytes of [offset, offset + length), which lies inside
+//            the segment.
+struct RequestVerdict {
+  enum class Action { kServe, kRefuse, kClose };
+  Action action = Action::kClose;
+  OpKind op = OpKind::kWrite;
+  Status status;
+};
+RequestVerdict ScreenRequest(const wire::Request& req, uint64_t segment_bytes,
+                             uint64_t max_frame_bytes, const AccessCheck& check);
 
 }  // namespace mc::transfer

@@ -190,3 +190,34 @@ TEST_CASE("a store that takes a new key and incarnation voids every grant signed
               .ok());
   CHECK(back == fresh);
 }
+
+TEST_CASE("the data port closes on a malformed header and refuses a range past the segment") {
+  const AccessCheck allow = AllowAll();
+  wire::Request req;
+  req.op = 9;
+  RequestVerdict v = ScreenRequest(req, 4096, 1 << 20, allow);
+  CHECK(v.action == RequestVerdict::Action::kClose);
+  CHECK(v.status.code() == ErrorCode::PROTOCOL_ERROR);
+
+  req.op = static_cast<uint16_t>(wire::Op::kWrite);
+  req.length = (1 << 20) + 1;
+  v = ScreenRequest(req, 4096, 1 << 20, allow);
+  CHECK(v.action == RequestVerdict::Action::kClose);
+
+  // offset + length would wrap around 2^64: still outside, never served.
+  req.offset = ~uint64_t{0} - 1;
+  req.length = 4;
+  v = ScreenRequest(req, 4096, 1 << 20, allow);
+  CHECK(v.action == RequestVerdict::Action::kRefuse);
+  CHECK(v.status.code() == ErrorCode::INVALID_WRITE);
+
+  req.op = static_cast<uint16_t>(wire::Op::kRead);
+  req.offset = 4092;
+  v = ScreenRequest(req, 4096, 1 << 20, allow);
+  CHECK(v.action == RequestVerdict::Action::kServe);
+  CHECK(v.op == OpKind::kRead);
+  req.offset = 4093;
+  v = ScreenRequest(req, 4096, 1 << 20, allow);
+  CHECK(v.action == RequestVerdict::Action::kRefuse);
+  CHECK(v.status.code() == ErrorCode::INVALID_READ);
+}

@@ -17,6 +17,7 @@
 
 #include "common/capability.h"
 #include "common/log.h"
+#include "transfer/access.h"
 
 namespace mc::transfer {
 
@@ -221,16 +222,6 @@ void TcpDataServer::AcceptLoop() {
   }
 }
 
-Status TcpDataServer::CheckRange(OpKind op, uint64_t offset, uint64_t len,
-                                 const Grant& grant) const {
-  if (offset > size_bytes_ || len > size_bytes_ - offset) {
-    return Error(op == OpKind::kWrite ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ,
-                 "range at offset " + std::to_string(offset) + " length " + std::to_string(len) +
-                     " is outside the segment of " + std::to_string(size_bytes_) + " bytes");
-  }
-  return check_(op, offset, len, grant);
-}
-
 void TcpDataServer::LogRefusal(net::Stream fd, OpKind op, const Status& st) {
   // A peer hammering the port with bad requests must not flood the log: at
   // most kMaxRefusalLogsPerWindow lines per window, then one line saying how
@@ -409,31 +400,19 @@ bool TcpDataServer::Handle(net::Stream fd, uint64_t conn_id, const wire::Request
       req.op == static_cast<uint16_t>(wire::Op::kRdmaConnect)) {
     return HandleRdma(fd, conn_id, req);
   }
-  const bool is_write = req.op == static_cast<uint16_t>(wire::Op::kWrite);
-  const bool is_read = req.op == static_cast<uint16_t>(wire::Op::kRead);
-  Status bad;
-  if (!is_write && !is_read) {
-    bad = Error(ErrorCode::PROTOCOL_ERROR, "unknown op " + std::to_string(req.op));
-  } else if (req.length > options_.max_frame_bytes) {
-    bad = Error(ErrorCode::PROTOCOL_ERROR, "frame length " + std::to_string(req.length) +
-                                               " exceeds " +
-                                               std::to_string(options_.max_frame_bytes));
-  }
-  if (!bad.ok()) {
+  const RequestVerdict verdict = ScreenRequest(req, size_bytes_, options_.max_frame_bytes, check_);
+  const bool is_write = verdict.op == OpKind::kWrite;
+  if (verdict.action == RequestVerdict::Action::kClose) {
     counters_->protocol_errors.fetch_add(1);
-    MC_LOG(WARN) << "closing connection from " << PeerName(fd) << ": " << bad.message();
-    (void)SendReply(fd, req.request_id, bad, nullptr, 0);
+    MC_LOG(WARN) << "closing connection from " << PeerName(fd) << ": " << verdict.status.message();
+    (void)SendReply(fd, req.request_id, verdict.status, nullptr, 0);
     return false;
   }
-  const OpKind op = is_write ? OpKind::kWrite : OpKind::kRead;
-  Grant grant{req.grant_offset, req.grant_size, req.grant_expiry_unix_ms,
-              std::string(req.grant_mac.begin(), req.grant_mac.end())};
-  Status st = CheckRange(op, req.offset, req.length, grant);
-  if (!st.ok()) {
+  if (verdict.action == RequestVerdict::Action::kRefuse) {
     counters_->refused_requests.fetch_add(1);
-    LogRefusal(fd, op, st);
+    LogRefusal(fd, verdict.op, verdict.status);
     if (is_write && !Drain(fd, req.length).ok()) return false;
-    return SendReply(fd, req.request_id, st, nullptr, 0).ok();
+    return SendReply(fd, req.request_id, verdict.status, nullptr, 0).ok();
   }
   uint8_t* range = base_ + req.offset;
   // Counters move before the reply so a client that saw the reply also sees them.

@@ -106,7 +106,6 @@ class TcpDataServer {
   // Serves one request after its header; false to close the connection.
   bool Handle(net::Stream fd, uint64_t conn_id, const wire::Request& req);
   bool HandleRdma(net::Stream fd, uint64_t conn_id, const wire::Request& req);
-  Status CheckRange(OpKind op, uint64_t offset, uint64_t len, const Grant& grant) const;
   // Logs a refused request, at most kMaxRefusalLogsPerWindow per window.
   void LogRefusal(net::Stream fd, OpKind op, const Status& st);
 

@@ -1,8 +1,9 @@
 // libFuzzer target for the master RPC decoders: the frame header, the
 // handshake payloads and every request/reply payload. The first input byte
-// picks the decoder; the rest is the bytes. Each decoder must return a value
+// picks the decoder (every request and reply type of OpTraits, the
+// handshake's, frame headers); the rest is the bytes. Each decoder must return a value
 // or PROTOCOL_ERROR; a value must re-encode and decode to the same bytes
-// (canonical encoding). Build and run: tests/fuzz/run_frame_fuzz.sh.
+// (canonical encoding). Run: tests/fuzz/run_fuzz.sh frame_fuzz.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -48,7 +49,7 @@ void CheckReply(std::string_view bytes) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string_view bytes(reinterpret_cast<const char*>(data + 1), size - 1);
-  switch (data[0] % 28) {
+  switch (data[0] % 33) {
     case 0: {
       auto h = DecodeFrameHeader(data + 1, size - 1, kMaxPayloadBytes);
       if (h.ok()) {
@@ -85,7 +86,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 24: Check<AuthReply>(bytes); break;
     case 25: CheckReply<msg::GetReplicaListReply>(bytes); break;
     case 26: CheckReply<msg::Batch<msg::BatchItem<msg::PutStartReply>>>(bytes); break;
-    default: CheckReply<msg::ClusterStatusReply>(bytes); break;
+    case 27: CheckReply<msg::ClusterStatusReply>(bytes); break;
+    case 28: Check<msg::Batch<msg::PutStartExRequest>>(bytes); break;
+    case 29: CheckReply<Empty>(bytes); break;
+    case 30: CheckReply<bool>(bytes); break;
+    case 31: CheckReply<HelloReply>(bytes); break;
+    default: CheckReply<AuthReply>(bytes); break;
   }
   return 0;
 }
