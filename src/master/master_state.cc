@@ -47,7 +47,7 @@ MasterState::MasterState(const Options& options, std::unique_ptr<EvictionPolicy>
 }
 
 MasterState::~MasterState() {
-  for (ObjectIndex::Node* n : bulk_nodes_) ObjectIndex::DeleteNode(n);  // a load given up
+  for (ObjectIndex::Node* n : bulk_nodes_) objects_.DeleteNode(n);  // a load given up
 }
 
 // ---- helpers -----------------------------------------------------------------
@@ -74,7 +74,7 @@ MasterState::ObjectIt MasterState::FindById(ObjectId id) {
 MasterState::ObjectIt MasterState::InsertObject(std::string_view key) {
   ObjectIt it;
   if (bulk_loading_) {
-    it = ObjectIt(ObjectIndex::NewNode(key));
+    it = ObjectIt(objects_.NewNode(key));
     bulk_nodes_.push_back(it.node());
   } else {
     it = objects_.insert(key);

@@ -23,7 +23,38 @@ uint64_t Mix(uint64_t x) {
 
 ObjectIndex::ObjectIndex() = default;
 
-ObjectIndex::~ObjectIndex() { clear(); }
+ObjectIndex::~ObjectIndex() {
+  clear();
+  for (void* c : chunks_) ::operator delete(c);
+}
+
+void* ObjectIndex::Allocate(size_t bytes) {
+  assert(bytes % 8 == 0);
+  if (bytes > kMaxSlabBytes) return ::operator new(bytes);
+  if (FreeBlock* f = free_[bytes / 8]) {
+    free_[bytes / 8] = f->next;
+    return f;
+  }
+  if (bump_left_ < bytes) {
+    // The tail of the old chunk goes to the free list of its size, so no
+    // byte is lost for good.
+    if (bump_left_ >= sizeof(FreeBlock)) Release(bump_, bump_left_);
+    chunks_.push_back(::operator new(kSlabChunkBytes));
+    bump_ = static_cast<char*>(chunks_.back());
+    bump_left_ = kSlabChunkBytes;
+  }
+  void* p = bump_;
+  bump_ += bytes;
+  bump_left_ -= bytes;
+  return p;
+}
+
+void ObjectIndex::Release(void* p, size_t bytes) {
+  if (bytes > kMaxSlabBytes) return ::operator delete(p);
+  auto* f = static_cast<FreeBlock*>(p);
+  f->next = free_[bytes / 8];
+  free_[bytes / 8] = f;
+}
 
 uint32_t ObjectIndex::LevelsOf(std::string_view key) {
   const uint64_t h = Mix(std::hash<std::string_view>()(key));
@@ -62,8 +93,7 @@ ObjectIndex::iterator ObjectIndex::upper_bound(std::string_view key) const {
 
 ObjectIndex::Node* ObjectIndex::NewNode(std::string_view key) {
   const uint32_t levels = LevelsOf(key);
-  void* mem = ::operator new(sizeof(Node) + levels * sizeof(Node*) + key.size());
-  Node* n = static_cast<Node*>(mem);
+  Node* n = static_cast<Node*>(Allocate(NodeBytes(levels, key.size())));
   new (&n->record) ObjectRecord();
   n->key_bytes = static_cast<uint32_t>(key.size());
   n->levels = levels;
@@ -72,8 +102,9 @@ ObjectIndex::Node* ObjectIndex::NewNode(std::string_view key) {
 }
 
 void ObjectIndex::DeleteNode(Node* n) {
+  const size_t bytes = NodeBytes(n->levels, n->key_bytes);
   n->record.~ObjectRecord();
-  ::operator delete(n);
+  Release(n, bytes);
 }
 
 void ObjectIndex::Append(Node* n) {

@@ -74,7 +74,7 @@ class ObjectIndex {
   };
 
   ObjectIndex();
-  ~ObjectIndex();
+  ~ObjectIndex();  // frees every node and chunk
   ObjectIndex(const ObjectIndex&) = delete;
   ObjectIndex& operator=(const ObjectIndex&) = delete;
 
@@ -98,8 +98,8 @@ class ObjectIndex {
   // index, each a chain of cache misses. Build needs an empty index. Two
   // equal keys: it returns false with that key in `duplicate`, frees every
   // node and leaves the index empty.
-  static Node* NewNode(std::string_view key);
-  static void DeleteNode(Node* n);
+  Node* NewNode(std::string_view key);
+  void DeleteNode(Node* n);
   bool Build(std::vector<Node*> nodes, std::string* duplicate);
   void erase(iterator it);
   void clear();
@@ -111,6 +111,18 @@ class ObjectIndex {
   Node** LinksOf(Node* n) { return n == nullptr ? head_ : n->links(); }
   // Links `n`, whose key is above every other, at the end of each level.
   void Append(Node* n);
+  // Node memory: nodes up to kMaxSlabBytes come from per-size free lists
+  // and 64 KiB chunks carved in 8-byte steps, with no malloc header and no
+  // rounding to 16 (a 40-byte key's node: 104 bytes, not a 112-byte chunk).
+  // A freed node's bytes go back to its size's list, not to malloc.
+  static constexpr size_t kMaxSlabBytes = 512;
+  static constexpr size_t kSlabChunkBytes = 64 << 10;
+  void* Allocate(size_t bytes);
+  void Release(void* p, size_t bytes);
+  static size_t NodeBytes(uint32_t levels, size_t key_bytes) {
+    return (sizeof(Node) + levels * sizeof(Node*) + key_bytes + 7) & ~size_t{7};
+  }
+
   // Fills `before[l]` with the last node (null: the head) whose key is below
   // `key` on each level, top to bottom.
   void Predecessors(std::string_view key, Node** before) const;
@@ -119,6 +131,13 @@ class ObjectIndex {
   Node* tail_[kMaxLevels] = {};  // the last node on each level
   uint32_t levels_ = 1;          // levels in use
   size_t size_ = 0;
+  struct FreeBlock {
+    FreeBlock* next;
+  };
+  FreeBlock* free_[kMaxSlabBytes / 8 + 1] = {};  // by size / 8
+  char* bump_ = nullptr;  // the rest of the newest chunk
+  size_t bump_left_ = 0;
+  std::vector<void*> chunks_;
 };
 
 }  // namespace mc::master

@@ -129,6 +129,7 @@ TEST_CASE("an index built from nodes in any order matches the model, and refuses
   std::mt19937_64 rng(TestSeed("object index build"));
   for (int round = 0; round < 50; ++round) {
     std::map<std::string, uint64_t> model;
+    ObjectIndex index;
     std::vector<ObjectIndex::Node*> nodes;
     // Keys share a long prefix (as a bench's or an engine's do), some are
     // prefixes of others, some differ only past the first 8 bytes after it.
@@ -139,10 +140,9 @@ TEST_CASE("an index built from nodes in any order matches the model, and refuses
       if (rng() % 3 == 0) key += "0123456789" + RandomKey(rng);
       if (model.count(key)) continue;
       model[key] = i;
-      nodes.push_back(ObjectIndex::NewNode(key));
+      nodes.push_back(index.NewNode(key));
       nodes.back()->record.size_bytes = i;
     }
-    ObjectIndex index;
     std::string duplicate;
     REQUIRE(index.Build(nodes, &duplicate));
     CheckSame(index, model);
@@ -155,13 +155,33 @@ TEST_CASE("an index built from nodes in any order matches the model, and refuses
     model[prefix + "~"] = 7;
     CheckSame(index, model);
   }
-  std::vector<ObjectIndex::Node*> twice = {ObjectIndex::NewNode("b"), ObjectIndex::NewNode("a"),
-                                           ObjectIndex::NewNode("b")};
   ObjectIndex index;
+  std::vector<ObjectIndex::Node*> twice = {index.NewNode("b"), index.NewNode("a"),
+                                           index.NewNode("b")};
   std::string duplicate;
   CHECK(!index.Build(twice, &duplicate));
   CHECK(duplicate == "b");
   CHECK(index.empty());
+}
+
+TEST_CASE("nodes of every size, past the slab's largest too, are reused after erase") {
+  std::mt19937_64 rng(TestSeed("object index sizes"));
+  ObjectIndex index;
+  std::map<std::string, uint64_t> model;
+  for (int step = 0; step < 20000; ++step) {
+    // Lengths from 1 to 1000 bytes: slab sizes and malloc'd ones alike.
+    std::string key = std::to_string(rng() % 500) + std::string(rng() % 1000, 'x');
+    if (auto m = model.find(key); m != model.end()) {
+      index.erase(index.find(key));
+      model.erase(m);
+    } else {
+      auto it = index.insert(key);
+      it->record.size_bytes = step;
+      it->record.SetBuffers(std::vector<uint64_t>(1 + step % 3, 64).data(), 1 + step % 3);
+      model[key] = step;
+    }
+  }
+  CheckSame(index, model);
 }
 
 TEST_CASE("node levels follow the key: about 3 in 4 keys have one level") {
