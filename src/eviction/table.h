@@ -3,7 +3,7 @@
 // of nodes linked into intrusive doubly-linked lists by slot index.
 //
 // Why not std::unordered_map / std::list: a node-based map costs ~40-60 bytes
-// per entry and a std::list node another ~40; the master targets <= 300 bytes
+// per entry and a std::list node another ~40; the master targets <= 200 bytes
 // per object in total, and the policy aims at <= ~64. The map here costs 12
 // bytes per bucket at <= 3/4 load (~16 per entry), list links 8 per node.
 // Not thread-safe.
