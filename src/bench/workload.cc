@@ -151,6 +151,8 @@ void KeySpace::Name(uint64_t index, std::string* out) const {
   if (hashed_) v = master::eviction::MixBits(v);  // invertible: names stay distinct
   int n = std::snprintf(digits, sizeof digits, hashed_ ? "%016llx" : "%llu",
                         static_cast<unsigned long long>(v));
+  const size_t want = out->size() + static_cast<size_t>(n);
+  if (name_bytes_ > want) out->append(name_bytes_ - want, '0');  // still distinct
   out->append(digits, static_cast<size_t>(n));
 }
 

@@ -44,9 +44,13 @@ class KeySpace {
  public:
   // `hashed`: the name's number is a bijective mix of the index (16 hex
   // digits), so successive keys scatter as hash-named keys of an engine do;
-  // otherwise it is the index in decimal.
-  KeySpace(std::string prefix, uint64_t keys, bool wraps, bool hashed = false)
-      : prefix_(std::move(prefix)), keys_(keys), wraps_(wraps), hashed_(hashed) {}
+  // otherwise it is the index in decimal. `name_bytes`: the number is
+  // zero-padded so every name is at least that long (0: no padding), to
+  // measure the master with keys as long as an engine's.
+  KeySpace(std::string prefix, uint64_t keys, bool wraps, bool hashed = false,
+           uint32_t name_bytes = 0)
+      : prefix_(std::move(prefix)), keys_(keys), wraps_(wraps), hashed_(hashed),
+        name_bytes_(name_bytes) {}
   void Name(uint64_t index, std::string* out) const;
   uint64_t ClaimPuts(uint64_t n) { return next_put_.fetch_add(n); }
   // Reads pick from the last `keys` indexes put before the phase began.
@@ -60,6 +64,7 @@ class KeySpace {
   uint64_t keys_;
   bool wraps_;
   bool hashed_;
+  uint32_t name_bytes_;
   std::atomic<uint64_t> next_put_{0};
   uint64_t read_lo_ = 0, read_hi_ = 0;
 };

@@ -111,6 +111,26 @@ TEST_CASE("hashed names are distinct, scattered, and wrap like counter names") {
   CHECK(a != b);
 }
 
+TEST_CASE("padded names have the asked length and stay distinct, numbers that do not fit stay whole") {
+  KeySpace counter("bench-", 1000, false, false, 40), hashed("bench-h-", 1000, false, true, 40);
+  std::set<std::string> names;
+  std::string name;
+  for (uint64_t i = 0; i < 1000; ++i) {
+    counter.Name(i, &name);
+    CHECK(name.size() == 40);
+    names.insert(name);
+    hashed.Name(i, &name);
+    CHECK(name.size() == 40);
+    names.insert(name);
+  }
+  CHECK(names.size() == 2000);
+  counter.Name(7, &name);
+  CHECK(name == "bench-" + std::string(33, '0') + "7");
+  KeySpace short_pad("p", 10, false, false, 3);
+  short_pad.Name(123456, &name);
+  CHECK(name == "p123456");
+}
+
 TEST_CASE("ops lists parse in order; unknown names are refused") {
   auto ops = ParseOps("put,get,exists,mixed");
   REQUIRE(ops.ok());

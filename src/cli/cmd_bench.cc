@@ -45,6 +45,7 @@ struct BenchArgs {
   uint64_t keys = 1000;
   std::string distribution = "uniform";
   std::string key_names = "counter";
+  uint32_t key_bytes = 0;
   bool metadata_only = false;
   bool blackhole = false;
   std::string json;
@@ -63,8 +64,12 @@ struct Plan {
   std::string redis;  // host:port, empty: no comparison
   std::string prefix;  // of every key this run writes
   bool hashed_names = false;
+  uint32_t key_bytes = 0;  // 0: names as long as they come
   std::string mode;    // cluster, metadata-only, blackhole
 };
+
+// The master's default max_key_bytes; a longer key is refused there anyway.
+constexpr uint32_t kMaxBenchKeyBytes = 4096;
 
 Status Usage(const std::string& why) { return Error(ErrorCode::INVALID_PARAMS, why); }
 
@@ -87,6 +92,9 @@ Result<Plan> MakePlan(const BenchArgs& a, CLI::App& sub) {
   p.workload.keys = a.keys;
   p.workload.zipf = a.distribution == "zipf";
   p.hashed_names = a.key_names == "hashed";
+  if (a.key_bytes > kMaxBenchKeyBytes)
+    return Usage("--key-bytes: at most " + std::to_string(kMaxBenchKeyBytes));
+  p.key_bytes = a.key_bytes;
   p.workload.progress = true;
   if (a.metadata_only && a.blackhole) return Usage("--metadata-only and --blackhole exclude each other");
   p.mode = a.metadata_only ? "metadata-only" : a.blackhole ? "blackhole" : "cluster";
@@ -115,6 +123,7 @@ void AddOptions(CLI::App& sub, BenchArgs& a) {
   sub.add_option("--keys", a.keys, "Keys reads pick from (capped to what fits in the pool)")->type_name("N")->capture_default_str();
   sub.add_option("--distribution", a.distribution, "Which keys reads pick")->type_name("CHOICE")->check(CLI::IsMember({"uniform", "zipf"}))->capture_default_str();
   sub.add_option("--key-names", a.key_names, "Key names end in a counter, or in a hash of it (scattered, as engines' hashed keys are)")->type_name("CHOICE")->check(CLI::IsMember({"counter", "hashed"}))->capture_default_str();
+  sub.add_option("--key-bytes", a.key_bytes, "Pad key names with zeros to at least this many bytes (0: no padding)")->type_name("N")->capture_default_str();
   sub.add_flag("--metadata-only", a.metadata_only, "Exercise the master alone: PutStart/PutEnd, GetReplicaList, ExistKey; no bytes move");
   sub.add_flag("--blackhole", a.blackhole, "Run against a backend that drops writes and misses reads (no cluster)");
   sub.add_option("--json", a.json, "Also write the results as JSON to FILE")->type_name("FILE");
@@ -195,6 +204,7 @@ std::vector<SetupField> MakeSetup(const Config& config, const Plan& plan, const 
   s.push_back({"keys", num(plan.workload.keys), true});
   s.push_back({"distribution", a.distribution});
   s.push_back({"key_names", a.key_names});
+  if (plan.key_bytes) s.push_back({"key_bytes", num(plan.key_bytes), true});
   s.push_back({"replicas", num(config.client.replicas), true});
   if (!plan.redis.empty()) s.push_back({"compare", a.compare});
   return s;
@@ -204,7 +214,7 @@ std::vector<SetupField> MakeSetup(const Config& config, const Plan& plan, const 
 // first op that reads gets the key set written first (not measured).
 Result<std::vector<OpResult>> RunOps(const Plan& plan, const TargetFactory& factory,
                                      const std::string& name, bool overwrites) {
-  KeySpace keys(plan.prefix, plan.workload.keys, overwrites, plan.hashed_names);
+  KeySpace keys(plan.prefix, plan.workload.keys, overwrites, plan.hashed_names, plan.key_bytes);
   std::vector<OpResult> out;
   if (plan.ops.front() != Op::kPut) {
     WorkloadOptions preload = plan.workload;

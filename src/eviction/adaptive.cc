@@ -7,9 +7,10 @@ namespace mc::master {
 
 using eviction::kNoSlot;
 
-AdaptivePolicy::AdaptivePolicy(size_t capacity_hint_objects, bool duel)
+AdaptivePolicy::AdaptivePolicy(size_t capacity_hint_objects, bool duel, IdSpace ids)
     : capacity_hint_objects_(capacity_hint_objects),
-      duel_(duel ? std::make_unique<PolicyDuel>() : nullptr) {}
+      duel_(duel ? std::make_unique<PolicyDuel>() : nullptr),
+      live_index_(ids == IdSpace::kSlotted) {}
 
 AdaptivePolicy::~AdaptivePolicy() = default;
 

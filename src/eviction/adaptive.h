@@ -39,7 +39,8 @@ class AdaptivePolicy final : public EvictionPolicy {
   static constexpr size_t kMinGhostLimitObjects = 1024;
 
   // `duel` off gives plain ARC (the shadow inside a PolicyDuel is one).
-  explicit AdaptivePolicy(size_t capacity_hint_objects, bool duel = true);
+  explicit AdaptivePolicy(size_t capacity_hint_objects, bool duel = true,
+                          IdSpace ids = IdSpace::kAny);
   ~AdaptivePolicy() override;
 
   void OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_bytes) override;
@@ -119,7 +120,7 @@ class AdaptivePolicy final : public EvictionPolicy {
   std::unique_ptr<PolicyDuel> duel_;
   eviction::NodePool<LiveNode> live_;
   eviction::NodePool<GhostNode> ghost_;
-  eviction::SlotIndex live_index_;   // id -> live slot
+  eviction::IdIndex live_index_;     // id -> live slot
   eviction::SlotIndex ghost_index_;  // key hash -> ghost slot
 };
 

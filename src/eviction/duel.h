@@ -6,15 +6,18 @@
 // chats on a large cache); the duel lets the policy follow whichever wins.
 //
 // Small caches are replayed whole; a large one through a sample of keys
-// (chosen by key hash) with the capacity scaled alike, 1 key in 2, 4 or at
-// most 8, so that the shadows never hold fewer than kShadowObjects. A sample
-// of a few hundred keys is noise: which keys it happens to take decides the
-// winner, and the policy flips between the two modes, which loses to both.
+// (chosen by key hash) with the capacity scaled alike, 1 key in 2, 4, ... or
+// at most 64, so that the shadows never hold fewer than kShadowObjects. A
+// sample of a few hundred keys is noise: which keys it happens to take
+// decides the winner, and the policy flips between the two modes, which
+// loses to both; 16384 and more are not (1 in 64 of 10 million objects is
+// 156,000 keys).
 // The score saturates at one shadow capacity of net hits, so a lasting change
 // of workload turns it within about a cache's worth of references.
 // Shadows hold key hashes only, about 115 bytes per shadow object (more once
-// ARC's shadow has ghosts): at most a few MB below 2 * kShadowObjects real
-// objects, and 10-20 bytes per real object in a large cache. Not thread-safe.
+// ARC's shadow has ghosts): 2-4 MB from 32768 real objects up to about 2
+// million, then about 2 bytes per real object (a sample of at most 1 in 8 cost
+// 14, a tenth of the master's whole budget at 10 million). Not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +31,7 @@ class AdaptivePolicy;
 
 class PolicyDuel {
  public:
-  static constexpr unsigned kMaxSampleShift = 3;     // at most 1 key in 8
+  static constexpr unsigned kMaxSampleShift = 6;     // at most 1 key in 64
   static constexpr size_t kShadowObjects = 16384;    // sample only above this
   static constexpr size_t kMinShadowObjects = 16;
   static constexpr int32_t kMinScoreLimit = 256;     // saturating counter bound

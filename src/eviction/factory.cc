@@ -6,9 +6,11 @@
 namespace mc::master {
 
 std::unique_ptr<EvictionPolicy> MakeEvictionPolicy(std::string_view name,
-                                                   size_t capacity_hint_objects) {
-  if (name == "adaptive") return std::make_unique<AdaptivePolicy>(capacity_hint_objects);
-  if (name == "lru") return std::make_unique<ClockPolicy>(capacity_hint_objects);
+                                                   size_t capacity_hint_objects,
+                                                   IdSpace ids) {
+  if (name == "adaptive")
+    return std::make_unique<AdaptivePolicy>(capacity_hint_objects, /*duel=*/true, ids);
+  if (name == "lru") return std::make_unique<ClockPolicy>(capacity_hint_objects, ids);
   return nullptr;
 }
 

@@ -4,7 +4,8 @@
 
 namespace mc::master {
 
-ClockPolicy::ClockPolicy(size_t capacity_hint_objects) {
+ClockPolicy::ClockPolicy(size_t capacity_hint_objects, IdSpace ids)
+    : index_(ids == IdSpace::kSlotted) {
   ring_.reserve(capacity_hint_objects);
 }
 

@@ -15,7 +15,7 @@ namespace mc::master {
 
 class ClockPolicy final : public EvictionPolicy {
  public:
-  explicit ClockPolicy(size_t capacity_hint_objects);
+  explicit ClockPolicy(size_t capacity_hint_objects, IdSpace ids = IdSpace::kAny);
 
   void OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_bytes) override;
   void OnAccess(ObjectId id) override;
@@ -39,7 +39,7 @@ class ClockPolicy final : public EvictionPolicy {
 
   std::vector<Slot> ring_;
   std::vector<uint32_t> free_slots_;
-  eviction::SlotIndex index_;  // id -> ring slot
+  eviction::IdIndex index_;  // id -> ring slot
   size_t hand_ = 0;
 };
 

@@ -58,10 +58,20 @@ class EvictionPolicy {
   virtual EvictionStats stats() const { return {}; }
 };
 
+// What a caller promises about the ids it passes, so a policy can index them
+// cheaply.
+enum class IdSpace : uint8_t {
+  kAny,      // any 64-bit values
+  // The low 32 bits are a slot of the caller's own table: unique among live
+  // objects and dense (the master's ObjectId, generation << 32 | slot).
+  kSlotted,
+};
+
 // "lru" (approximate LRU) or "adaptive" (the default); nullptr if unknown.
 // `capacity_hint_objects` sizes ghost history; 0 lets the policy grow it with
 // the number of tracked objects.
 std::unique_ptr<EvictionPolicy> MakeEvictionPolicy(std::string_view name,
-                                                   size_t capacity_hint_objects);
+                                                   size_t capacity_hint_objects,
+                                                   IdSpace ids = IdSpace::kAny);
 
 }  // namespace mc::master

@@ -3,7 +3,7 @@
 // of nodes linked into intrusive doubly-linked lists by slot index.
 //
 // Why not std::unordered_map / std::list: a node-based map costs ~40-60 bytes
-// per entry and a std::list node another ~40; the master targets <= 300 bytes
+// per entry and a std::list node another ~40; the master targets <= 200 bytes
 // per object in total, and the policy aims at <= ~64. The map here costs 12
 // bytes per bucket at <= 3/4 load (~16 per entry), list links 8 per node.
 // Not thread-safe.
@@ -103,6 +103,60 @@ class SlotIndex {
   std::vector<uint64_t> keys_;
   std::vector<uint32_t> slots_;  // kNoSlot marks an empty bucket
   size_t mask_ = 0;
+  size_t size_ = 0;
+};
+
+// Live object ids -> node slot, by the kind of ids the caller promised
+// (IdSpace in policy.h). kSlotted ids (generation << 32 | slot, the slots
+// dense and unique among live objects) index a plain array by slot: 8 bytes
+// a slot of the caller's table, where the hashed SlotIndex costs 16-32 an
+// entry. The generation is kept, so a stale id is not found, as in SlotIndex.
+class IdIndex {
+ public:
+  explicit IdIndex(bool slotted) : slotted_(slotted) {}
+
+  uint32_t Find(uint64_t id) const {
+    if (!slotted_) return hashed_.Find(id);
+    const uint32_t low = static_cast<uint32_t>(id);
+    if (low >= by_slot_.size()) return kNoSlot;
+    const Entry& e = by_slot_[low];
+    return e.generation == id >> 32 ? e.slot : kNoSlot;
+  }
+
+  // `id` must be absent.
+  void Insert(uint64_t id, uint32_t slot) {
+    assert(slot != kNoSlot);
+    if (!slotted_) return hashed_.Insert(id, slot);
+    const uint32_t low = static_cast<uint32_t>(id);
+    if (low >= by_slot_.size()) by_slot_.resize(size_t{low} + 1);
+    Entry& e = by_slot_[low];
+    assert(e.slot == kNoSlot && "IdIndex::Insert over a live id of the same slot");
+    e = Entry{static_cast<uint32_t>(id >> 32), slot};
+    ++size_;
+  }
+
+  // Returns false if absent.
+  bool Erase(uint64_t id) {
+    if (!slotted_) return hashed_.Erase(id);
+    if (Find(id) == kNoSlot) return false;
+    by_slot_[static_cast<uint32_t>(id)].slot = kNoSlot;
+    --size_;
+    return true;
+  }
+
+  size_t size() const { return slotted_ ? size_ : hashed_.size(); }
+  size_t memory_bytes() const {
+    return slotted_ ? by_slot_.capacity() * sizeof(Entry) : hashed_.memory_bytes();
+  }
+
+ private:
+  struct Entry {
+    uint32_t generation = 0;
+    uint32_t slot = kNoSlot;
+  };
+  bool slotted_;
+  SlotIndex hashed_;
+  std::vector<Entry> by_slot_;
   size_t size_ = 0;
 };
 

@@ -58,7 +58,7 @@ std::unique_ptr<MasterState> Fresh(const Options& cfg, const std::string& policy
   std::unique_ptr<EvictionPolicy> p;
   if (policy == "none") p = std::make_unique<NoPolicy>();
   else if (policy == "exact-lru") p = std::make_unique<ExactLruPolicy>();
-  else p = MakeEvictionPolicy(policy, 0);  // the production policies
+  else p = MakeEvictionPolicy(policy, 0, IdSpace::kSlotted);  // the production policies
   if (!p) {
     std::fprintf(stderr, "master_core_bench: unknown policy %s\n", policy.c_str());
     std::exit(2);

@@ -46,7 +46,9 @@ MasterState::MasterState(const Options& options, std::unique_ptr<EvictionPolicy>
   assert(options_.stripe_size_bytes >= SegmentAllocator::kAlignmentBytes);
 }
 
-MasterState::~MasterState() = default;
+MasterState::~MasterState() {
+  for (ObjectIndex::Node* n : bulk_nodes_) objects_.DeleteNode(n);  // a load given up
+}
 
 // ---- helpers -----------------------------------------------------------------
 
@@ -60,30 +62,36 @@ Status MasterState::CheckKey(std::string_view key) const {
 }
 
 ObjectId MasterState::IdOf(const ObjectRecord& rec) const {
-  return static_cast<ObjectId>(slots_[rec.slot].generation) << 32 | rec.slot;
+  return static_cast<ObjectId>(slot_generations_[rec.slot]) << 32 | rec.slot;
 }
 
 MasterState::ObjectIt MasterState::FindById(ObjectId id) {
   const uint32_t slot = static_cast<uint32_t>(id);
-  if (slot >= slots_.size() || slots_[slot].generation != id >> 32) return objects_.end();
-  return slots_[slot].it;
+  if (slot >= slot_nodes_.size() || slot_generations_[slot] != id >> 32) return objects_.end();
+  return ObjectIt(slot_nodes_[slot]);
 }
 
-MasterState::ObjectIt MasterState::InsertObject(std::string_view key, ObjectIt hint) {
-  [[maybe_unused]] const size_t before = objects_.size();
-  auto it = objects_.try_emplace(hint, std::string(key));
-  assert(objects_.size() == before + 1);
+MasterState::ObjectIt MasterState::InsertObject(std::string_view key) {
+  ObjectIt it;
+  if (bulk_loading_) {
+    it = ObjectIt(objects_.NewNode(key));
+    bulk_nodes_.push_back(it.node());
+  } else {
+    it = objects_.insert(key);
+  }
   uint32_t slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
     free_slots_.pop_back();
   } else {
-    slot = static_cast<uint32_t>(slots_.size());
-    slots_.push_back(Slot{objects_.end(), 0});
+    assert(slot_nodes_.size() < UINT32_MAX);
+    slot = static_cast<uint32_t>(slot_nodes_.size());
+    slot_nodes_.push_back(nullptr);
+    slot_generations_.push_back(0);
   }
-  slots_[slot].it = it;
-  ++slots_[slot].generation;  // ids of earlier objects in this slot go stale
-  it->second.slot = slot;
+  slot_nodes_[slot] = it.node();
+  ++slot_generations_[slot];  // ids of earlier objects in this slot go stale
+  it->record.slot = slot;
   return it;
 }
 
@@ -101,7 +109,7 @@ void MasterState::FreeBuffers(const ObjectRecord& rec, uint64_t* largest_hole) {
 // Frees the object's space and forgets it. `notify` tells the policy (false
 // when the policy itself chose the victim and already dropped it).
 void MasterState::EraseObject(ObjectIt it, RemoveReason reason, bool notify) {
-  ObjectRecord& rec = it->second;
+  ObjectRecord& rec = it->record;
   if (!rec.complete()) put_owners_.erase(rec.slot);
   FreeBuffers(rec, nullptr);
   if (rec.complete() && notify) policy_->OnRemove(IdOf(rec));
@@ -109,10 +117,11 @@ void MasterState::EraseObject(ObjectIt it, RemoveReason reason, bool notify) {
   // The listener hears of it while the key still lives in the index, so
   // nothing is copied for it.
   if (listener_ != nullptr && rec.complete()) {
-    listener_->OnObjectRemoved(it->first, rec.listener_tag, reason);
+    listener_->OnObjectRemoved(it->key(), rec.listener_tag, reason);
   }
   free_slots_.push_back(rec.slot);
-  ++slots_[rec.slot].generation;
+  slot_nodes_[rec.slot] = nullptr;
+  ++slot_generations_[rec.slot];
   objects_.erase(it);
 }
 
@@ -146,8 +155,8 @@ std::vector<msg::ReplicaDesc> MasterState::DescribeReplicas(const ObjectRecord& 
 // Not through DescribeReplicas: the journal dumps every committed object,
 // and the descriptors' endpoint and path strings are not needed here.
 ObjectDump MasterState::Dump(const ObjectIt& it) const {
-  const ObjectRecord& rec = it->second;
-  ObjectDump d{it->first, rec.size_bytes, rec.complete(), rec.has(ObjectRecord::kSoftPin), {},
+  const ObjectRecord& rec = it->record;
+  ObjectDump d{std::string(it->key()), rec.size_bytes, rec.complete(), rec.has(ObjectRecord::kSoftPin), {},
                rec.listener_tag};
   const uint32_t stripes = Stripes(rec.size_bytes);
   const uint64_t* b = rec.buffers();
@@ -294,8 +303,8 @@ Result<msg::PutStartReply> MasterState::PutStart(const msg::PutStartRequest& req
     return fail(Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key " + Quoted(req.key) + " exists"));
   auto placed = PlaceOrEvict(req.key, req.size_bytes, replicas, now_us, req.options.placement);
   if (!placed.ok()) return fail(placed.status());
-  ObjectIt it = InsertObject(req.key, objects_.lower_bound(req.key));
-  ObjectRecord& rec = it->second;
+  ObjectIt it = InsertObject(req.key);
+  ObjectRecord& rec = it->record;
   rec.size_bytes = req.size_bytes;
   rec.replicas = static_cast<uint8_t>(replicas);
   const msg::PutPlacement& want = req.options.placement;
@@ -319,7 +328,7 @@ Status MasterState::DoPutEnd(const msg::KeyRequest& req, uint64_t now_us) {
   if (it == objects_.end())
     return Error(ErrorCode::OBJECT_NOT_FOUND,
                  "put of " + Quoted(req.key) + " is unknown (revoked, timed out or lost)");
-  ObjectRecord& rec = it->second;
+  ObjectRecord& rec = it->record;
   if (rec.complete()) return Status::Ok();
   MC_RETURN_IF_ERROR(CheckPutOwner(rec, req, "end"));
   put_owners_.erase(rec.slot);
@@ -333,7 +342,7 @@ Status MasterState::DoPutEnd(const msg::KeyRequest& req, uint64_t now_us) {
     pin_expiries_.push_back({rec.pin_expiry_us, IdOf(rec)});
     std::push_heap(pin_expiries_.begin(), pin_expiries_.end(), std::greater<>());
   }
-  policy_->OnInsert(IdOf(rec), std::hash<std::string_view>()(it->first), rec.size_bytes);
+  policy_->OnInsert(IdOf(rec), std::hash<std::string_view>()(it->key()), rec.size_bytes);
   if (listener_ != nullptr) rec.listener_tag = listener_->OnObjectCommitted(Dump(it));
   return Status::Ok();
 }
@@ -357,10 +366,10 @@ Status MasterState::DoPutRevoke(const msg::KeyRequest& req, uint64_t now_us) {
   auto it = objects_.find(req.key);
   if (it == objects_.end())
     return Error(ErrorCode::OBJECT_NOT_FOUND, "put of " + Quoted(req.key) + " is unknown");
-  if (it->second.complete())
+  if (it->record.complete())
     return Error(ErrorCode::INVALID_WRITE,
                  "put of " + Quoted(req.key) + " already ended; remove the key instead");
-  MC_RETURN_IF_ERROR(CheckPutOwner(it->second, req, "revoke"));
+  MC_RETURN_IF_ERROR(CheckPutOwner(it->record, req, "revoke"));
   EraseObject(it, RemoveReason::kRemoved, false);
   return Status::Ok();
 }
@@ -380,7 +389,7 @@ Result<msg::GetReplicaListReply> MasterState::GetReplicaList(const msg::KeyReque
     return Count(counters_.get_replica_list,
                  R(Error(ErrorCode::OBJECT_NOT_FOUND, "key " + Quoted(req.key) + " not found")));
   }
-  ObjectRecord& rec = it->second;
+  ObjectRecord& rec = it->record;
   if (!rec.complete())
     return Count(counters_.get_replica_list,
                  R(Error(ErrorCode::REPLICA_IS_NOT_READY,
@@ -394,17 +403,17 @@ Result<msg::GetReplicaListReply> MasterState::GetReplicaList(const msg::KeyReque
 Result<bool> MasterState::ExistKey(const msg::KeyRequest& req, uint64_t now_us) {
   auto it = objects_.find(req.key);
   if (it == objects_.end()) policy_->OnMiss(std::hash<std::string_view>()(req.key));
-  if (it == objects_.end() || !it->second.complete())
+  if (it == objects_.end() || !it->record.complete())
     return Count(counters_.exist_key, Result<bool>(false));
-  GrantLease(it->second, now_us, nullptr);
+  GrantLease(it->record, now_us, nullptr);
   return Count(counters_.exist_key, Result<bool>(true));
 }
 
 void MasterState::ReleaseLeases(const std::vector<msg::KeyRequest>& reqs, uint64_t now_us) {
   for (const msg::KeyRequest& req : reqs) {
     auto it = objects_.find(req.key);
-    if (it == objects_.end() || !it->second.complete()) continue;
-    ObjectRecord& rec = it->second;
+    if (it == objects_.end() || !it->record.complete()) continue;
+    ObjectRecord& rec = it->record;
     auto g = reads_.find(ReadKey{req.client, IdOf(rec)});
     if (g == reads_.end()) continue;
     // Within its own lease, this read is still counted in the object: the
@@ -444,14 +453,14 @@ Status MasterState::Remove(const msg::RemoveRequest& req, uint64_t now_us) {
   if (it == objects_.end())
     return Count(counters_.remove,
                  Error(ErrorCode::OBJECT_NOT_FOUND, "key " + Quoted(req.key) + " not found"));
-  if (!it->second.complete())  // its writer still holds the buffers: revoke instead
+  if (!it->record.complete())  // its writer still holds the buffers: revoke instead
     return Count(counters_.remove, Error(ErrorCode::REPLICA_IS_NOT_READY,
                                          "key " + Quoted(req.key) + " is still being written"));
-  if (Leased(it->second, now_us) && !req.force)
+  if (Leased(it->record, now_us) && !req.force)
     return Count(counters_.remove,
                  Error(ErrorCode::OBJECT_HAS_LEASE,
                        "key " + Quoted(req.key) + " is leased for another " +
-                           std::to_string((it->second.deadline_us - now_us) / 1000) + " ms"));
+                           std::to_string((it->record.deadline_us - now_us) / 1000) + " ms"));
   EraseObject(it, RemoveReason::kRemoved, true);
   return Count(counters_.remove, Status::Ok());
 }
@@ -460,7 +469,7 @@ msg::RemoveAllReply MasterState::RemoveAll(uint64_t now_us, bool force) {
   msg::RemoveAllReply reply;
   for (auto it = objects_.begin(); it != objects_.end();) {
     auto next = std::next(it);
-    if (it->second.complete() && (force || !Leased(it->second, now_us))) {
+    if (it->record.complete() && (force || !Leased(it->record, now_us))) {
       EraseObject(it, RemoveReason::kRemoved, true);
       ++reply.removed;
     }
@@ -484,14 +493,14 @@ Result<msg::ListKeysReply> MasterState::ListKeys(const msg::ListKeysRequest& req
   auto it = req.cursor.empty() || req.cursor < req.prefix ? objects_.lower_bound(req.prefix)
                                                           : objects_.upper_bound(req.cursor);
   for (; it != objects_.end(); ++it) {
-    if (it->first.compare(0, req.prefix.size(), req.prefix) != 0) break;
-    if (!it->second.complete()) continue;
+    if (it->key().compare(0, req.prefix.size(), req.prefix) != 0) break;
+    if (!it->record.complete()) continue;
     if (reply.keys.size() == limit) {
       reply.next_cursor = reply.keys.back().key;
       break;
     }
-    const ObjectRecord& rec = it->second;
-    reply.keys.push_back(msg::KeyInfo{it->first, rec.size_bytes, rec.replicas,
+    const ObjectRecord& rec = it->record;
+    reply.keys.push_back(msg::KeyInfo{std::string(it->key()), rec.size_bytes, rec.replicas,
                                         rec.has(ObjectRecord::kPinCounted)});
   }
   return Count(counters_.list_keys, Result<msg::ListKeysReply>(std::move(reply)));

@@ -39,6 +39,7 @@
 #include "common/result.h"
 #include "eviction/policy.h"
 #include "master/master_counters.h"
+#include "master/object_index.h"
 #include "master/object_record.h"
 #include "master/segment_allocator.h"
 #include "master/state_listener.h"
@@ -145,7 +146,8 @@ class MasterState {
   // records where each buffer is; FinishBulkLoad reserves them all at once,
   // sorted per segment, instead of splitting the free lists object by
   // object, and refuses (INVALID_PARAMS, naming both keys) two buffers that
-  // overlap. Objects loaded in key order are also inserted in O(1) each.
+  // overlap. The index is built then too, sorting the keys once (in any
+  // order they came), and a key loaded twice is refused (OBJECT_ALREADY_EXISTS).
   // After a failed FinishBulkLoad the state must be discarded.
   void BeginBulkLoad();
   Status FinishBulkLoad();
@@ -153,12 +155,7 @@ class MasterState {
  private:
   struct Segment;
   struct Client;
-  using ObjectMap = std::map<std::string, ObjectRecord, std::less<>>;
-  using ObjectIt = ObjectMap::iterator;
-  struct Slot {
-    ObjectIt it;
-    uint32_t generation = 0;
-  };
+  using ObjectIt = ObjectIndex::iterator;
   struct Timer {  // min-heap entry; stale entries are skipped when popped
     uint64_t at_us;
     ObjectId id;
@@ -169,8 +166,8 @@ class MasterState {
   Status CheckKey(std::string_view key) const;
   ObjectId IdOf(const ObjectRecord& rec) const;
   ObjectIt FindById(ObjectId id);
-  // `hint`: where the key goes, when known (as for std::map::emplace_hint).
-  ObjectIt InsertObject(std::string_view key, ObjectIt hint);
+  // `key` must be absent.
+  ObjectIt InsertObject(std::string_view key);
   void EraseObject(ObjectIt it, RemoveReason reason, bool notify);
   void FreeBuffers(const ObjectRecord& rec, uint64_t* largest_hole);
   uint32_t Stripes(uint64_t size_bytes) const;
@@ -216,8 +213,12 @@ class MasterState {
   std::unique_ptr<EvictionPolicy> policy_;
   StateListener* listener_;
 
-  ObjectMap objects_;
-  std::vector<Slot> slots_;
+  ObjectIndex objects_;
+  // The slot table, by slot: each object's node (null: a free slot) and the
+  // slot's generation, which makes ObjectId = generation << 32 | slot stale
+  // once the object is gone. Two arrays: 12 bytes an object, not 16.
+  std::vector<ObjectIndex::Node*> slot_nodes_;
+  std::vector<uint32_t> slot_generations_;
   std::vector<uint32_t> free_slots_;
   std::vector<Timer> put_deadlines_;  // in-flight puts, min-heap
   // Who started each in-flight put, by slot: only that client may end or
@@ -262,6 +263,7 @@ class MasterState {
   };
   bool bulk_loading_ = false;
   std::vector<BulkRange> bulk_ranges_;
+  std::vector<ObjectIndex::Node*> bulk_nodes_;  // loaded, linked by FinishBulkLoad
 
   uint64_t allocated_bytes_ = 0;
   uint64_t capacity_bytes_ = 0;

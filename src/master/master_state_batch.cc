@@ -108,7 +108,7 @@ std::vector<ObjectDump> MasterState::DumpObjects(bool complete_only) const {
   std::vector<ObjectDump> out;
   auto& self = const_cast<MasterState&>(*this);  // Dump takes a map iterator
   for (auto it = self.objects_.begin(); it != self.objects_.end(); ++it)
-    if (!complete_only || it->second.complete()) out.push_back(Dump(it));
+    if (!complete_only || it->record.complete()) out.push_back(Dump(it));
   return out;
 }
 
@@ -133,13 +133,9 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
   if (!object.complete) return bad("only complete objects are durable");
   if (object.size_bytes == 0 || object.replicas.empty() || object.replicas.size() > kMaxReplicas)
     return bad("size and replica count must be positive");
-  // Keys in increasing order go at the end without a search.
-  ObjectIt hint = objects_.end();
-  if (!objects_.empty() && !(objects_.rbegin()->first < key)) {
-    hint = objects_.lower_bound(key);
-    if (hint != objects_.end() && hint->first == key)
-      return Error(ErrorCode::OBJECT_ALREADY_EXISTS, "cannot load '" + key + "': exists");
-  }
+  // In a bulk load FinishBulkLoad finds keys loaded twice, when it sorts them.
+  if (!bulk_loading_ && objects_.find(key) != objects_.end())
+    return Error(ErrorCode::OBJECT_ALREADY_EXISTS, "cannot load '" + key + "': exists");
   const uint32_t stripes = Stripes(object.size_bytes);
   if (uint64_t{stripes} * object.replicas.size() > kMaxBuffersPerObject)
     return bad("too many stripes");
@@ -193,8 +189,8 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
     }
     return failure;
   }
-  ObjectIt it = InsertObject(key, hint);
-  ObjectRecord& rec = it->second;
+  ObjectIt it = InsertObject(key);
+  ObjectRecord& rec = it->record;
   rec.size_bytes = object.size_bytes;
   rec.replicas = static_cast<uint8_t>(object.replicas.size());
   rec.flags = ObjectRecord::kComplete | (object.soft_pin ? ObjectRecord::kSoftPin : 0);
@@ -220,14 +216,21 @@ void MasterState::BeginBulkLoad() {
   assert(objects_.empty() && allocated_bytes_ == 0);
   bulk_loading_ = true;
   bulk_ranges_.clear();
+  bulk_nodes_.clear();
 }
 
 Status MasterState::FinishBulkLoad() {
   bulk_loading_ = false;
+  std::string duplicate;
+  std::vector<ObjectIndex::Node*> nodes;
+  nodes.swap(bulk_nodes_);
+  if (!objects_.Build(std::move(nodes), &duplicate))
+    return Error(ErrorCode::OBJECT_ALREADY_EXISTS,
+                 "cannot load '" + duplicate + "': it is loaded twice");
   std::vector<BulkRange> ranges;
   ranges.swap(bulk_ranges_);
   std::sort(ranges.begin(), ranges.end());
-  auto key_of = [&](ObjectId id) { return "'" + FindById(id)->first + "'"; };
+  auto key_of = [&](ObjectId id) { return "'" + std::string(FindById(id)->key()) + "'"; };
   size_t begin = 0;
   while (begin < ranges.size()) {
     size_t end = begin;

@@ -149,7 +149,7 @@ bool MasterState::EvictOne(uint64_t now_us, bool allow_pinned, uint64_t* freed_b
     auto victim = policy_->NextVictim([&](ObjectId id) {
       auto it = FindById(id);
       if (it == objects_.end()) return true;  // stale: let the policy drop it
-      const ObjectRecord& rec = it->second;
+      const ObjectRecord& rec = it->record;
       return rec.complete() && !Leased(rec, now_us) &&
              (allow_pinned ? rec.pin_expiry_us != ObjectRecord::kHardPin : !Pinned(rec, now_us));
     });
@@ -157,9 +157,9 @@ bool MasterState::EvictOne(uint64_t now_us, bool allow_pinned, uint64_t* freed_b
     auto it = FindById(*victim);
     if (it == objects_.end()) continue;
     const uint64_t before = allocated_bytes_;
-    FreeBuffers(it->second, largest_hole);
+    FreeBuffers(it->record, largest_hole);
     const uint64_t bytes = before - allocated_bytes_;
-    it->second.SetBuffers(nullptr, 0);
+    it->record.SetBuffers(nullptr, 0);
     *freed_bytes += bytes;
     ++counters_.evicted_keys;
     counters_.evicted_bytes += bytes;
@@ -204,7 +204,7 @@ void MasterState::DropSegments(const std::vector<uint32_t>& ids) {
 }
 
 void MasterState::DropReplicasOn(ObjectIt it, const std::vector<bool>& dropping) {
-  ObjectRecord& rec = it->second;
+  ObjectRecord& rec = it->record;
   const uint64_t* b = rec.buffers();
   bool touched = false;
   for (uint32_t i = 0; i < rec.buffer_count && !touched; ++i)
@@ -259,9 +259,23 @@ uint64_t MasterState::DiscardZombiePuts(uint64_t now_us) {
     const Timer t = put_deadlines_.back();
     put_deadlines_.pop_back();
     auto it = FindById(t.id);
-    if (it == objects_.end() || it->second.complete()) continue;  // ended or revoked
+    if (it == objects_.end() || it->record.complete()) continue;  // ended or revoked
     EraseObject(it, RemoveReason::kRemoved, false);
     ++discarded;
+  }
+  // Every put leaves an entry here until its deadline, ended or not: under a
+  // steady stream of puts that is put_timeout_us worth of them (16 bytes
+  // each, millions in a bulk fill). Once most are stale, keep only the puts
+  // still in flight, and give the memory back. Amortized O(1) per put.
+  constexpr size_t kMinCompactedTimers = 4096;
+  if (put_deadlines_.size() > kMinCompactedTimers &&
+      put_deadlines_.size() > 2 * put_owners_.size()) {
+    std::erase_if(put_deadlines_, [&](const Timer& t) {
+      auto it = FindById(t.id);
+      return it == objects_.end() || it->record.complete();
+    });
+    std::make_heap(put_deadlines_.begin(), put_deadlines_.end(), std::greater<>());
+    put_deadlines_.shrink_to_fit();
   }
   return discarded;
 }
@@ -273,8 +287,8 @@ uint64_t MasterState::ExpirePins(uint64_t now_us) {
     const Timer t = pin_expiries_.back();
     pin_expiries_.pop_back();
     auto it = FindById(t.id);
-    if (it == objects_.end() || !it->second.has(ObjectRecord::kPinCounted)) continue;
-    ObjectRecord& rec = it->second;
+    if (it == objects_.end() || !it->record.has(ObjectRecord::kPinCounted)) continue;
+    ObjectRecord& rec = it->record;
     if (rec.pin_expiry_us > now_us) {  // a read extended it: check again later
       pin_expiries_.push_back({rec.pin_expiry_us, t.id});
       std::push_heap(pin_expiries_.begin(), pin_expiries_.end(), std::greater<>());

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The master at scale (issue 21, point 4), through the real binary: its
+# resident memory per object and its start-up time with OBJECTS objects of
+# KEY_BYTES-byte keys, one replica, in its durable journal.
+#
+#   scripts/bench_master_scale.sh [OBJECTS=10000000]
+#
+# 1. A fresh master with --data-dir (the SQLite journal, default fsync) and
+#    one store; `mooncake bench --metadata-only --op put --batch 256
+#    --threads 4 --ops OBJECTS --key-names hashed --key-bytes KEY_BYTES
+#    --value-size 1kb`
+#    fills it (no bytes move; each put is a PutStart and a PutEnd, of
+#    --value-size 1kb: the store refuses a segment larger than the host's
+#    free memory, even untouched, and 10M objects of 1 KiB fit in 13 GB).
+#    Prints the fill's keys/s and the master's VmRSS
+#    growth divided by OBJECTS.
+# 2. Stops the master (SIGTERM; then the store), starts it again on the same directory and
+#    prints the seconds from exec to its /health answering (which it does
+#    only once the journal is loaded and RPC serves), and its VmRSS then,
+#    divided by OBJECTS.
+# MASTER_BIN runs the master from another binary (a before/after comparison
+# with the same bench). Every process it starts is stopped by its pid; the
+# data directory lives in the work directory (TMPDIR) and is removed.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${MOONCAKE_BIN:-$here/build/src/cli/mooncake}
+OBJECTS=${1:-10000000}
+KEY_BYTES=${KEY_BYTES:-40}
+NAME=bench_master_scale
+# shellcheck source=scripts/bench_lib.sh
+. "$here/scripts/bench_lib.sh"
+BENCH_BIN=$BIN
+BIN=${MASTER_BIN:-$BIN}  # start_master runs $BIN
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+per_object() { python3 -c "print(f'{($1) * 1024 / $OBJECTS:.1f}')"; }
+data="$work/data"
+
+echo "# mooncake master at scale: memory per object and start-up, through the real binary"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores," \
+  "$(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
+echo "uptime: $(uptime)"
+echo "master: $("$BIN" version | head -1), --data-dir (durable journal); $OBJECTS objects," \
+  "keys of $KEY_BYTES bytes (hashed names), one replica"
+echo
+
+start_master "$data"
+OBJECTS_ALL=$OBJECTS
+OBJECTS=$(( OBJECTS / 4 ))  # start_store sizes the segment for 4 KiB values
+start_store
+OBJECTS=$OBJECTS_ALL
+before=$(rss_kib "$master")
+"$BENCH_BIN" bench --master "127.0.0.1:$port" --metadata-only --op put --value-size 1kb \
+  --batch 256 --threads 4 --ops "$OBJECTS" --key-names hashed --key-bytes "$KEY_BYTES" \
+  --json "$work/fill.json" >/dev/null
+after=$(rss_kib "$master")
+keys=$(curl -fs "http://127.0.0.1:$mport/metrics" | awk '/^master_key_count / {print $2}')
+fill=$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+print(round(r["ops_per_s"]), r["errors"])' "$work/fill.json")
+echo "fill: ${fill% *} keys/s (errors ${fill#* }), master_key_count $keys"
+echo "memory: master VmRSS ${before} KiB -> ${after} KiB after $OBJECTS puts:" \
+  "$(per_object "$after - $before") B/object"
+
+# The master first: a store that stops first unmounts its segment, and the
+# master would drop (and unjournal) every object on it.
+kill "$master"
+wait "$master" 2>/dev/null || true
+kill "$store"
+wait "$store" 2>/dev/null || true
+echo "journal: $(du -sh "$data" | cut -f1) in $data"
+echo "uptime: $(uptime)"
+start_master "$data"
+up=$master_up_s
+rss=$(rss_kib "$master")
+keys=$(curl -fs "http://127.0.0.1:$mport/metrics" | awk '/^master_key_count / {print $2}')
+loaded=$(grep -o 'state loaded from .*' "$work/master.log" | tail -1 || true)
+echo "restart: serving (/health) ${up} s after exec with master_key_count $keys;" \
+  "VmRSS ${rss} KiB: $(per_object "$rss") B/object"
+[ -z "$loaded" ] || echo "master log: $loaded"
+kill "$master"
+wait "$master" 2>/dev/null || true

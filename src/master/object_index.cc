@@ -1,0 +1,223 @@
+#include "master/object_index.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <functional>
+#include <new>
+
+namespace mc::master {
+
+namespace {
+// splitmix64's finalizer over the library's string hash: every bit of the
+// result depends on every byte, so trailing zeros are as likely as coin tosses.
+uint64_t Mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+}  // namespace
+
+ObjectIndex::ObjectIndex() = default;
+
+ObjectIndex::~ObjectIndex() {
+  clear();
+  for (void* c : chunks_) ::operator delete(c);
+}
+
+void* ObjectIndex::Allocate(size_t bytes) {
+  assert(bytes % 8 == 0);
+  if (bytes > kMaxSlabBytes) return ::operator new(bytes);
+  if (FreeBlock* f = free_[bytes / 8]) {
+    free_[bytes / 8] = f->next;
+    return f;
+  }
+  if (bump_left_ < bytes) {
+    // The tail of the old chunk goes to the free list of its size, so no
+    // byte is lost for good.
+    if (bump_left_ >= sizeof(FreeBlock)) Release(bump_, bump_left_);
+    chunks_.push_back(::operator new(kSlabChunkBytes));
+    bump_ = static_cast<char*>(chunks_.back());
+    bump_left_ = kSlabChunkBytes;
+  }
+  void* p = bump_;
+  bump_ += bytes;
+  bump_left_ -= bytes;
+  return p;
+}
+
+void ObjectIndex::Release(void* p, size_t bytes) {
+  if (bytes > kMaxSlabBytes) return ::operator delete(p);
+  auto* f = static_cast<FreeBlock*>(p);
+  f->next = free_[bytes / 8];
+  free_[bytes / 8] = f;
+}
+
+uint32_t ObjectIndex::LevelsOf(std::string_view key) {
+  const uint64_t h = Mix(std::hash<std::string_view>()(key));
+  const uint32_t levels = 1 + static_cast<uint32_t>(std::countr_zero(h | (1ull << 63))) / 2;
+  return levels < kMaxLevels ? levels : kMaxLevels;
+}
+
+void ObjectIndex::Predecessors(std::string_view key, Node** before) const {
+  Node* x = nullptr;  // the head
+  for (uint32_t l = levels_; l-- > 0;) {
+    Node* const* links = x == nullptr ? head_ : x->links();
+    for (Node* next = links[l]; next != nullptr && next->key() < key; next = links[l]) {
+      x = next;
+      links = x->links();
+    }
+    before[l] = x;
+  }
+}
+
+ObjectIndex::iterator ObjectIndex::lower_bound(std::string_view key) const {
+  Node* before[kMaxLevels];
+  Predecessors(key, before);
+  return iterator(before[0] == nullptr ? head_[0] : before[0]->links()[0]);
+}
+
+ObjectIndex::iterator ObjectIndex::find(std::string_view key) const {
+  iterator it = lower_bound(key);
+  return it != end() && it->key() == key ? it : end();
+}
+
+ObjectIndex::iterator ObjectIndex::upper_bound(std::string_view key) const {
+  iterator it = lower_bound(key);
+  if (it != end() && it->key() == key) ++it;
+  return it;
+}
+
+ObjectIndex::Node* ObjectIndex::NewNode(std::string_view key) {
+  const uint32_t levels = LevelsOf(key);
+  Node* n = static_cast<Node*>(Allocate(NodeBytes(levels, key.size())));
+  new (&n->record) ObjectRecord();
+  n->key_bytes = static_cast<uint32_t>(key.size());
+  n->levels = levels;
+  std::memcpy(const_cast<char*>(n->key().data()), key.data(), key.size());
+  return n;
+}
+
+void ObjectIndex::DeleteNode(Node* n) {
+  const size_t bytes = NodeBytes(n->levels, n->key_bytes);
+  n->record.~ObjectRecord();
+  Release(n, bytes);
+}
+
+void ObjectIndex::Append(Node* n) {
+  assert(tail_[0] == nullptr || tail_[0]->key() < n->key());
+  for (uint32_t l = 0; l < n->levels; ++l) {
+    LinksOf(tail_[l])[l] = n;
+    n->links()[l] = nullptr;
+    tail_[l] = n;
+  }
+  if (n->levels > levels_) levels_ = n->levels;
+  ++size_;
+}
+
+bool ObjectIndex::Build(std::vector<Node*> nodes, std::string* duplicate) {
+  assert(empty());
+  if (nodes.empty()) return true;
+  // Sort by the 8 bytes after the prefix every key shares (zero-padded past
+  // a key's end, which keeps a key before its extensions), the full keys
+  // breaking ties: the words sit in one array, so most comparisons miss no
+  // cache, where comparing keys would fetch two nodes each time.
+  const std::string_view first = nodes[0]->key();
+  size_t common = first.size();
+  for (const Node* n : nodes) {
+    const std::string_view k = n->key();
+    size_t i = 0;
+    const size_t limit = std::min(common, k.size());
+    while (i < limit && k[i] == first[i]) ++i;
+    common = i;
+  }
+  struct Entry {
+    uint64_t word;
+    Node* node;
+  };
+  std::vector<Entry> entries;
+  entries.reserve(nodes.size());
+  for (Node* n : nodes) {
+    const std::string_view k = n->key();
+    uint64_t word = 0;
+    for (size_t i = 0; i < 8; ++i) {
+      const size_t at = common + i;
+      word = word << 8 | (at < k.size() ? static_cast<unsigned char>(k[at]) : 0u);
+    }
+    entries.push_back({word, n});
+  }
+  std::vector<Node*>().swap(nodes);
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.word != b.word ? a.word < b.word : a.node->key() < b.node->key();
+  });
+  for (size_t i = 1; i < entries.size(); ++i) {
+    if (entries[i].word == entries[i - 1].word &&
+        entries[i].node->key() == entries[i - 1].node->key()) {
+      duplicate->assign(entries[i].node->key());
+      for (const Entry& e : entries) DeleteNode(e.node);
+      return false;
+    }
+  }
+  for (const Entry& e : entries) Append(e.node);
+  return true;
+}
+
+ObjectIndex::iterator ObjectIndex::insert(std::string_view key) {
+  Node* before[kMaxLevels];
+  const uint32_t levels = LevelsOf(key);
+  if (levels > levels_) {
+    for (uint32_t l = levels_; l < levels; ++l) before[l] = nullptr;
+  }
+  if (tail_[0] != nullptr && tail_[0]->key() < key) {
+    // Past every key: the predecessors are the tails, no search.
+    for (uint32_t l = 0; l < levels_; ++l) before[l] = tail_[l];
+  } else {
+    Predecessors(key, before);
+  }
+  if (levels > levels_) levels_ = levels;
+  Node* n = NewNode(key);
+  assert(before[0] == nullptr || before[0]->key() < key);
+  Node** links = n->links();
+  for (uint32_t l = 0; l < levels; ++l) {
+    Node** prev = LinksOf(before[l]);
+    links[l] = prev[l];
+    assert(links[l] == nullptr || key < links[l]->key());
+    prev[l] = n;
+    if (links[l] == nullptr) tail_[l] = n;
+  }
+  ++size_;
+  return iterator(n);
+}
+
+void ObjectIndex::erase(iterator it) {
+  Node* n = it.node();
+  assert(n != nullptr);
+  Node* before[kMaxLevels];
+  Predecessors(n->key(), before);
+  Node** links = n->links();
+  for (uint32_t l = 0; l < n->levels; ++l) {
+    Node** prev = LinksOf(before[l]);
+    assert(prev[l] == n);
+    prev[l] = links[l];
+    if (tail_[l] == n) tail_[l] = before[l];
+  }
+  while (levels_ > 1 && head_[levels_ - 1] == nullptr) --levels_;
+  --size_;
+  DeleteNode(n);
+}
+
+void ObjectIndex::clear() {
+  for (Node* n = head_[0]; n != nullptr;) {
+    Node* next = n->links()[0];
+    DeleteNode(n);
+    n = next;
+  }
+  for (uint32_t l = 0; l < kMaxLevels; ++l) head_[l] = tail_[l] = nullptr;
+  levels_ = 1;
+  size_ = 0;
+}
+
+}  // namespace mc::master

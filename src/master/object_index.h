@@ -1,0 +1,143 @@
+// ObjectIndex: the master's objects by key, in byte order of the keys (what
+// ListKeys' cursor relies on), one heap block per object.
+//
+// Why not std::map<std::string, ObjectRecord>: its node (32 bytes of tree
+// links, a 32-byte std::string, the 48-byte record: a 128-byte malloc chunk)
+// plus a second block for any key past 15 bytes (a 40-byte key: a 64-byte
+// chunk) cost ~190 bytes an object before the slot table and the eviction
+// policy. Here one block holds the record, the key bytes and the links of a
+// skip list: 56 bytes of header, 8 bytes a level (3 in 4 nodes have one), the
+// key: a 40-byte key with one level is a 112-byte chunk.
+//
+// A node's level count comes from a hash of its key (1 + pairs of trailing
+// zero bits, so level i+1 is 1/4 as likely as level i): no random state, and
+// the same keys give the same structure whatever the order of inserts.
+// Nodes never move, so an iterator (a node) stays valid until its own node is
+// erased, as with std::map. find / lower_bound / insert / erase cost
+// O(log n) expected; inserting a key greater than every other one (a journal
+// loaded in key order) costs O(levels). Not thread-safe.
+#pragma once
+
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "master/object_record.h"
+
+namespace mc::master {
+
+class ObjectIndex {
+ public:
+  static constexpr uint32_t kMaxLevels = 24;  // 4^24 keys before the lists thin out
+
+  struct Node {
+    ObjectRecord record;
+    uint32_t key_bytes;
+    uint32_t levels;
+    std::string_view key() const {
+      return {reinterpret_cast<const char*>(links() + levels), key_bytes};
+    }
+    Node** links() { return reinterpret_cast<Node**>(this + 1); }
+    Node* const* links() const { return reinterpret_cast<Node* const*>(this + 1); }
+  };
+  static_assert(sizeof(Node) == sizeof(ObjectRecord) + 8);
+
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Node;
+    using difference_type = std::ptrdiff_t;
+    using pointer = Node*;
+    using reference = Node&;
+    iterator() = default;
+    explicit iterator(Node* n) : n_(n) {}
+    Node& operator*() const { return *n_; }
+    Node* operator->() const { return n_; }
+    iterator& operator++() {
+      n_ = n_->links()[0];
+      return *this;
+    }
+    iterator operator++(int) {
+      iterator was = *this;
+      ++*this;
+      return was;
+    }
+    bool operator==(const iterator&) const = default;
+    Node* node() const { return n_; }
+
+   private:
+    Node* n_ = nullptr;
+  };
+
+  ObjectIndex();
+  ~ObjectIndex();  // frees every node and chunk
+  ObjectIndex(const ObjectIndex&) = delete;
+  ObjectIndex& operator=(const ObjectIndex&) = delete;
+
+  iterator begin() const { return iterator(head_[0]); }
+  iterator end() const { return iterator(); }
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  // The greatest key's node (end() when empty).
+  iterator last() const { return iterator(tail_[0]); }
+
+  iterator find(std::string_view key) const;
+  iterator lower_bound(std::string_view key) const;  // first key >= `key`
+  iterator upper_bound(std::string_view key) const;  // first key > `key`
+
+  // Adds `key` (which must be absent) with a default record.
+  iterator insert(std::string_view key);
+
+  // Bulk building (a journal loaded in any order): nodes made by NewNode are
+  // in no index until Build links them all at once, sorted, in O(n log n)
+  // with cache-friendly comparisons instead of n searches of a growing
+  // index, each a chain of cache misses. Build needs an empty index. Two
+  // equal keys: it returns false with that key in `duplicate`, frees every
+  // node and leaves the index empty.
+  Node* NewNode(std::string_view key);
+  void DeleteNode(Node* n);
+  bool Build(std::vector<Node*> nodes, std::string* duplicate);
+  void erase(iterator it);
+  void clear();
+
+  // The levels a key's node gets (for tests).
+  static uint32_t LevelsOf(std::string_view key);
+
+ private:
+  Node** LinksOf(Node* n) { return n == nullptr ? head_ : n->links(); }
+  // Links `n`, whose key is above every other, at the end of each level.
+  void Append(Node* n);
+  // Node memory: nodes up to kMaxSlabBytes come from per-size free lists
+  // and 64 KiB chunks carved in 8-byte steps, with no malloc header and no
+  // rounding to 16 (a 40-byte key's node: 104 bytes, not a 112-byte chunk).
+  // A freed node's bytes go back to its size's list, not to malloc.
+  static constexpr size_t kMaxSlabBytes = 512;
+  static constexpr size_t kSlabChunkBytes = 64 << 10;
+  void* Allocate(size_t bytes);
+  void Release(void* p, size_t bytes);
+  static size_t NodeBytes(uint32_t levels, size_t key_bytes) {
+    return (sizeof(Node) + levels * sizeof(Node*) + key_bytes + 7) & ~size_t{7};
+  }
+
+  // Fills `before[l]` with the last node (null: the head) whose key is below
+  // `key` on each level, top to bottom.
+  void Predecessors(std::string_view key, Node** before) const;
+
+  Node* head_[kMaxLevels] = {};
+  Node* tail_[kMaxLevels] = {};  // the last node on each level
+  uint32_t levels_ = 1;          // levels in use
+  size_t size_ = 0;
+  struct FreeBlock {
+    FreeBlock* next;
+  };
+  FreeBlock* free_[kMaxSlabBytes / 8 + 1] = {};  // by size / 8
+  char* bump_ = nullptr;  // the rest of the newest chunk
+  size_t bump_left_ = 0;
+  std::vector<void*> chunks_;
+};
+
+}  // namespace mc::master

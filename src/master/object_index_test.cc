@@ -1,0 +1,199 @@
+// ObjectIndex against a std::map model: random inserts, erases and searches
+// (lower_bound, upper_bound, find) on short keys that collide in prefixes,
+// then the whole order compared.
+#include "master/object_index.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/test_seed.h"
+
+using namespace mc;
+using namespace mc::master;
+
+namespace {
+
+std::string RandomKey(std::mt19937_64& rng) {
+  // Few letters and short lengths: prefixes of each other, equal keys, and
+  // embedded zero bytes all come up.
+  const size_t len = rng() % 6;
+  std::string k;
+  for (size_t i = 0; i < len; ++i) k.push_back("\0abc"[rng() % 4]);
+  return k;
+}
+
+void CheckSame(const ObjectIndex& index, const std::map<std::string, uint64_t>& model) {
+  REQUIRE(index.size() == model.size());
+  auto m = model.begin();
+  for (auto it = index.begin(); it != index.end(); ++it, ++m) {
+    REQUIRE(m != model.end());
+    CHECK(it->key() == m->first);
+    CHECK(it->record.size_bytes == m->second);
+  }
+  CHECK(m == model.end());
+  if (model.empty()) CHECK(index.last() == index.end());
+  else CHECK(index.last()->key() == model.rbegin()->first);
+}
+
+}  // namespace
+
+TEST_CASE("the object index keeps keys in byte order as a std::map does") {
+  std::mt19937_64 rng(TestSeed("object index model"));
+  ObjectIndex index;
+  std::map<std::string, uint64_t> model;
+  for (int step = 0; step < 20000; ++step) {
+    const std::string key = RandomKey(rng);
+    const auto m = model.find(key);
+    const auto found = index.find(key);
+    REQUIRE((found == index.end()) == (m == model.end()));
+    switch (rng() % 4) {
+      case 0:
+      case 1:
+        if (m == model.end()) {
+          auto it = index.insert(key);
+          CHECK(it->key() == key);
+          it->record.size_bytes = step;
+          model[key] = step;
+        }
+        break;
+      case 2:
+        if (m != model.end()) {
+          index.erase(found);
+          model.erase(m);
+        }
+        break;
+      default: {
+        auto lb = index.lower_bound(key);
+        auto mlb = model.lower_bound(key);
+        REQUIRE((lb == index.end()) == (mlb == model.end()));
+        if (mlb != model.end()) CHECK(lb->key() == mlb->first);
+        auto ub = index.upper_bound(key);
+        auto mub = model.upper_bound(key);
+        REQUIRE((ub == index.end()) == (mub == model.end()));
+        if (mub != model.end()) CHECK(ub->key() == mub->first);
+      }
+    }
+    if (step % 997 == 0) CheckSame(index, model);
+  }
+  CheckSame(index, model);
+}
+
+TEST_CASE("keys inserted in increasing order, then erased, leave a consistent index") {
+  std::mt19937_64 rng(TestSeed("object index append"));
+  ObjectIndex index;
+  std::map<std::string, uint64_t> model;
+  for (uint64_t i = 0; i < 5000; ++i) {
+    char key[32];
+    std::snprintf(key, sizeof key, "key-%08llu", static_cast<unsigned long long>(i));
+    index.insert(key)->record.size_bytes = i;
+    model[key] = i;
+  }
+  CheckSame(index, model);
+  // Erase at random, including the last key (the append path's tail), and
+  // append again after each.
+  for (int round = 0; round < 2000; ++round) {
+    auto m = model.begin();
+    std::advance(m, rng() % model.size());
+    if (round % 5 == 0) m = std::prev(model.end());
+    index.erase(index.find(m->first));
+    model.erase(m);
+    const std::string key = "key-9" + std::to_string(round + 10000);
+    index.insert(key)->record.size_bytes = round;
+    model[key] = round;
+  }
+  CheckSame(index, model);
+  // Erasing through iterators while walking (RemoveAll's pattern).
+  for (auto it = index.begin(); it != index.end();) {
+    auto next = it;
+    ++next;
+    if (it->record.size_bytes % 2 == 0) {
+      model.erase(std::string(it->key()));
+      index.erase(it);
+    }
+    it = next;
+  }
+  CheckSame(index, model);
+  index.clear();
+  model.clear();
+  CheckSame(index, model);
+  index.insert("again");
+  model["again"] = 0;
+  CheckSame(index, model);
+}
+
+TEST_CASE("an index built from nodes in any order matches the model, and refuses a key twice") {
+  std::mt19937_64 rng(TestSeed("object index build"));
+  for (int round = 0; round < 50; ++round) {
+    std::map<std::string, uint64_t> model;
+    ObjectIndex index;
+    std::vector<ObjectIndex::Node*> nodes;
+    // Keys share a long prefix (as a bench's or an engine's do), some are
+    // prefixes of others, some differ only past the first 8 bytes after it.
+    const std::string prefix = round % 2 ? "model/0000000123/block-" : "";
+    const size_t n = rng() % 300;
+    for (size_t i = 0; i < n; ++i) {
+      std::string key = prefix + RandomKey(rng);
+      if (rng() % 3 == 0) key += "0123456789" + RandomKey(rng);
+      if (model.count(key)) continue;
+      model[key] = i;
+      nodes.push_back(index.NewNode(key));
+      nodes.back()->record.size_bytes = i;
+    }
+    std::string duplicate;
+    REQUIRE(index.Build(nodes, &duplicate));
+    CheckSame(index, model);
+    // Still a working index: inserts and erases go on from there.
+    if (!model.empty()) {
+      index.erase(index.find(model.begin()->first));
+      model.erase(model.begin());
+    }
+    index.insert(prefix + "~")->record.size_bytes = 7;
+    model[prefix + "~"] = 7;
+    CheckSame(index, model);
+  }
+  ObjectIndex index;
+  std::vector<ObjectIndex::Node*> twice = {index.NewNode("b"), index.NewNode("a"),
+                                           index.NewNode("b")};
+  std::string duplicate;
+  CHECK(!index.Build(twice, &duplicate));
+  CHECK(duplicate == "b");
+  CHECK(index.empty());
+}
+
+TEST_CASE("nodes of every size, past the slab's largest too, are reused after erase") {
+  std::mt19937_64 rng(TestSeed("object index sizes"));
+  ObjectIndex index;
+  std::map<std::string, uint64_t> model;
+  for (int step = 0; step < 20000; ++step) {
+    // Lengths from 1 to 1000 bytes: slab sizes and malloc'd ones alike.
+    std::string key = std::to_string(rng() % 500) + std::string(rng() % 1000, 'x');
+    if (auto m = model.find(key); m != model.end()) {
+      index.erase(index.find(key));
+      model.erase(m);
+    } else {
+      auto it = index.insert(key);
+      it->record.size_bytes = step;
+      it->record.SetBuffers(std::vector<uint64_t>(1 + step % 3, 64).data(), 1 + step % 3);
+      model[key] = step;
+    }
+  }
+  CheckSame(index, model);
+}
+
+TEST_CASE("node levels follow the key: about 3 in 4 keys have one level") {
+  size_t one = 0;
+  for (int i = 0; i < 40000; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    const uint32_t levels = ObjectIndex::LevelsOf(key);
+    CHECK(levels >= 1);
+    CHECK(levels <= ObjectIndex::kMaxLevels);
+    CHECK(levels == ObjectIndex::LevelsOf(key));
+    if (levels == 1) ++one;
+  }
+  CHECK(one > 28000);  // 30000 expected; 28000 is over 20 standard deviations off
+  CHECK(one < 32000);
+}
