@@ -13,7 +13,7 @@ PACKAGES=(
   build-essential meson ninja-build pkg-config file
   libcli11-dev libtomlplusplus-dev doctest-dev libsqlite3-dev zlib1g-dev libssl-dev
   libibverbs-dev librdmacm-dev libnl-3-dev libnl-route-3-dev
-  openssl python3 groff-base groff curl iproute2 nftables redis-server dpkg-dev prometheus
+  openssl procps python3 groff-base groff curl iproute2 nftables redis-server dpkg-dev prometheus
   debhelper lintian systemd zsh bash-completion python3-yaml python3-kubernetes
   clang libclang-rt-14-dev
   pybind11-dev python3-pybind11 python3-dev python3-pytest python3-mesonpy python3-redis python3-pip

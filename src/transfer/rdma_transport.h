@@ -10,6 +10,7 @@
 #include <string>
 
 #include "net/stream_io.h"
+#include "net/tls.h"
 #include "transfer/rdma_engine.h"
 #include "transfer/transport.h"
 #include "transfer/verbs.h"

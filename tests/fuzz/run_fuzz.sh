@@ -50,7 +50,7 @@ srcs[data_wire_fuzz]="src/transfer/data_protocol.cc src/transfer/access.cc
 libs[data_wire_fuzz]="-lcrypto"
 srcs[metadata_http_fuzz]="src/metadata/metadata_server.cc src/metadata/kv_store.cc
                           src/metadata/sqlite_durability.cc src/storage/sqlite_db.cc $crypto"
-libs[metadata_http_fuzz]="-lsqlite3 -lcrypto"
+libs[metadata_http_fuzz]="-lsqlite3 -lssl -lcrypto"
 srcs[descriptor_fuzz]="src/store/segment_descriptor.cc src/common/json_escape.cc $config"
 srcs[config_toml_fuzz]="$config"
 srcs[config_json_fuzz]="$config"
@@ -65,7 +65,7 @@ mkdir -p "$build_dir"
   echo "cflags = -std=c++20 -O1 -gline-tables-only -fno-omit-frame-pointer" \
        "-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
        "-I$src/src -isystem $src/subprojects/cpp-httplib -DTOML_HEADER_ONLY=1" \
-       "-DCPPHTTPLIB_THREAD_POOL_COUNT=8 -Wno-unused-command-line-argument"
+       "-DCPPHTTPLIB_THREAD_POOL_COUNT=8 -DCPPHTTPLIB_OPENSSL_SUPPORT -Wno-unused-command-line-argument"
   echo "rule cxx"
   echo "  command = \$cxx \$cflags -MMD -MF \$out.d -c \$in -o \$out"
   echo "  depfile = \$out.d"

@@ -28,6 +28,9 @@ unit_dir = os.path.join(root, "lib/systemd/system")
 shutil.copytree("/lib/systemd/system", unit_dir, symlinks=True)
 os.makedirs(os.path.join(root, "usr/bin"))
 shutil.copy(BIN, os.path.join(root, "usr/bin/mooncake"))
+# ExecReload= runs /bin/kill (procps, a dependency of the package).
+os.makedirs(os.path.join(root, "bin"))
+shutil.copy(shutil.which("kill") or "/bin/kill", os.path.join(root, "bin/kill"))
 for page in glob.glob(os.path.join(SRC, "man", "*.[157]")):
     section_dir = os.path.join(root, "usr/share/man", "man" + page[-1])
     os.makedirs(section_dir, exist_ok=True)
