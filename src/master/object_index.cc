@@ -6,19 +6,14 @@
 #include <functional>
 #include <new>
 
+#include "eviction/table.h"
+
 namespace mc::master {
 
 namespace {
 // splitmix64's finalizer over the library's string hash: every bit of the
 // result depends on every byte, so trailing zeros are as likely as coin tosses.
-uint64_t Mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
+uint64_t Mix(uint64_t x) { return eviction::MixBits(x); }
 }  // namespace
 
 ObjectIndex::ObjectIndex() = default;
