@@ -1,14 +1,26 @@
 #!/usr/bin/env bash
-# The standard benchmark suite of mooncake (issue 6): starts a fresh local
-# cluster (master + one store, loopback, free ports) and a local redis-server
-# for every run, runs the standard workloads with `mooncake bench --json`, and
-# writes a markdown table (medians of RUNS runs) with the machine described.
-# Every process it starts is stopped by its pid, also on error or Ctrl-C.
+# The standard benchmark suite of mooncake (issues 6 and 21): starts a fresh
+# local cluster (master + one store, loopback, free ports) and a local
+# redis-server for every run, runs the standard workloads with
+# `mooncake bench --json`, the data plane against this machine's ceilings
+# (scripts/bench_dataplane.sh) and the master at scale
+# (scripts/bench_master_scale.sh), and writes markdown (medians of RUNS
+# runs) with the machine described. Every process it starts is stopped by
+# its pid, also on error or Ctrl-C.
 #
 #   scripts/bench_suite.sh [OUT.md]          (default: bench-results.md)
+#   scripts/bench_suite.sh --readme          regenerate README.md's
+#                                            performance section in place
+#
+# The 4 KiB batch-32 workloads run the master in each durability mode beside
+# the Redis persistence it compares with: `--fsync always` and `--fsync
+# everysec` (the default) against Redis `--appendonly yes --appendfsync
+# everysec`, and `--data-dir none` against Redis without persistence; the
+# table names both in every row.
 #
 # Environment: MOONCAKE_BIN (default build/src/cli/mooncake), RUNS (3),
-# DURATION per operation (3s), TRACE (../shared/traces/synthetic_trace.jsonl),
+# DURATION per operation (3s), THREADS of the 4 KiB workloads (2),
+# TRACE (../shared/traces/synthetic_trace.jsonl),
 # BLOCK_SIZE of the trace replay (64kb), SEGMENT of the store (2gb),
 # TRACE_LEASE: the master's read lease during trace replays (100ms; a lease
 # blocks eviction, and the default 10 s would leave a small pool nothing to
@@ -20,11 +32,20 @@
 # on a store with --no-hugepages, so both figures are in the table.
 # TRACE_RUNS: replays per pool size and watermark (default RUNS; fresh random
 # key names each time, so the eviction policy's hash sample differs).
-# ONLY=trace runs the trace replays alone (eviction policy work).
+# SCALE_OBJECTS: objects for the master at scale (default 10000000; 0 skips).
+# ONLY: a comma-separated subset of the parts to run: workloads, dataplane,
+# scale, trace (default all of them; ONLY=trace runs the trace replays alone,
+# for eviction policy work).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-out=${1:-bench-results.md}
+readme=""
+if [ "${1:-}" = --readme ]; then
+  readme=$here/README.md
+  out=$(mktemp /tmp/mooncake-bench-suite-out.XXXXXX.md)
+else
+  out=${1:-bench-results.md}
+fi
 bin=${MOONCAKE_BIN:-$here/build/src/cli/mooncake}
 runs=${RUNS:-3}
 duration=${DURATION:-3s}
@@ -33,8 +54,15 @@ block_size=${BLOCK_SIZE:-64kb}
 segment=${SEGMENT:-2gb}
 trace_lease=${TRACE_LEASE:-100ms}
 trace_runs=${TRACE_RUNS:-$runs}
-only=${ONLY:-}
-case $only in ""|trace) ;; *) echo "bench_suite: ONLY must be empty or trace, not '$only'" >&2; exit 2 ;; esac
+threads=${THREADS:-2}
+scale_objects=${SCALE_OBJECTS:-10000000}
+only=${ONLY:-workloads,dataplane,scale,trace}
+for part in ${only//,/ }; do
+  case $part in workloads|dataplane|scale|trace) ;;
+    *) echo "bench_suite: ONLY takes workloads, dataplane, scale and trace, not '$part'" >&2; exit 2 ;;
+  esac
+done
+runs_part() { [[ ,$only, == *,$1,* ]]; }
 hugepages=${HUGEPAGES:-auto}
 case $hugepages in auto|off) ;; *) echo "bench_suite: HUGEPAGES must be auto or off, not '$hugepages'" >&2; exit 2 ;; esac
 work=$(mktemp -d /tmp/mooncake-bench-suite.XXXXXX)
@@ -81,16 +109,32 @@ print(int(m.group(1)) * 1024 ** ' kmgt'.index((m.group(2) or ' ')[0]))" "$1"
 
 # start_cluster SEGMENT [MASTER-FLAGS...]: master with its metadata server,
 # one store (with $store_flags), redis. Sets store_pages to the kind of pages
-# the store's segment got.
+# the store's segment got. $persistence picks both sides' durability:
+#   none:     master --data-dir none,  Redis without persistence;
+#   always:   master --fsync always,   Redis --appendonly yes --appendfsync everysec;
+#   everysec: master --fsync everysec, the same Redis;
+# each durable run in a fresh directory under the work directory.
 store_flags=()
+persistence=none
+fresh_dirs=0
 start_cluster() {
-  local rpc metrics meta
+  local rpc metrics meta master_persist redis_persist
   rpc=$(free_port); metrics=$(free_port); meta=$(free_port); redis_port=$(free_port)
   export MOONCAKE_MASTER=127.0.0.1:$rpc
   export MOONCAKE_TE_META_DATA_SERVER=http://127.0.0.1:$meta/metadata
+  fresh_dirs=$((fresh_dirs + 1))
+  case $persistence in
+    none)
+      master_persist=(--data-dir none)
+      redis_persist=(--save "" --appendonly no) ;;
+    always|everysec)
+      mkdir -p "$work/state.$fresh_dirs" "$work/redis.$fresh_dirs"
+      master_persist=(--data-dir "$work/state.$fresh_dirs" --fsync "$persistence")
+      redis_persist=(--save "" --appendonly yes --appendfsync everysec --dir "$work/redis.$fresh_dirs") ;;
+  esac
   "$bin" master --port "$rpc" --metrics-port "$metrics" --rpc-address 127.0.0.1 \
     --enable-http-metadata-server --http-metadata-server-host 127.0.0.1 \
-    --http-metadata-server-port "$meta" --data-dir none "${@:2}" >>"$work/master.log" 2>&1 &
+    --http-metadata-server-port "$meta" "${master_persist[@]}" "${@:2}" >>"$work/master.log" 2>&1 &
   pids+=($!)
   wait_for master curl -sf "http://127.0.0.1:$metrics/health"
   local prefaulted
@@ -103,7 +147,7 @@ start_cluster() {
     "[ \$(grep -c 'segment prefaulted' '$work/store.log') -gt ${prefaulted:-0} ]"
   # Its "store ready" line came before, so the last one is this store's.
   store_pages=$(grep -o ', [a-z-]* pages) mounted' "$work/store.log" | tail -n1 | cut -d' ' -f2)
-  redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no \
+  redis-server --port "$redis_port" --bind 127.0.0.1 "${redis_persist[@]}" \
     >>"$work/redis.log" 2>&1 &
   pids+=($!)
   wait_for redis-server redis-cli -p "$redis_port" ping
@@ -123,6 +167,7 @@ run_case() {
     echo "== $name (run $i/$runs): mooncake bench $* ${extra[*]}" >&2
     "$bin" bench "$@" "${extra[@]}" --json "$work/$name.$i.json" >>"$work/bench.log"
     echo "$store_pages" >"$work/$name.$i.pages"
+    echo "$persistence" >"$work/$name.$i.persistence"
     stop_all
   done
 }
@@ -144,10 +189,17 @@ warm_ops=$(( 2 * segment_bytes / (4 << 20) ))
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
-if [ "$only" != trace ]; then
+if runs_part workloads; then
 run_case put_get_4m_same_host redis --op put,get --value-size 4mb --duration "$duration"
 run_case put_get_4m_tcp redis --op put,get --value-size 4mb --duration "$duration" --no-shm
-run_case put_get_4k_b32 redis --op put,get --value-size 4kb --batch 32 --duration "$duration"
+# Small objects: the master in each durability mode against the Redis
+# persistence it compares with, on both paths.
+small=(--op put,get --value-size 4kb --batch 32 --threads "$threads" --duration "$duration")
+for persistence in everysec always none; do
+  run_case "put_get_4k_b32_$persistence" redis "${small[@]}"
+  run_case "put_get_4k_b32_tcp_$persistence" redis "${small[@]}" --no-shm
+done
+persistence=none
 store_flags=(--no-hugepages)
 run_case put_get_4m_same_host_small redis --op put,get --value-size 4mb --duration "$duration"
 run_case put_get_4m_tcp_small redis --op put,get --value-size 4mb --duration "$duration" --no-shm
@@ -158,7 +210,20 @@ for t in 1 8; do
       --threads "$t" --batch "$b" --duration "$duration"
   done
 done
+fi
 
+# The data plane against the loopback TCP ceiling and memcpy, and the master
+# at scale: their own scripts, each with its own cluster; their output goes
+# into the report as printed.
+if runs_part dataplane; then
+  echo "== scripts/bench_dataplane.sh reps=$runs" >&2
+  MOONCAKE_BIN=$bin bash "$here/scripts/bench_dataplane.sh" "reps=$runs" >"$work/dataplane.txt" 2>&1 ||
+    echo "bench_suite: bench_dataplane.sh failed (its output is in the report)" >&2
+fi
+if runs_part scale && [ "$scale_objects" -gt 0 ]; then
+  echo "== scripts/bench_master_scale.sh $scale_objects" >&2
+  MOONCAKE_BIN=$bin bash "$here/scripts/bench_master_scale.sh" "$scale_objects" >"$work/scale.txt" 2>&1 ||
+    echo "bench_suite: bench_master_scale.sh failed (its output is in the report)" >&2
 fi
 
 # Trace replay: pools of 2048..16384 blocks, one fresh cluster each.
@@ -168,6 +233,7 @@ block_bytes=$(bytes_of "$block_size")
 # wait) and with 1.0 (evict only when a put needs room), which gives the
 # policy the whole pool, the capacity the exact-LRU figure is computed for.
 for i in $(seq "$trace_runs"); do
+runs_part trace || break
 for blocks in 2048 4096 8192 16384; do
   for wm in 0.9 1.0; do
     start_cluster "$((blocks * block_bytes))" --default-kv-lease-ttl "$trace_lease" \
@@ -182,5 +248,23 @@ done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
 python3 "$here/scripts/bench_table.py" "$work" "$runs" "$duration" "$started" "$load_start" \
-  "$load_end" "$trace" "$block_size" "$trace_lease" "$trace_runs" >"$out"
-echo "bench_suite: wrote $out (raw JSON and logs in $work)" >&2
+  "$load_end" "$trace" "$block_size" "$trace_lease" "$trace_runs" "$threads" >"$out"
+if [ -n "$readme" ]; then
+  # The generated part sits between two marker lines; the prose around it
+  # is kept.
+  python3 - "$readme" "$out" <<'PY'
+import sys
+readme, part = sys.argv[1], open(sys.argv[2]).read()
+begin, end = "<!-- bench_suite.sh: begin -->", "<!-- bench_suite.sh: end -->"
+text = open(readme).read()
+if begin not in text or end not in text:
+    sys.exit(f"bench_suite: {readme} has no {begin} ... {end} markers")
+head, rest = text.split(begin, 1)
+tail = rest.split(end, 1)[1]
+open(readme, "w").write(head + begin + "\n" + part.rstrip("\n") + "\n" + end + tail)
+PY
+  rm -f "$out"
+  echo "bench_suite: regenerated the performance section of $readme (raw JSON and logs in $work)" >&2
+else
+  echo "bench_suite: wrote $out (raw JSON and logs in $work)" >&2
+fi

@@ -3,6 +3,11 @@
 runs' `mooncake bench --json` files per workload. Called by bench_suite.sh:
 
   bench_table.py WORKDIR RUNS DURATION STARTED LOAD_START LOAD_END TRACE BLOCK_SIZE LEASE
+                 TRACE_RUNS THREADS
+
+It also copies the printed reports of bench_dataplane.sh and
+bench_master_scale.sh (dataplane.txt and scale.txt in WORKDIR) when the
+suite ran them.
 """
 import glob
 import json
@@ -11,8 +16,8 @@ import platform
 import statistics
 import sys
 
-work, runs, duration, started, load_start, load_end, trace, block_size, lease, trace_runs = \
-    sys.argv[1:11]
+work, runs, duration, started, load_start, load_end, trace, block_size, lease, trace_runs, threads = \
+    sys.argv[1:12]
 
 
 def machine():
@@ -61,13 +66,20 @@ def workload_tables():
           "in keys stored or found per second. The store backs its segment with huge pages when the "
           "system has them reserved (the suite reserves them when run as root, see mooncake-store(1)); "
           "the page kind each store got is beside the transfer path.\n")
-    print("| workload | op | mooncake keys/s | mooncake GB/s | p50 us | p99 us | hit % | redis keys/s "
-          "| redis GB/s | redis p50 us | redis p99 us | ratio |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for name, label in [("put_get_4m_same_host", "4 MiB, same-host"), ("put_get_4m_tcp", "4 MiB, TCP (--no-shm)"),
-                        ("put_get_4k_b32", "4 KiB, batch 32"),
-                        ("put_get_4m_same_host_small", "4 MiB, same-host, store --no-hugepages"),
-                        ("put_get_4m_tcp_small", "4 MiB, TCP (--no-shm), store --no-hugepages")]:
+    print("| workload | persistence: mooncake / redis | op | mooncake keys/s | mooncake GB/s | p50 us "
+          "| p99 us | hit % | redis keys/s | redis GB/s | redis p50 us | redis p99 us | ratio |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    persistence = {"none": "--data-dir none / none",
+                   "everysec": "--fsync everysec / AOF everysec",
+                   "always": "--fsync always / AOF everysec"}
+    small = f"4 KiB, batch 32, {threads} threads"
+    cases = [("put_get_4m_same_host", "4 MiB, same-host"), ("put_get_4m_tcp", "4 MiB, TCP (--no-shm)")]
+    for mode in ("everysec", "always", "none"):
+        cases += [(f"put_get_4k_b32_{mode}", small),
+                  (f"put_get_4k_b32_tcp_{mode}", small + ", TCP (--no-shm)")]
+    cases += [("put_get_4m_same_host_small", "4 MiB, same-host, store --no-hugepages"),
+              ("put_get_4m_tcp_small", "4 MiB, TCP (--no-shm), store --no-hugepages")]
+    for name, label in cases:
         docs = load(name)
         if not docs:
             continue
@@ -76,8 +88,11 @@ def workload_tables():
                         for f in glob.glob(os.path.join(work, f"{name}.*.pages"))})
         if pages:
             path += "; " + "/".join(pages) + " pages"
+        modes = sorted({open(f).read().strip()
+                        for f in glob.glob(os.path.join(work, f"{name}.*.persistence"))})
+        persist = "/".join(persistence.get(m, m) for m in modes) or "?"
         for op in ("put", "get"):
-            cells = [f"{label} ({path})", op]
+            cells = [f"{label} ({path})", persist, op]
             for target in ("mooncake", "redis"):
                 cells += [fmt(fig(docs, target, op, keys_per_s), ",.0f"),
                           fmt(fig(docs, target, op, lambda r: r["bytes_per_s"] / 1e9), ".2f"),
@@ -108,7 +123,26 @@ def workload_tables():
 if glob.glob(os.path.join(work, "put_get_*.json")) or glob.glob(os.path.join(work, "metadata_*.json")):
     workload_tables()
 else:
-    print("The workloads did not run (ONLY=trace).")
+    print("The workloads did not run (ONLY left them out).")
+
+
+def printed(file, title):
+    path = os.path.join(work, file)
+    if not os.path.exists(path):
+        return
+    print(f"\n{title}\n")
+    print("```")
+    print(open(path).read().rstrip("\n"))
+    print("```")
+
+
+printed("dataplane.txt", f"Data plane: `scripts/bench_dataplane.sh reps={runs}` (4 MiB and 64 MiB "
+        "objects, one client, beside the loopback TCP ceiling and memcpy measured in the same run; "
+        "medians of its runs), as it printed:")
+printed("scale.txt", "The master at scale: `scripts/bench_master_scale.sh` (resident memory per "
+        "object and start-up to serving from the durable journal), as it printed:")
+if not glob.glob(os.path.join(work, "trace_*.json")):
+    sys.exit(0)
 
 print(f"\nTrace replay of `{os.path.basename(trace)}` with {block_size} blocks, {trace_runs} "
       f"run(s) per pool size and high watermark, each on a fresh cluster with fresh key names, "
