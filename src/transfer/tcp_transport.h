@@ -6,7 +6,8 @@
 // connections carry in parallel, each
 // chunk moved by one large send/recv straight from/into the caller's buffer.
 // Each connection keeps two requests in flight, so it never idles waiting
-// for an acknowledgement.
+// for an acknowledgement. A batch of small ops (kPipelinedBatchBytes) is not
+// striped: each store's ops go pipelined on one connection (RunPipelined).
 // A batch is flattened into the same chunk list. A chunk that fails on a
 // reused connection (e.g. the server closed it while idle) is retried once on
 // a fresh one, which is safe because WRITE and READ are idempotent.
