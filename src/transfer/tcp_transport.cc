@@ -337,7 +337,7 @@ class BufferedReader {
   Status Read(void* dst, size_t n) {
     auto* out = static_cast<uint8_t*>(dst);
     const size_t have = std::min(n, end_ - begin_);
-    std::memcpy(out, buf_.data() + begin_, have);
+    if (have > 0) std::memcpy(out, buf_.data() + begin_, have);
     begin_ += have;
     out += have;
     n -= have;
