@@ -555,7 +555,8 @@ void ClientImpl::ReleaseLeases(
     std::vector<msg::KeyRequest>& reqs,
     const std::vector<msg::BatchItem<msg::GetReplicaListReply>>& lists) {
   // Done reading: the master may evict these now rather than at the end of
-  // their leases. Sent without waiting; if it is lost the leases run out.
+  // their leases. Sent without waiting, in front of the next request (or
+  // within a millisecond; rpc/client.h); if it is lost the leases run out.
   size_t granted = 0;
   for (size_t i = 0; i < reqs.size(); ++i) {
     if (!lists[i].status.ok()) continue;
@@ -564,8 +565,7 @@ void ClientImpl::ReleaseLeases(
   }
   if (granted == 0) return;
   reqs.resize(granted);
-  Status st = link_->ReleaseLeases(reqs);
-  if (!st.ok()) MC_LOG(DEBUG) << "releasing read leases: " << st.ToString();
+  link_->ReleaseLeasesSoon(reqs);
 }
 
 std::vector<Result<std::vector<uint8_t>>> ClientImpl::BatchGet(const std::vector<std::string>& keys) {

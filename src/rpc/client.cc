@@ -10,6 +10,7 @@
 
 #include "proto/auth.h"
 #include "proto/handshake.h"
+#include "common/log.h"
 
 namespace mc::rpc {
 
@@ -62,12 +63,33 @@ struct MasterClient::Conn {
   }
   void Consume(const FrameHeader& h) { begin += kFrameHeaderBytes + h.payload_bytes; }
 
-  Status Send(Opcode op, uint64_t id, std::string_view payload, uint64_t deadline_us) {
-    scratch.resize(kFrameHeaderBytes);
+  // Appends one frame to `scratch`.
+  void Frame(Opcode op, uint64_t id, std::string_view payload) {
+    const size_t at = scratch.size();
+    scratch.resize(at + kFrameHeaderBytes);
     FrameHeader h{kProtocolVersion, 0, op, static_cast<uint32_t>(payload.size()), id};
-    EncodeFrameHeader(h, reinterpret_cast<uint8_t*>(scratch.data()));
+    EncodeFrameHeader(h, reinterpret_cast<uint8_t*>(scratch.data() + at));
     scratch.append(payload);
+  }
+
+  // Sends `before` (notifications) and then the frame, in one write.
+  Status Send(Opcode op, uint64_t id, std::string_view payload, uint64_t deadline_us,
+              const std::vector<std::pair<Opcode, std::string>>& before = {}) {
+    scratch.clear();
+    for (const auto& [nop, npayload] : before) Frame(nop, next_request_id++, npayload);
+    Frame(op, id, payload);
     return net::WriteAll(stream(), scratch, deadline_us);
+  }
+
+  // Waits (once) for the reply to a request just sent to start arriving, so
+  // the read that follows finds it rather than failing with EAGAIN first.
+  // A TLS stream, or bytes already buffered, need no wait.
+  void AwaitReply(uint64_t deadline_us) const {
+    if (ssl != nullptr || end > begin) return;
+    const uint64_t now = net::MonotonicUs();
+    if (now >= deadline_us) return;
+    pollfd p{fd, POLLIN, 0};
+    (void)::poll(&p, 1, static_cast<int>(std::min<uint64_t>((deadline_us - now + 999) / 1000, 1u << 30)));
   }
 
   // An idle connection with something to read was closed (or told off) by
@@ -80,7 +102,98 @@ struct MasterClient::Conn {
 };
 
 MasterClient::MasterClient(ClientOptions options) : options_(std::move(options)) {}
-MasterClient::~MasterClient() = default;
+
+MasterClient::~MasterClient() {
+  {
+    std::lock_guard<std::mutex> lock(defer_mu_);
+    stopping_ = true;
+  }
+  defer_cv_.notify_all();
+  if (flusher_.joinable()) flusher_.join();
+  Frames left = TakeDeferred();
+  if (!left.empty()) (void)SendOnIdle(left);
+}
+
+MasterClient::Frames MasterClient::TakeDeferred() {
+  std::lock_guard<std::mutex> lock(defer_mu_);
+  Frames out;
+  out.swap(deferred_);
+  return out;
+}
+
+bool MasterClient::SendOnIdle(const Frames& frames) {
+  std::unique_ptr<Conn> c;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (!idle_.empty() && c == nullptr) {
+      c = std::move(idle_.back());
+      idle_.pop_back();
+      if (!c->LooksAlive()) {
+        c.reset();
+        --open_;
+      }
+    }
+  }
+  if (c == nullptr) return false;
+  c->scratch.clear();
+  for (const auto& [op, payload] : frames) c->Frame(op, c->next_request_id++, payload);
+  Status st = net::WriteAll(c->stream(), c->scratch, net::MonotonicUs() + options_.rpc_timeout_us);
+  if (!st.ok()) MC_LOG(DEBUG) << "deferred notifications to " << options_.master << ": " << st.ToString();
+  Release(st.ok() ? std::move(c) : nullptr);
+  return true;
+}
+
+void MasterClient::FlushLoop() {
+  std::unique_lock<std::mutex> lock(defer_mu_);
+  while (!stopping_) {
+    if (deferred_.empty()) {
+      flusher_asleep_ = true;
+      defer_cv_.wait(lock, [this] { return stopping_ || !deferred_.empty(); });
+      flusher_asleep_ = false;
+      continue;
+    }
+    // Busy: wake when the oldest frame is due, with no notify per frame.
+    const uint64_t due = deferred_since_us_ + kDeferredNotifyUs;
+    const uint64_t now = net::MonotonicUs();
+    if (now < due) {
+      defer_cv_.wait_for(lock, std::chrono::microseconds(due - now));
+      continue;
+    }
+    Frames frames;
+    frames.swap(deferred_);
+    lock.unlock();
+    // No idle connection: every one is carrying a call, which will not take
+    // these; try again after another delay.
+    const bool sent = SendOnIdle(frames);
+    lock.lock();
+    if (!sent) {
+      frames.insert(frames.end(), std::make_move_iterator(deferred_.begin()),
+                    std::make_move_iterator(deferred_.end()));
+      deferred_.swap(frames);
+      deferred_since_us_ = net::MonotonicUs();
+    }
+  }
+}
+
+void MasterClient::ReleaseLeasesSoon(const msg::Batch<msg::KeyRequest>& req) {
+  std::string payload;
+  EncodePayload(req, &payload);
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(defer_mu_);
+    if (deferred_.size() < kMaxDeferredFrames && !stopping_) {
+      if (deferred_.empty()) deferred_since_us_ = net::MonotonicUs();
+      deferred_.emplace_back(Opcode::kReleaseLeases, std::move(payload));
+      if (!flusher_.joinable()) flusher_ = std::thread([this] { FlushLoop(); });
+      wake = flusher_asleep_;
+      payload.clear();
+    }
+  }
+  if (wake) defer_cv_.notify_one();
+  if (payload.empty()) return;
+  Status st = Notify(Opcode::kReleaseLeases, payload);  // the queue is full: now
+  if (!st.ok()) MC_LOG(DEBUG) << "releasing read leases: " << st.ToString();
+}
 
 Status MasterClient::Unavailable(const std::string& why) const {
   return Error(ErrorCode::RPC_FAIL, "master unavailable at " + options_.master + ": " + why);
@@ -230,8 +343,10 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::SendOne(Opcode op,
   // took several attempts (a master coming back, a partition healing) must
   // not leave the request no time at all and drop a good connection.
   *deadline_us = std::max(*deadline_us, net::MonotonicUs() + options_.rpc_timeout_us);
+  // Deferred notifications ride in front of this request.
+  Frames before = TakeDeferred();
   *id = c->next_request_id++;
-  Status st = c->Send(op, *id, payload, *deadline_us);
+  Status st = c->Send(op, *id, payload, *deadline_us, before);
   if (!st.ok()) return Dropped(op, st, "sending");
   return c;
 }
@@ -240,6 +355,7 @@ Result<std::string> MasterClient::Call(Opcode op, std::string_view request_paylo
   uint64_t deadline = net::MonotonicUs() + options_.rpc_timeout_us;
   uint64_t id = 0;
   MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, SendOne(op, request_payload, &deadline, &id));
+  c->AwaitReply(deadline);
   for (;;) {
     auto h = c->ReadFrame(deadline);
     if (!h.ok()) return Dropped(op, h.status(), "waiting for the reply");

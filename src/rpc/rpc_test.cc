@@ -462,6 +462,28 @@ TEST_CASE("a notification (ReleaseLeases) gets no reply, even when it fails, and
   CHECK(ts.server->stats().accepted == 2);  // the raw peer and one pooled connection
 }
 
+TEST_CASE("a deferred ReleaseLeases goes in front of the next call, alone when none comes, or at close") {
+  TestServer ts;
+  // One connection: whether the release rides with the call or the flusher
+  // sent it first, it is ahead of the call on that connection, and the
+  // master handles a connection's frames in order.
+  ClientOptions o = ts.Client();
+  o.max_connections = 1;
+  {
+    MasterClient c(o);
+    REQUIRE(c.ExistKey({{1, 2}, "x"}).ok());
+    c.ReleaseLeasesSoon({{{1, 2}, "a"}, {{1, 2}, "b"}});
+    REQUIRE(c.ExistKey({{1, 2}, "x"}).ok());
+    CHECK(ts.handler.released == 2);  // handled before the call it preceded
+    c.ReleaseLeasesSoon({{{1, 2}, "c"}});
+    // No call follows: the flusher sends it on the idle connection.
+    CHECK(WaitUntil([&] { return ts.handler.released == 3; }));
+    c.ReleaseLeasesSoon({{{1, 2}, "d"}});
+  }  // destroyed at once: what is still queued goes out on close
+  CHECK(WaitUntil([&] { return ts.handler.released == 4; }));
+  CHECK(ts.server->stats().accepted == 1);
+}
+
 TEST_CASE("requests pipeline on one connection and replies come back in order") {
   TestServer ts;
   Raw raw(ts.address());

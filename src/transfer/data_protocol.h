@@ -36,6 +36,9 @@
 //   u32 magic "MCTR" | i32 status (ErrorCode) | u64 request_id | u64 length
 //   status OK: `length` data bytes follow for READ, 0 otherwise.
 //   status < 0: `length` (<= 512) bytes of UTF-8 message follow.
+// Requests may be pipelined; replies come in order, possibly several per
+// write, each as if its request had been served alone (a READ before a
+// WRITE of the same range carries the old bytes).
 // A WRITE is acknowledged only once all its bytes are in segment memory. A
 // refused WRITE whose header was well-formed has its payload drained so the
 // connection stays usable; a malformed header (bad magic, unknown op, length

@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "common/capability.h"
@@ -75,17 +76,6 @@ Status SendReply(net::Stream fd, uint64_t request_id, const Status& st, const vo
   return net::SendAllV(fd, iov, iov[1].iov_len > 0 ? 2 : 1);
 }
 
-// Reads and discards `len` payload bytes of a refused WRITE.
-Status Drain(net::Stream fd, uint64_t len) {
-  std::vector<uint8_t> scratch(std::min<uint64_t>(len, kDrainChunkBytes));
-  while (len > 0) {
-    size_t n = std::min<uint64_t>(len, scratch.size());
-    MC_RETURN_IF_ERROR(net::RecvAll(fd, scratch.data(), n));
-    len -= n;
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 namespace {
@@ -108,6 +98,118 @@ Result<int> Listen(const TcpDataServerOptions& o) {
 }
 
 }  // namespace
+
+// One connection's I/O. Requests are read through a buffer, so one recv
+// brings every request a pipelining client sent at once; replies are queued
+// and leave in one sendmsg when no further request is already buffered (or
+// the queue is full). Before anything that may block (a recv, a poll) the
+// queue is flushed, so a client waiting for a reply is never kept waiting by
+// the server waiting for it. On TLS nothing is buffered (OpenSSL buffers
+// itself), and replies are sent one by one.
+class TcpDataServer::ConnIo {
+ public:
+  static constexpr size_t kBufferBytes = 64u << 10;
+  static constexpr size_t kDirectBytes = 32u << 10;  // larger reads bypass the buffer
+  static constexpr size_t kMaxQueued = 64;
+  static constexpr uint64_t kMaxQueuedBytes = 1u << 20;
+
+  explicit ConnIo(net::Stream s) : s_(s), buf_(s.ssl == nullptr ? kBufferBytes : 0) {}
+  net::Stream stream() const { return s_; }
+  // Bytes of requests already received and not yet read.
+  bool buffered() const { return end_ > begin_; }
+  // At least `bytes` are buffered.
+  bool HasBuffered(size_t bytes) const { return end_ - begin_ >= bytes; }
+
+  Status Read(void* dst, size_t n) {
+    auto* out = static_cast<uint8_t*>(dst);
+    const size_t have = std::min(n, end_ - begin_);
+    if (have > 0) std::memcpy(out, buf_.data() + begin_, have);
+    begin_ += have;
+    out += have;
+    n -= have;
+    if (n == 0) return Status::Ok();
+    MC_RETURN_IF_ERROR(Flush());
+    if (n >= kDirectBytes || buf_.empty()) return net::RecvAll(s_, out, n);
+    begin_ = end_ = 0;
+    while (end_ < n) {
+      ssize_t got = recv(s_.fd, buf_.data() + end_, buf_.size() - end_, 0);
+      if (got == 0) return Error(ErrorCode::TRANSFER_FAIL, "peer closed the connection");
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          return Error(ErrorCode::RPC_TIMEOUT, "recv timed out");
+        }
+        return Error(ErrorCode::TRANSFER_FAIL, std::string("recv: ") + std::strerror(errno));
+      }
+      end_ += static_cast<size_t>(got);
+    }
+    std::memcpy(out, buf_.data(), n);
+    begin_ = n;
+    return Status::Ok();
+  }
+
+  // Reads and discards `len` payload bytes of a refused WRITE.
+  Status Drain(uint64_t len) {
+    std::vector<uint8_t> scratch(std::min<uint64_t>(len, kDrainChunkBytes));
+    while (len > 0) {
+      size_t n = std::min<uint64_t>(len, scratch.size());
+      MC_RETURN_IF_ERROR(Read(scratch.data(), n));
+      len -= n;
+    }
+    return Status::Ok();
+  }
+
+  // Queues the reply with `st` (OK with `data_len` bytes from `data`, which
+  // must stay valid until the flush, or an error message).
+  Status Reply(uint64_t request_id, const Status& st, const void* data, uint64_t data_len) {
+    if (n_ == kMaxQueued || queued_bytes_ + data_len > kMaxQueuedBytes) MC_RETURN_IF_ERROR(Flush());
+    wire::Reply reply;
+    reply.status = static_cast<int32_t>(st.code());
+    reply.request_id = request_id;
+    iovec body{const_cast<void*>(data), data_len};
+    if (!st.ok()) {
+      msgs_[n_] = st.message().substr(0, wire::kMaxErrorMessageBytes);
+      body = {msgs_[n_].data(), msgs_[n_].size()};
+    }
+    reply.length = body.iov_len;
+    wire::EncodeReply(reply, hdrs_[n_]);
+    iov_[iovcnt_++] = {hdrs_[n_], wire::kReplyBytes};
+    if (body.iov_len > 0) iov_[iovcnt_++] = body;
+    queued_bytes_ += wire::kReplyBytes + body.iov_len;
+    holds_segment_bytes_ |= st.ok() && data_len > 0;
+    ++n_;
+    // Send now unless another whole request header is already here, to be
+    // answered in the same sendmsg.
+    if (buf_.empty() || !HasBuffered(wire::kRequestBytes)) return Flush();
+    return Status::Ok();
+  }
+
+  Status Flush() {
+    if (iovcnt_ == 0) return Status::Ok();
+    Status st = net::SendAllV(s_, iov_, iovcnt_);
+    n_ = 0;
+    iovcnt_ = 0;
+    queued_bytes_ = 0;
+    holds_segment_bytes_ = false;
+    return st;
+  }
+
+  // Before a WRITE lands: a queued READ reply points at segment memory, and
+  // must carry the bytes as they were when it was served.
+  Status BeforeSegmentWrite() { return holds_segment_bytes_ ? Flush() : Status::Ok(); }
+
+ private:
+  net::Stream s_;
+  std::vector<uint8_t> buf_;
+  size_t begin_ = 0, end_ = 0;
+  uint8_t hdrs_[kMaxQueued][wire::kReplyBytes];
+  std::string msgs_[kMaxQueued];
+  iovec iov_[2 * kMaxQueued];
+  int iovcnt_ = 0;
+  size_t n_ = 0;
+  uint64_t queued_bytes_ = 0;
+  bool holds_segment_bytes_ = false;
+};
 
 Result<std::unique_ptr<TcpDataServer>> TcpDataServer::Start(uint8_t* base, uint64_t size_bytes,
                                                             AccessCheck check,
@@ -323,10 +425,13 @@ void TcpDataServer::Serve(Conn* conn) {
     alive = net::SendAll(fd, buf, sizeof(buf)).ok();
   }
   if (alive && !options_.auth_token.empty()) alive = Authenticate(fd, hello.nonce);
+  ConnIo io(fd);
   while (alive && !stopping_.load()) {
+    // Bytes OpenSSL already decrypted are not in the socket for poll to see,
+    // nor are requests already in our buffer.
+    const bool buffered = io.buffered() || (ssl != nullptr && SSL_has_pending(ssl.get()) == 1);
+    if (!buffered && !io.Flush().ok()) break;
     pollfd pfd{fd.fd, POLLIN, 0};
-    // Bytes OpenSSL already decrypted are not in the socket for poll to see.
-    const bool buffered = ssl != nullptr && SSL_has_pending(ssl.get()) == 1;
     int pr = buffered ? 1
                       : poll(&pfd, 1, options_.idle_timeout_ms > 0 ? options_.idle_timeout_ms : -1);
     if (pr == 0) {
@@ -335,7 +440,7 @@ void TcpDataServer::Serve(Conn* conn) {
     }
     uint8_t hdr[wire::kRequestBytes];
     wire::Request req;
-    Status st = net::RecvAll(fd, hdr, sizeof(hdr));
+    Status st = io.Read(hdr, sizeof(hdr));
     if (!st.ok()) break;  // peer closed or stalled: nothing to answer
     st = wire::DecodeRequest(hdr, &req);
     if (!st.ok() && ssl == nullptr && net::LooksLikeTls(hdr, sizeof hdr)) {
@@ -345,36 +450,38 @@ void TcpDataServer::Serve(Conn* conn) {
       break;
     }
     if (st.ok()) {
-      alive = Handle(fd, conn->id, req);
+      alive = Handle(io, conn->id, req);
     } else {
       counters_->protocol_errors.fetch_add(1);
       MC_LOG(WARN) << "closing connection from " << PeerName(fd) << ": " << st.message();
-      (void)SendReply(fd, 0, st, nullptr, 0);
+      (void)io.Reply(0, st, nullptr, 0);
       alive = false;
     }
   }
+  (void)io.Flush();  // answers queued before a close still go out
   if (options_.rdma != nullptr) options_.rdma->Release(conn->id);
   shutdown(fd.fd, SHUT_RDWR);
   conn->done.store(true);
 }
 
-bool TcpDataServer::HandleRdma(net::Stream fd, uint64_t conn_id, const wire::Request& req) {
+bool TcpDataServer::HandleRdma(ConnIo& io, uint64_t conn_id, const wire::Request& req) {
+  const net::Stream fd = io.stream();
   const bool connect = req.op == static_cast<uint16_t>(wire::Op::kRdmaConnect);
   const uint64_t max_len = connect ? wire::kMaxRdmaConnectBytes : 0;
   if (req.length > max_len) {
     counters_->protocol_errors.fetch_add(1);
-    (void)SendReply(fd, req.request_id,
-                    Error(ErrorCode::PROTOCOL_ERROR, "RDMA request of " +
+    (void)io.Reply(req.request_id,
+                   Error(ErrorCode::PROTOCOL_ERROR, "RDMA request of " +
                                                          std::to_string(req.length) + " bytes"),
                     nullptr, 0);
     return false;
   }
   std::string payload(req.length, '\0');
-  if (!net::RecvAll(fd, payload.data(), payload.size()).ok()) return false;
+  if (!io.Read(payload.data(), payload.size()).ok()) return false;
   if (options_.rdma == nullptr) {
-    return SendReply(fd, req.request_id,
-                     Error(ErrorCode::NOT_SUPPORTED, "this store serves no RDMA (protocol tcp)"),
-                     nullptr, 0)
+    return io.Reply(req.request_id,
+                    Error(ErrorCode::NOT_SUPPORTED, "this store serves no RDMA (protocol tcp)"),
+                    nullptr, 0)
         .ok();
   }
   std::string out;
@@ -392,39 +499,41 @@ bool TcpDataServer::HandleRdma(net::Stream fd, uint64_t conn_id, const wire::Req
       MC_LOG(WARN) << "RDMA connect from " << PeerName(fd) << ": " << st.ToString();
     }
   }
-  return SendReply(fd, req.request_id, st, out.data(), out.size()).ok();
+  // `out` dies with this call: its reply leaves now.
+  return io.Reply(req.request_id, st, out.data(), out.size()).ok() && io.Flush().ok();
 }
 
-bool TcpDataServer::Handle(net::Stream fd, uint64_t conn_id, const wire::Request& req) {
+bool TcpDataServer::Handle(ConnIo& io, uint64_t conn_id, const wire::Request& req) {
+  const net::Stream fd = io.stream();
   if (req.op == static_cast<uint16_t>(wire::Op::kRdmaDescribe) ||
       req.op == static_cast<uint16_t>(wire::Op::kRdmaConnect)) {
-    return HandleRdma(fd, conn_id, req);
+    return HandleRdma(io, conn_id, req);
   }
   const RequestVerdict verdict = ScreenRequest(req, size_bytes_, options_.max_frame_bytes, check_);
   const bool is_write = verdict.op == OpKind::kWrite;
   if (verdict.action == RequestVerdict::Action::kClose) {
     counters_->protocol_errors.fetch_add(1);
     MC_LOG(WARN) << "closing connection from " << PeerName(fd) << ": " << verdict.status.message();
-    (void)SendReply(fd, req.request_id, verdict.status, nullptr, 0);
+    (void)io.Reply(req.request_id, verdict.status, nullptr, 0);
     return false;
   }
   if (verdict.action == RequestVerdict::Action::kRefuse) {
     counters_->refused_requests.fetch_add(1);
     LogRefusal(fd, verdict.op, verdict.status);
-    if (is_write && !Drain(fd, req.length).ok()) return false;
-    return SendReply(fd, req.request_id, verdict.status, nullptr, 0).ok();
+    if (is_write && !io.Drain(req.length).ok()) return false;
+    return io.Reply(req.request_id, verdict.status, nullptr, 0).ok();
   }
   uint8_t* range = base_ + req.offset;
   // Counters move before the reply so a client that saw the reply also sees them.
   if (is_write) {
-    if (!net::RecvAll(fd, range, req.length).ok()) return false;
+    if (!io.BeforeSegmentWrite().ok() || !io.Read(range, req.length).ok()) return false;
     counters_->bytes_written.fetch_add(req.length);
     counters_->served.fetch_add(1);
-    return SendReply(fd, req.request_id, Status::Ok(), nullptr, 0).ok();
+    return io.Reply(req.request_id, Status::Ok(), nullptr, 0).ok();
   }
   counters_->bytes_read.fetch_add(req.length);
   counters_->served.fetch_add(1);
-  return SendReply(fd, req.request_id, Status::Ok(), range, req.length).ok();
+  return io.Reply(req.request_id, Status::Ok(), range, req.length).ok();
 }
 
 }  // namespace mc::transfer

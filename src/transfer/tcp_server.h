@@ -94,6 +94,7 @@ class TcpDataServer {
     uint64_t id = 0;
   };
   struct Counters;
+  class ConnIo;  // a connection's buffered reads and batched replies
 
   TcpDataServer() = default;
   void AcceptLoop();
@@ -104,8 +105,8 @@ class TcpDataServer {
   net::SslPtr AcceptTls(int fd);
   bool Authenticate(net::Stream fd, const std::array<uint8_t, wire::kNonceBytes>& nonce);
   // Serves one request after its header; false to close the connection.
-  bool Handle(net::Stream fd, uint64_t conn_id, const wire::Request& req);
-  bool HandleRdma(net::Stream fd, uint64_t conn_id, const wire::Request& req);
+  bool Handle(ConnIo& io, uint64_t conn_id, const wire::Request& req);
+  bool HandleRdma(ConnIo& io, uint64_t conn_id, const wire::Request& req);
   // Logs a refused request, at most kMaxRefusalLogsPerWindow per window.
   void LogRefusal(net::Stream fd, OpKind op, const Status& st);
 

@@ -163,3 +163,33 @@ TEST_CASE("with a token set, requests before authentication are refused") {
   CHECK(raw.ClosedByPeer());
   CHECK(store.server->stats().requests_served == 0);
 }
+
+TEST_CASE("pipelined requests are answered in order, a read before a write seeing the old bytes") {
+  Store store = Store::Make(1 << 20);
+  std::memset(store.segment->base(), 0x11, 4096);
+  Raw raw(store);
+  // READ [0, 4096), WRITE 0x22 over it, READ it again, all in one send: the
+  // server answers the first read from buffered requests, so its reply must
+  // not pick up the write that follows it.
+  std::vector<uint8_t> frame(3 * wire::kRequestBytes + 4096);
+  wire::EncodeRequest({kRead, 1, 0, 4096}, frame.data());
+  wire::EncodeRequest({kWrite, 2, 0, 4096}, frame.data() + wire::kRequestBytes);
+  std::memset(frame.data() + 2 * wire::kRequestBytes, 0x22, 4096);
+  wire::EncodeRequest({kRead, 3, 0, 4096}, frame.data() + 2 * wire::kRequestBytes + 4096);
+  REQUIRE(mc::net::SendAll(raw.fd, frame.data(), frame.size()).ok());
+  for (uint64_t id = 1; id <= 3; ++id) {
+    CAPTURE(id);
+    uint8_t hdr[wire::kReplyBytes];
+    REQUIRE(mc::net::RecvAll(raw.fd, hdr, sizeof(hdr)).ok());
+    wire::Reply r;
+    REQUIRE(wire::DecodeReply(hdr, &r).ok());
+    CHECK(r.status == 0);
+    CHECK(r.request_id == id);
+    std::vector<uint8_t> body(r.length);
+    REQUIRE(mc::net::RecvAll(raw.fd, body.data(), body.size()).ok());
+    if (id == 2) continue;
+    REQUIRE(body.size() == 4096);
+    CHECK(body[0] == (id == 1 ? 0x11 : 0x22));
+    CHECK(body[4095] == (id == 1 ? 0x11 : 0x22));
+  }
+}

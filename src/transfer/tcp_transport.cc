@@ -3,6 +3,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include <algorithm>
 #include <cassert>
 #include <cstring>
@@ -223,12 +225,10 @@ void TcpTransport::Release(const Endpoint& ep, Conn conn) {
   CloseConn(conn);
 }
 
-Status TcpTransport::SendChunk(Conn& conn, const TransferOp& op, const Chunk& chunk,
-                               uint64_t* request_id) {
-  const bool is_write = op.kind == OpKind::kWrite;
-  uint8_t* local = static_cast<uint8_t*>(op.buffer) + chunk.offset_in_op;
+uint64_t TcpTransport::EncodeChunk(Conn& conn, const TransferOp& op, const Chunk& chunk,
+                                   uint8_t hdr[wire::kRequestBytes]) {
   wire::Request req;
-  req.op = static_cast<uint16_t>(is_write ? wire::Op::kWrite : wire::Op::kRead);
+  req.op = static_cast<uint16_t>(op.kind == OpKind::kWrite ? wire::Op::kWrite : wire::Op::kRead);
   req.request_id = conn.next_request_id++;
   req.offset = op.remote_offset + chunk.offset_in_op;
   req.length = chunk.len;
@@ -240,9 +240,16 @@ Status TcpTransport::SendChunk(Conn& conn, const TransferOp& op, const Chunk& ch
   if (op.grant.signature.size() == wire::kMacBytes) {
     std::memcpy(req.grant_mac.data(), op.grant.signature.data(), wire::kMacBytes);
   }
-  *request_id = req.request_id;
-  uint8_t hdr[wire::kRequestBytes];
   wire::EncodeRequest(req, hdr);
+  return req.request_id;
+}
+
+Status TcpTransport::SendChunk(Conn& conn, const TransferOp& op, const Chunk& chunk,
+                               uint64_t* request_id) {
+  const bool is_write = op.kind == OpKind::kWrite;
+  uint8_t* local = static_cast<uint8_t*>(op.buffer) + chunk.offset_in_op;
+  uint8_t hdr[wire::kRequestBytes];
+  *request_id = EncodeChunk(conn, op, chunk, hdr);
   // Header and payload leave in one sendmsg; the payload is the caller's
   // buffer itself, never copied.
   iovec iov[2] = {{hdr, sizeof(hdr)}, {local, is_write ? chunk.len : 0}};
@@ -313,6 +320,157 @@ Status TcpTransport::RunChunkWithRetry(const TransferOp& op, const Chunk& chunk,
     DropIdle(*op.endpoint);
   }
   return st;
+}
+
+namespace {
+
+// Reads replies of a pipelined window through a buffer: one recv usually
+// brings several replies and their data, copied out from here (for small
+// objects a copy is far cheaper than a syscall). A piece of at least
+// kDirectBytes, or any on a TLS stream, is received straight into place.
+class BufferedReader {
+ public:
+  static constexpr size_t kBufferBytes = 64u << 10;
+  static constexpr size_t kDirectBytes = 32u << 10;
+  explicit BufferedReader(net::Stream s) : s_(s), buf_(s.ssl == nullptr ? kBufferBytes : 0) {}
+
+  Status Read(void* dst, size_t n) {
+    auto* out = static_cast<uint8_t*>(dst);
+    const size_t have = std::min(n, end_ - begin_);
+    if (have > 0) std::memcpy(out, buf_.data() + begin_, have);
+    begin_ += have;
+    out += have;
+    n -= have;
+    if (n == 0) return Status::Ok();
+    if (n >= kDirectBytes || s_.ssl != nullptr) return net::RecvAll(s_, out, n);
+    begin_ = end_ = 0;
+    while (end_ < n) {
+      ssize_t got = recv(s_.fd, buf_.data() + end_, buf_.size() - end_, 0);
+      if (got == 0) return Error(ErrorCode::TRANSFER_FAIL, "peer closed the connection");
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          return Error(ErrorCode::RPC_TIMEOUT, "recv timed out");
+        }
+        return Error(ErrorCode::TRANSFER_FAIL, std::string("recv: ") + std::strerror(errno));
+      }
+      end_ += static_cast<size_t>(got);
+    }
+    std::memcpy(out, buf_.data(), n);
+    begin_ = n;
+    return Status::Ok();
+  }
+  // Bytes received past the last reply read: none, on a healthy connection
+  // whose every request was answered.
+  bool drained() const { return begin_ == end_; }
+
+ private:
+  net::Stream s_;
+  std::vector<uint8_t> buf_;
+  size_t begin_ = 0, end_ = 0;
+};
+
+// Reads one reply of a pipelined window. OK: op's status is set (an error
+// reply is a status, the connection stays usable). An error: the connection
+// is broken.
+Status ReadPipelinedReply(BufferedReader& in, TransferOp& op, uint64_t request_id,
+                          const std::string& peer) {
+  uint8_t hdr[wire::kReplyBytes];
+  MC_RETURN_IF_ERROR(in.Read(hdr, sizeof(hdr)));
+  wire::Reply reply;
+  MC_RETURN_IF_ERROR(wire::DecodeReply(hdr, &reply));
+  if (reply.request_id != request_id) {
+    return Error(ErrorCode::PROTOCOL_ERROR, peer + ": reply to request " +
+                                                std::to_string(reply.request_id) +
+                                                ", expected " + std::to_string(request_id));
+  }
+  if (reply.status != 0) {
+    if (reply.length > wire::kMaxErrorMessageBytes) {
+      return Error(ErrorCode::PROTOCOL_ERROR, peer + ": error message too long");
+    }
+    std::string msg(reply.length, '\0');
+    MC_RETURN_IF_ERROR(in.Read(msg.data(), msg.size()));
+    ErrorCode code = IsKnownErrorCode(reply.status) ? static_cast<ErrorCode>(reply.status)
+                                                    : ErrorCode::TRANSFER_FAIL;
+    if (code == ErrorCode::OK) code = ErrorCode::TRANSFER_FAIL;
+    op.status = Error(code, peer + ": " + msg);
+    return Status::Ok();
+  }
+  const uint64_t expect = op.kind == OpKind::kWrite ? 0 : op.len;
+  if (reply.length != expect) {
+    return Error(ErrorCode::PROTOCOL_ERROR, peer + ": reply carries " +
+                                                std::to_string(reply.length) + " bytes, expected " +
+                                                std::to_string(expect));
+  }
+  if (expect > 0) MC_RETURN_IF_ERROR(in.Read(op.buffer, op.len));
+  op.status = Status::Ok();
+  return Status::Ok();
+}
+
+}  // namespace
+
+size_t TcpTransport::RunWindow(Conn& conn, std::span<TransferOp> ops,
+                               const std::vector<size_t>& group, size_t first, size_t n,
+                               Unreachable* gone) {
+  assert(n <= kPipelineWindowOps);
+  const Endpoint& ep = *ops[group[first]].endpoint;
+  uint8_t hdrs[kPipelineWindowOps][wire::kRequestBytes];
+  uint64_t ids[kPipelineWindowOps];
+  iovec iov[2 * kPipelineWindowOps];
+  int iovcnt = 0;
+  for (size_t j = 0; j < n; ++j) {
+    TransferOp& op = ops[group[first + j]];
+    ids[j] = EncodeChunk(conn, op, Chunk{group[first + j], 0, op.len}, hdrs[j]);
+    iov[iovcnt++] = {hdrs[j], wire::kRequestBytes};
+    if (op.kind == OpKind::kWrite && op.len > 0) iov[iovcnt++] = {op.buffer, op.len};
+  }
+  Status st = net::SendAllV(conn.stream(), iov, iovcnt);
+  size_t done = 0;
+  if (st.ok()) {
+    BufferedReader in(conn.stream());
+    const std::string peer = PeerKey(ep);
+    for (; done < n; ++done) {
+      st = ReadPipelinedReply(in, ops[group[first + done]], ids[done], peer);
+      if (!st.ok()) break;
+    }
+    if (st.ok() && !in.drained()) {
+      st = Error(ErrorCode::PROTOCOL_ERROR, peer + ": bytes past the last reply");
+      done = 0;  // which reply was wrong is unknown: redo the window
+    }
+  }
+  if (!st.ok()) {
+    if (PeerGone(st)) gone->Note(ep, st);
+    if (conn.reused || PeerGone(st)) DropIdle(ep);
+    CloseConn(conn);
+  }
+  return done;
+}
+
+void TcpTransport::RunPipelined(std::span<TransferOp> ops, const std::vector<size_t>& group,
+                                Unreachable* gone) {
+  const Endpoint& ep = *ops[group[0]].endpoint;
+  size_t first = 0;
+  auto conn = Acquire(ep);
+  if (!conn.ok()) {
+    // As on the striped path: a peer that cannot be reached, or refuses us
+    // (a wrong token, too many connections), fails its ops without retries.
+    gone->Note(ep, conn.status());
+    for (size_t i : group) ops[i].status = conn.status();
+    return;
+  }
+  while (first < group.size()) {
+    const size_t n = std::min(kPipelineWindowOps, group.size() - first);
+    const size_t done = RunWindow(*conn, ops, group, first, n, gone);
+    first += done;
+    if (done < n) break;  // the connection is closed
+  }
+  if (first == group.size()) Release(ep, *conn);
+  // What a broken connection left undone goes one by one, with the usual
+  // retry on a fresh connection (WRITE and READ are idempotent).
+  for (; first < group.size(); ++first) {
+    TransferOp& op = ops[group[first]];
+    op.status = RunChunkWithRetry(op, Chunk{group[first], 0, op.len}, gone);
+  }
 }
 
 void TcpTransport::RunStream(std::span<TransferOp> ops, const std::vector<Chunk>& chunks,
@@ -386,8 +544,46 @@ void TcpTransport::RunStream(std::span<TransferOp> ops, const std::vector<Chunk>
   }
 }
 
+Status TcpTransport::PipelinedBatch(std::span<TransferOp> ops) {
+  uint64_t total = 0;
+  for (const TransferOp& op : ops) {
+    if (op.len > kPipelinedOpBytes) return Error(ErrorCode::NOT_SUPPORTED, "large op");
+    total += op.len;
+  }
+  if (ops.empty() || total > kPipelinedBatchBytes) {
+    return Error(ErrorCode::NOT_SUPPORTED, "large batch");
+  }
+  // One group per peer, ops in batch order.
+  std::vector<std::vector<size_t>> groups;
+  std::map<std::string, size_t> group_of;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    ops[i].status = Status::Ok();
+    auto [it, added] = group_of.try_emplace(PeerKey(*ops[i].endpoint), groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(i);
+  }
+  Unreachable gone;
+  std::atomic<size_t> next{0};
+  auto run = [&](size_t) {
+    for (size_t g = next.fetch_add(1); g < groups.size(); g = next.fetch_add(1)) {
+      RunPipelined(ops, groups[g], &gone);
+    }
+  };
+  const size_t streams = std::min<size_t>(static_cast<size_t>(options_.streams), groups.size());
+  if (streams == 1) run(0);
+  else workers_.ParallelFor(streams, static_cast<int>(streams) - 1, run);
+  for (TransferOp& op : ops) {
+    op.peer_unreachable = !op.status.ok() && !gone.Check(*op.endpoint).ok();
+  }
+  for (const TransferOp& op : ops) {
+    if (!op.status.ok()) return op.status;
+  }
+  return Status::Ok();
+}
+
 Status TcpTransport::Batch(std::span<TransferOp> ops) {
   MC_RETURN_IF_ERROR(ValidateBatch(ops));
+  if (Status st = PipelinedBatch(ops); st.code() != ErrorCode::NOT_SUPPORTED) return st;
   std::vector<Chunk> chunks;
   for (size_t i = 0; i < ops.size(); ++i) {
     ops[i].status = Status::Ok();

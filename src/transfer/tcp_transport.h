@@ -6,7 +6,8 @@
 // connections carry in parallel, each
 // chunk moved by one large send/recv straight from/into the caller's buffer.
 // Each connection keeps two requests in flight, so it never idles waiting
-// for an acknowledgement.
+// for an acknowledgement. A batch of small ops (kPipelinedBatchBytes) is not
+// striped: each store's ops go pipelined on one connection (RunPipelined).
 // A batch is flattened into the same chunk list. A chunk that fails on a
 // reused connection (e.g. the server closed it while idle) is retried once on
 // a fresh one, which is safe because WRITE and READ are idempotent.
@@ -31,6 +32,7 @@
 #include "net/socket.h"
 #include "net/stream_io.h"
 #include "net/tls.h"
+#include "transfer/data_protocol.h"
 #include "transfer/transport.h"
 #include "transfer/worker_pool.h"
 
@@ -55,6 +57,19 @@ struct TcpTransportOptions {
   // certificate must carry the host it advertises.
   std::shared_ptr<net::TlsContext> tls;
 };
+
+// A batch whose ops are each at most kPipelinedOpBytes and total at most
+// kPipelinedBatchBytes goes pipelined on one connection per peer (see
+// RunPipelined) instead of being striped over `streams` connections: for
+// small objects the cost is per request (syscalls, thread hand-offs), not
+// per byte.
+inline constexpr uint64_t kPipelinedOpBytes = 64ull << 10;
+inline constexpr uint64_t kPipelinedBatchBytes = 1ull << 20;
+// Requests sent before their replies are read. Bounded so that neither side
+// blocks sending while the other does: READ requests (88 bytes each) and
+// WRITE replies (24 bytes, or 536 with an error message) of one window fit
+// in the socket buffers whatever the other side is doing.
+inline constexpr size_t kPipelineWindowOps = 64;
 
 // Limits checked by the constructor (asserted: a bad value is a caller bug):
 // streams at most kMaxTcpStreams (common/ceilings.h).
@@ -121,7 +136,22 @@ class TcpTransport final : public Transport {
     std::map<std::string, Status> peers_;
   };
 
+  // Fills `hdr` with the request for `chunk` of `op`; returns its id.
+  static uint64_t EncodeChunk(Conn& conn, const TransferOp& op, const Chunk& chunk,
+                              uint8_t hdr[wire::kRequestBytes]);
   Status SendChunk(Conn& conn, const TransferOp& op, const Chunk& chunk, uint64_t* request_id);
+  // Small batches: the ops of `group` (indices into `ops`, all to one peer)
+  // on one connection, kPipelineWindowOps requests sent in one sendmsg and
+  // their replies read through a buffer, so a batch of small objects costs
+  // about one round trip and a few syscalls rather than two per object. Ops
+  // left unfinished by a broken connection go through RunChunkWithRetry.
+  void RunPipelined(std::span<TransferOp> ops, const std::vector<size_t>& group,
+                    Unreachable* gone);
+  // Sends the requests of ops[group[first..first+n)) and reads their
+  // replies. Returns how many completed (status set); fewer than n means
+  // the connection broke (it is then closed).
+  size_t RunWindow(Conn& conn, std::span<TransferOp> ops, const std::vector<size_t>& group,
+                   size_t first, size_t n, Unreachable* gone);
   // Reads the reply (and READ data); a failed connection leaves `*broken` true.
   Status FinishChunk(Conn& conn, const TransferOp& op, const Chunk& chunk, uint64_t request_id,
                      bool* broken);
@@ -133,6 +163,10 @@ class TcpTransport final : public Transport {
   // replies) queue unread in either direction.
   void RunStream(std::span<TransferOp> ops, const std::vector<Chunk>& chunks,
                  std::atomic<size_t>* next, const ChunkFailed& failed, Unreachable* gone);
+
+  // Runs `ops` pipelined when the batch is small (kPipelinedBatchBytes);
+  // NOT_SUPPORTED, having done nothing, when it is not.
+  Status PipelinedBatch(std::span<TransferOp> ops);
 
   const TcpTransportOptions options_;
   std::mutex mu_;  // guards idle_

@@ -286,3 +286,46 @@ TEST_CASE("a batch marks the ops of a peer it cannot reach, not those a live pee
   CHECK(ops[3].status.code() == ErrorCode::INVALID_WRITE);
   CHECK_FALSE(ops[3].peer_unreachable);  // it answered: a refusal, not a partition
 }
+
+TEST_CASE("a batch of small ops goes pipelined, and a refused op in it fails alone") {
+  std::mt19937_64 rng(TestSeed() + 40);
+  // Every 7th 4 KiB slot is off limits to both writes and reads.
+  AccessCheck check = [](OpKind op, uint64_t off, uint64_t, const Grant&) -> mc::Status {
+    if ((off / 4096) % 7 == 3) {
+      return mc::Error(op == OpKind::kWrite ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ,
+                       "slot off limits");
+    }
+    return mc::Status::Ok();
+  };
+  Store a = Store::Make(4 << 20, check);
+  Store b = Store::Make(4 << 20, check);
+  TcpTransport tcp;
+  // More ops than one window, sizes from 0 to 4 KiB, alternating stores.
+  const size_t n = 2 * kPipelineWindowOps + 5;
+  std::vector<std::vector<uint8_t>> data(n), back(n);
+  std::vector<TransferOp> writes, reads;
+  for (size_t i = 0; i < n; ++i) {
+    data[i] = RandomBytes(rng, rng() % 4097);
+    back[i].assign(data[i].size(), 0);
+    const Endpoint* ep = i % 3 == 0 ? &b.endpoint : &a.endpoint;
+    writes.push_back({OpKind::kWrite, ep, i * 4096, data[i].data(), data[i].size(), {}});
+    reads.push_back({OpKind::kRead, ep, i * 4096, back[i].data(), back[i].size(), {}});
+  }
+  CHECK(tcp.Batch(writes).code() == ErrorCode::INVALID_WRITE);
+  CHECK(tcp.Batch(reads).code() == ErrorCode::INVALID_READ);
+  for (size_t i = 0; i < n; ++i) {
+    CAPTURE(i);
+    if (i % 7 == 3) {
+      CHECK(writes[i].status.code() == ErrorCode::INVALID_WRITE);
+      CHECK(reads[i].status.code() == ErrorCode::INVALID_READ);
+      CHECK(!reads[i].peer_unreachable);
+    } else {
+      REQUIRE(writes[i].status.ok());
+      REQUIRE(reads[i].status.ok());
+      CHECK(back[i] == data[i]);
+    }
+  }
+  // One connection per store carried it all: refusals keep the connection.
+  CHECK(a.server->stats().connections_accepted == 1);
+  CHECK(b.server->stats().connections_accepted == 1);
+}
