@@ -74,6 +74,7 @@ class MasterClient {
   // nothing). An error means it may not have arrived; the leases then end
   // by time, as they would without it.
   Status ReleaseLeases(const msg::Batch<msg::KeyRequest>& req);
+  Status ReportTransfers(const msg::TransferReport& req);
 
   // Sends a notification frame (IsNotification) without waiting.
   Status Notify(proto::Opcode op, std::string_view request_payload);
