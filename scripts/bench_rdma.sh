@@ -3,17 +3,22 @@
 # ib_write_bw / ib_read_bw, in one soft-RoCE guest run (../shared/tools/
 # rdma_vm.sh), for 1 MiB and 4 MiB objects; prints each figure and the
 # ratio mooncake / perftest (put vs ib_write_bw, get vs ib_read_bw).
-# Usage: scripts/bench_rdma.sh [ITERATIONS]   (from the source root; default 40)
+# Usage: scripts/bench_rdma.sh [ITERATIONS [BATCH]]   (from the source root;
+# defaults 40 and 4). BATCH keys per call, as an engine's batch_put_from /
+# batch_get_into moves a request's KV blocks: their transfers share one
+# master round trip and are in flight together, as perftest keeps its queue
+# full; BATCH 1 measures one object at a time.
 # Absolute figures under TCG emulation are tiny; the ratio is what counts.
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-40}
+batch=${2:-4}
 if [ -z "${RDMAVM_IBDEV:-}" ]; then
   vm="$src/../shared/tools/rdma_vm.sh"
   [ -x "$vm" ] || { echo "bench_rdma: $vm is absent" >&2; exit 1; }
   cd "$src"
   export RDMAVM_TIMEOUT=${RDMAVM_TIMEOUT:-900}
-  cmd="bash scripts/bench_rdma.sh $n"
+  cmd="bash scripts/bench_rdma.sh $n $batch"
   # Nested KVM hangs on some hosts: hide /dev/kvm so the tool uses TCG (see
   # tests/rdma/run_guest.sh); MC_RDMA_VM_KVM=1 keeps KVM.
   if [ -e /dev/kvm ] && [ "${MC_RDMA_VM_KVM:-0}" != 1 ] && [ "$(id -u)" = 0 ]; then
@@ -28,7 +33,9 @@ dev=$RDMAVM_IBDEV gi=$RDMAVM_GID_INDEX
 perf() {  # perf ib_write_bw BYTES -> MB/s (perftest's BW average)
   "$1" -d "$dev" -x "$gi" -s "$2" -n "$n" -F >/dev/null 2>&1 &
   local srv=$!
-  sleep 1
+  # The server must listen (perftest's port 18515) before the client runs:
+  # on a loaded host a fixed second was sometimes not enough (0 MB/s).
+  for _ in $(seq 100); do ss -ltn 2>/dev/null | grep -q ':18515 ' && break; sleep 0.1; done
   "$1" -d "$dev" -x "$gi" -s "$2" -n "$n" -F "$RDMAVM_ADDR" 2>/dev/null |
     awk '$1 == '"$2"' { print $4 }'
   wait "$srv"
@@ -44,8 +51,9 @@ for mib in 1 4; do
   bytes=$((mib << 20))
   w=$(perf ib_write_bw $bytes); r=$(perf ib_read_bw $bytes)
   out=$("$B" bench --master 127.0.0.1:50051 --protocol rdma --device "$dev" --shm=false \
-        --value-size ${mib}mb --op put,get --ops "$n" --keys "$n" --json /tmp/bench.json 2>&1)
-  echo "$out" | grep -iE "transfer_path|setup" | head -3
+        --value-size ${mib}mb --op put,get --ops "$n" --keys "$n" --batch "$batch" \
+        --json /tmp/bench.json 2>&1)
+  echo "$out" | grep -E "^(transfer_path|batch):" | head -2
   python3 - "$mib" "$w" "$r" /tmp/bench.json <<'PY'
 import json, sys
 mib, w, r, path = sys.argv[1], float(sys.argv[2] or 0), float(sys.argv[3] or 0), sys.argv[4]

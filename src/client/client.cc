@@ -75,6 +75,9 @@ struct Planned {
 // this is not coming (a partition drops the SYN), whatever transfer_timeout
 // allows for a transfer that is slow but moving.
 constexpr uint64_t kMaxConnectTimeoutUs = 5000000;
+// How often a busy client tells the master what it moved (ReportTransfers),
+// and so how far behind the master's per-path counters may run.
+constexpr uint64_t kTransferReportIntervalUs = 1000000;
 
 class ClientImpl final : public Client {
  public:
@@ -86,6 +89,7 @@ class ClientImpl final : public Client {
     std::memcpy(&id_.hi, id.data(), 8);
     std::memcpy(&id_.lo, id.data() + 8, 8);
   }
+  ~ClientImpl() override { ReportTransfers(/*force=*/true); }
 
   Status Put(const std::string& key, std::span<const uint8_t> value,
              const msg::PutOptions& options) override {
@@ -218,6 +222,10 @@ class ClientImpl final : public Client {
   void ReleaseLeases(std::vector<msg::KeyRequest>& reqs,
                      const std::vector<msg::BatchItem<msg::GetReplicaListReply>>& lists);
 
+  // Sends the master what moved since the last report (ReportTransfers),
+  // at most every kTransferReportIntervalUs unless `force` (at close).
+  void ReportTransfers(bool force);
+
   Config config_;
   std::unique_ptr<rpc::MasterClient> link_;
   msg::ClientId id_;
@@ -227,6 +235,12 @@ class ClientImpl final : public Client {
   mutable std::mutex path_mu_;  // guards last_path_, counts_
   std::string last_path_ = "tcp";
   PathCounts counts_;
+  // Moved since the last report, by msg::TransferPath and msg::TransferDir.
+  struct Moved {
+    uint64_t ops = 0, bytes = 0;
+  };
+  Moved unreported_[msg::kTransferPaths][msg::kTransferDirs] = {};
+  uint64_t last_report_us_ = 0;
 };
 
 Status ClientImpl::Plan(const msg::ReplicaDesc& replica, transfer::OpKind kind,
@@ -338,6 +352,27 @@ Status ClientImpl::Run(std::vector<Planned>& planned, UnreachableStores* unreach
     }
     return Error(ErrorCode::TRANSFER_FAIL, st.message());
   }
+  {
+    std::lock_guard<std::mutex> lock(path_mu_);
+    auto add = [&](msg::TransferPath path, const transfer::TransferOp& op) {
+      const size_t dir = static_cast<size_t>(op.kind == transfer::OpKind::kWrite
+                                                 ? msg::TransferDir::kPut
+                                                 : msg::TransferDir::kGet);
+      Moved& m = unreported_[static_cast<size_t>(path)][dir];
+      ++m.ops;
+      m.bytes += op.len;
+    };
+    for (const auto& op : shm_ops) {
+      if (op.status.ok()) add(msg::TransferPath::kShm, op);
+    }
+    if (rdma_ != nullptr) {
+      for (const auto& op : tcp_ops) {
+        if (op.status.ok()) add(msg::TransferPath::kRdma, op);
+      }
+    }
+    for (const auto& op : over_tcp) add(msg::TransferPath::kTcp, op);
+  }
+  ReportTransfers(/*force=*/false);
   std::lock_guard<std::mutex> lock(path_mu_);
   const size_t shm_moved = planned.size() - rdma_moved - over_tcp.size();
   counts_.same_host += shm_moved;
@@ -348,6 +383,30 @@ Status ClientImpl::Run(std::vector<Planned>& planned, UnreachableStores* unreach
   else if (used_shm && over_tcp.empty()) last_path_ = "same-host";
   else last_path_ = "tcp";
   return Status::Ok();
+}
+
+void ClientImpl::ReportTransfers(bool force) {
+  msg::TransferReport report{id_, {}};
+  {
+    std::lock_guard<std::mutex> lock(path_mu_);
+    const uint64_t now = SystemClock::Instance().NowUs();
+    if (!force && now - last_report_us_ < kTransferReportIntervalUs) return;
+    last_report_us_ = now;
+    for (size_t path = 0; path < msg::kTransferPaths; ++path) {
+      for (size_t dir = 0; dir < msg::kTransferDirs; ++dir) {
+        Moved& m = unreported_[path][dir];
+        if (m.ops == 0) continue;
+        report.counts.push_back({static_cast<uint8_t>(path), static_cast<uint8_t>(dir), m.ops,
+                                 m.bytes});
+        m = {};
+      }
+    }
+  }
+  if (report.counts.empty()) return;
+  // Counting is best effort: a master that is away, or predates the
+  // notification, loses this report and nothing else.
+  Status st = link_->ReportTransfers(report);
+  if (!st.ok()) MC_LOG(DEBUG) << "transfer report not sent: " << st.ToString();
 }
 
 std::vector<Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,

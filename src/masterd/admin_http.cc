@@ -26,6 +26,31 @@ void OpMetrics(PrometheusText& p, const char* op, const master::OpCounter& c) {
             static_cast<double>(c.failures));
 }
 
+// Every path and direction, zeros included, so "tcp moved nothing" is a
+// sample an operator (or a test) can read rather than an absent series.
+void TransferMetrics(PrometheusText& p, const MasterService::TransferTotals& t) {
+  static constexpr const char* kPath[] = {"tcp", "rdma", "shm"};
+  static constexpr const char* kDir[] = {"put", "get"};
+  static_assert(std::size(kPath) == msg::kTransferPaths && std::size(kDir) == msg::kTransferDirs);
+  // A family's samples must be contiguous: all ops, then all bytes.
+  for (bool bytes : {false, true}) {
+    for (size_t path = 0; path < msg::kTransferPaths; ++path) {
+      for (size_t dir = 0; dir < msg::kTransferDirs; ++dir) {
+        PrometheusText::Labels labels{{"path", kPath[path]}, {"op", kDir[dir]}};
+        if (bytes) {
+          p.Counter("mooncake_transfer_bytes_total",
+                    "Bytes clients reported moving, by data path and direction",
+                    static_cast<double>(t[path][dir].bytes), labels);
+        } else {
+          p.Counter("mooncake_transfer_ops_total",
+                    "Transfers clients reported finishing, by data path and direction",
+                    static_cast<double>(t[path][dir].ops), labels);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::string RenderMetrics(const MasterService& service, const Journal* journal) {
@@ -54,6 +79,7 @@ std::string RenderMetrics(const MasterService& service, const Journal* journal) 
   OpMetrics(p, "batch_put_revoke", c.batch_put_revoke);
   OpMetrics(p, "batch_get_replica_list", c.batch_get_replica_list);
   OpMetrics(p, "batch_exist_key", c.batch_exist_key);
+  TransferMetrics(p, service.Transfers());
   p.Counter("master_successful_evictions_total", "Eviction runs that freed space",
             static_cast<double>(c.successful_evictions));
   // The reference names these without _total; kept as gauges of running sums

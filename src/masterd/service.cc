@@ -205,6 +205,22 @@ Status MasterService::ReleaseLeases(const msg::Batch<msg::KeyRequest>& req) {
   return Status::Ok();
 }
 
+Status MasterService::ReportTransfers(const msg::TransferReport& req) {
+  std::lock_guard<std::mutex> lock(transfers_mu_);
+  for (const msg::TransferCount& c : req.counts) {
+    if (c.path >= msg::kTransferPaths || c.dir >= msg::kTransferDirs) continue;
+    TransferTotal& t = transfers_[c.path][c.dir];
+    t.ops += c.ops;
+    t.bytes += c.bytes;
+  }
+  return Status::Ok();
+}
+
+MasterService::TransferTotals MasterService::Transfers() const {
+  std::lock_guard<std::mutex> lock(transfers_mu_);
+  return transfers_;
+}
+
 master::TickReport MasterService::Tick() {
   std::lock_guard<std::mutex> lock(mu_);
   master::TickReport r = state_->Tick(clock_.NowUs());

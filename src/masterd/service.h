@@ -6,6 +6,7 @@
 // common/capability.h). Also runs the periodic Tick. Thread-safe.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -52,6 +53,19 @@ class MasterService final : public rpc::Handler {
   Result<msg::Batch<msg::BatchItem<bool>>> BatchExistKey(
       const msg::Batch<msg::KeyRequest>& req) override;
   Status ReleaseLeases(const msg::Batch<msg::KeyRequest>& req) override;
+  // Adds a client's report to the per-path totals; rows of a path or
+  // direction this master does not know are ignored.
+  Status ReportTransfers(const msg::TransferReport& req) override;
+
+  // What clients reported moving since the master started, by path and
+  // direction (msg::TransferPath, msg::TransferDir).
+  struct TransferTotal {
+    uint64_t ops = 0;
+    uint64_t bytes = 0;
+  };
+  using TransferTotals =
+      std::array<std::array<TransferTotal, msg::kTransferDirs>, msg::kTransferPaths>;
+  TransferTotals Transfers() const;
 
   master::TickReport Tick();
   master::MasterCounters Counters() const;
@@ -95,6 +109,8 @@ class MasterService final : public rpc::Handler {
     uint64_t incarnation = 0;
   };
   std::map<std::string, SegmentKey, std::less<>> segment_keys_;  // under mu_
+  mutable std::mutex transfers_mu_;  // guards transfers_ (never held with mu_)
+  TransferTotals transfers_{};
 };
 
 }  // namespace mc::masterd

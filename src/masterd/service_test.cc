@@ -111,6 +111,35 @@ TEST_CASE("metrics text names what dashboards expect") {
   CHECK(svc.Summary().find("Storage: 0 B / 64.00 MB (0.0%) | Keys: 0 (soft-pinned: 0)") == 0);
 }
 
+TEST_CASE("clients' transfer reports add up per path and direction in /metrics") {
+  ManualClock clock;
+  masterd::MasterService svc(MasterConfig{}, clock);
+  const std::string before = masterd::RenderMetrics(svc);
+  // Every series is there from the start, at zero.
+  CHECK(before.find("mooncake_transfer_bytes_total{path=\"tcp\",op=\"get\"} 0\n") !=
+        std::string::npos);
+  const auto rdma = static_cast<uint8_t>(msg::TransferPath::kRdma);
+  const auto put = static_cast<uint8_t>(msg::TransferDir::kPut);
+  const auto get = static_cast<uint8_t>(msg::TransferDir::kGet);
+  REQUIRE(svc.ReportTransfers({{1, 2}, {{rdma, put, 2, 3000}, {rdma, get, 1, 1000}}}).ok());
+  REQUIRE(svc.ReportTransfers({{3, 4}, {{rdma, put, 1, 500}}}).ok());
+  // A path this master does not know is dropped, not counted elsewhere.
+  REQUIRE(svc.ReportTransfers({{3, 4}, {{7, put, 9, 9}, {rdma, 5, 9, 9}}}).ok());
+  const std::string text = masterd::RenderMetrics(svc);
+  auto has = [&](const std::string& line) {
+    CHECK_MESSAGE(text.find("\n" + line + "\n") != std::string::npos, line);
+  };
+  has("mooncake_transfer_ops_total{path=\"rdma\",op=\"put\"} 3");
+  has("mooncake_transfer_bytes_total{path=\"rdma\",op=\"put\"} 3500");
+  has("mooncake_transfer_bytes_total{path=\"rdma\",op=\"get\"} 1000");
+  has("mooncake_transfer_bytes_total{path=\"tcp\",op=\"put\"} 0");
+  has("mooncake_transfer_ops_total{path=\"shm\",op=\"get\"} 0");
+  // One HELP/TYPE per family, its samples together.
+  const size_t help = text.find("# HELP mooncake_transfer_bytes_total");
+  CHECK(text.find("# HELP mooncake_transfer_bytes_total", help + 1) == std::string::npos);
+  CHECK(text.find("mooncake_transfer_ops_total{", help) == std::string::npos);
+}
+
 TEST_CASE("with a journal, metrics count its commits, changes and commit time") {
   masterd::testing::TempDb db;
   const std::string& path = db.path;

@@ -110,6 +110,23 @@ struct GetReplicaListReply {
   uint64_t lease_ttl_us = 0;          // reads are safe until the lease expires
 };
 
+// ReportTransfers (a notification): what one client moved since its last
+// report, per data path and direction. One-sided RDMA never runs store code,
+// so the client that moved the bytes is the one that can count them.
+enum class TransferPath : uint8_t { kTcp = 0, kRdma = 1, kShm = 2 };
+enum class TransferDir : uint8_t { kPut = 0, kGet = 1 };
+inline constexpr size_t kTransferPaths = 3;
+inline constexpr size_t kTransferDirs = 2;
+struct TransferCount {
+  uint8_t path = 0;  // TransferPath; the master ignores a value it does not know
+  uint8_t dir = 0;   // TransferDir
+  uint64_t ops = 0;
+  uint64_t bytes = 0;
+};
+// Rows of one report: one per (path, dir), with room for paths to come.
+inline constexpr size_t kMaxTransferCounts = 16;
+struct TransferReport { ClientId client; std::vector<TransferCount> counts; };
+
 struct RemoveRequest { std::string key; bool force = false; };
 // RemoveAllEx's payload: with force, leased objects go too (objects still
 // being written never do: their writer holds the buffers).

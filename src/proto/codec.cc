@@ -186,6 +186,28 @@ void Decode(Reader& r, msg::PutStartReply* v) {
   DecodeVector(r, &v->replicas, kMaxWireReplicas, "replicas count");
 }
 
+void Encode(Writer& w, const msg::TransferCount& v) {
+  w.U8(v.path);
+  w.U8(v.dir);
+  w.U64(v.ops);
+  w.U64(v.bytes);
+}
+void Decode(Reader& r, msg::TransferCount* v) {
+  v->path = r.U8("transfer.path");
+  v->dir = r.U8("transfer.dir");
+  v->ops = r.U64("transfer.ops");
+  v->bytes = r.U64("transfer.bytes");
+}
+
+void Encode(Writer& w, const msg::TransferReport& v) {
+  Encode(w, v.client);
+  EncodeVector(w, v.counts);
+}
+void Decode(Reader& r, msg::TransferReport* v) {
+  Decode(r, &v->client);
+  DecodeVector(r, &v->counts, msg::kMaxTransferCounts, "transfer counts count");
+}
+
 void Encode(Writer& w, const msg::KeyRequest& v) {
   Encode(w, v.client);
   w.Str(v.key);

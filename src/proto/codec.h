@@ -59,6 +59,8 @@ MC_PROTO_CODEC(msg::KeyInfo)
 MC_PROTO_CODEC(msg::ListKeysReply)
 MC_PROTO_CODEC(msg::SegmentStatus)
 MC_PROTO_CODEC(msg::ClusterStatusReply)
+MC_PROTO_CODEC(msg::TransferCount)
+MC_PROTO_CODEC(msg::TransferReport)
 #undef MC_PROTO_CODEC
 
 template <typename T>
@@ -119,6 +121,7 @@ MC_PROTO_OP(ReleaseLeases, msg::Batch<msg::KeyRequest>, Empty)  // a notificatio
 MC_PROTO_OP(BatchPutStartEx, msg::Batch<msg::PutStartExRequest>,
             msg::Batch<msg::BatchItem<msg::PutStartReply>>)
 MC_PROTO_OP(RemoveAllEx, msg::RemoveAllRequest, msg::RemoveAllReply)
+MC_PROTO_OP(ReportTransfers, msg::TransferReport, Empty)  // a notification: no reply is sent
 #undef MC_PROTO_OP
 
 // ---- whole payloads ---------------------------------------------------------

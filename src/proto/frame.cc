@@ -27,7 +27,9 @@ bool IsKnownOpcode(uint16_t value) {
   return false;
 }
 
-bool IsNotification(Opcode op) { return op == Opcode::kReleaseLeases; }
+bool IsNotification(Opcode op) {
+  return op == Opcode::kReleaseLeases || op == Opcode::kReportTransfers;
+}
 
 void EncodeFrameHeader(const FrameHeader& h, uint8_t out[kFrameHeaderBytes]) {
   auto put = [&](size_t at, uint64_t v, int n) {

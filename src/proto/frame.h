@@ -56,7 +56,8 @@ inline constexpr uint8_t kKnownFlags = kFlagReply;
   X(BatchRemove, 0x0045)         \
   X(ReleaseLeases, 0x0046)       \
   X(BatchPutStartEx, 0x0047)     \
-  X(RemoveAllEx, 0x0048)
+  X(RemoveAllEx, 0x0048)         \
+  X(ReportTransfers, 0x0049)
 
 enum class Opcode : uint16_t {
 #define MC_PROTO_OPCODE_ENUM(name, value) k##name = value,

@@ -55,6 +55,7 @@ void DecodeAsEverything(std::string_view bytes) {
   msg::UnmountSegmentRequest b; one(&b);
   msg::PingRequest c; one(&c);
   msg::PingReply d; one(&d);
+  msg::TransferReport d2; one(&d2);
   msg::PutStartRequest e; one(&e);
   msg::PutStartReply f; one(&f);
   msg::KeyRequest g; one(&g);
@@ -113,8 +114,11 @@ TEST_CASE("a frame header round-trips and is 20 little-endian bytes") {
   CHECK(IsKnownOpcode(0x0048));
   CHECK(OpcodeName(Opcode::kRemoveAllEx) == "RemoveAllEx");
   CHECK(OpcodeName(Opcode::kBatchPutStartEx) == "BatchPutStartEx");
-  CHECK_FALSE(IsKnownOpcode(0x0049));
+  CHECK(IsKnownOpcode(0x0049));
+  CHECK(OpcodeName(Opcode::kReportTransfers) == "ReportTransfers");
+  CHECK_FALSE(IsKnownOpcode(0x004a));
   CHECK(IsNotification(Opcode::kReleaseLeases));
+  CHECK(IsNotification(Opcode::kReportTransfers));
   CHECK_FALSE(IsNotification(Opcode::kBatchGetReplicaList));
 }
 
@@ -145,6 +149,7 @@ TEST_CASE("every message type round-trips, and its truncations are refused") {
   CheckRoundTrip(msg::UnmountSegmentRequest{client, "host:1"});
   CheckRoundTrip(msg::PingRequest{client});
   CheckRoundTrip(msg::PingReply{true, 7});
+  CheckRoundTrip(msg::TransferReport{client, {{1, 0, 3, 3 << 20}, {0, 1, 1, 4096}}});
   CheckRoundTrip(msg::PutStartRequest{client, "key", 4096, {3, true}});
   CheckRoundTrip(msg::PutStartReply{{rep, rep}});
   {

@@ -43,6 +43,9 @@ MC_EQ(msg::PutStartRequest, a.client == b.client && a.key == b.key &&
                                 a.size_bytes == b.size_bytes && a.options == b.options)
 MC_EQ(msg::PutStartReply, a.replicas == b.replicas)
 MC_EQ(msg::KeyRequest, a.client == b.client && a.key == b.key)
+MC_EQ(msg::TransferCount,
+      a.path == b.path && a.dir == b.dir && a.ops == b.ops && a.bytes == b.bytes)
+MC_EQ(msg::TransferReport, a.client == b.client && a.counts == b.counts)
 MC_EQ(msg::GetReplicaListReply, a.replicas == b.replicas && a.size_bytes == b.size_bytes &&
                                a.lease_ttl_us == b.lease_ttl_us)
 MC_EQ(msg::RemoveRequest, a.key == b.key && a.force == b.force)

@@ -390,6 +390,12 @@ Status MasterClient::ReleaseLeases(const msg::Batch<msg::KeyRequest>& req) {
   return Notify(Opcode::kReleaseLeases, payload);
 }
 
+Status MasterClient::ReportTransfers(const msg::TransferReport& req) {
+  std::string payload;
+  EncodePayload(req, &payload);
+  return Notify(Opcode::kReportTransfers, payload);
+}
+
 #define MC_CLIENT_STATUS(name, Req)                                      \
   Status MasterClient::name(const Req& req) {                           \
     auto r = Invoke<Opcode::k##name>(req);                               \

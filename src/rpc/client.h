@@ -76,6 +76,7 @@ class MasterClient {
   // nothing). An error means it may not have arrived; the leases then end
   // by time, as they would without it.
   Status ReleaseLeases(const msg::Batch<msg::KeyRequest>& req);
+  Status ReportTransfers(const msg::TransferReport& req);
 
   // ReleaseLeases deferred: the frame leaves in front of the next call's
   // request, in the same send (the master handles a connection's frames in

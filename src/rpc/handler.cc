@@ -105,6 +105,9 @@ Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> Handler::BatchPutStartEx(
   return BatchPutStart(plain);
 }
 
+Status Handler::ReportTransfers(const msg::TransferReport&) {
+  return Unsupported("ReportTransfers");
+}
 Status Handler::ReleaseLeases(const msg::Batch<msg::KeyRequest>&) {
   return Unsupported("ReleaseLeases");
 }
@@ -135,6 +138,7 @@ void Dispatch(Handler& h, Opcode op, std::string_view payload, std::string* out)
     MC_SERVE(ReleaseLeases, h.ReleaseLeases(req))
     MC_SERVE(BatchPutStartEx, h.BatchPutStartEx(req))
     MC_SERVE(RemoveAllEx, h.RemoveAllEx(req))
+    MC_SERVE(ReportTransfers, h.ReportTransfers(req))
     case Opcode::kConnectionError:
     case Opcode::kHello:
     case Opcode::kAuth:

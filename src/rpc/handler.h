@@ -51,6 +51,8 @@ class Handler {
   // A notification (the server sends no reply): the client is done reading
   // these keys, so their leases may end early.
   virtual Status ReleaseLeases(const msg::Batch<msg::KeyRequest>& req);
+  // A notification: what a client moved since its last report, per path.
+  virtual Status ReportTransfers(const msg::TransferReport& req);
 };
 
 // Decodes `payload` as the request of `op`, calls `handler` and appends the

@@ -112,7 +112,7 @@ Result<std::vector<std::unique_ptr<VerbsDevice>>> OpenDevices(Verbs& verbs,
   if (names.empty()) {
     MC_ASSIGN_OR_RETURN(names, verbs.ListDevices());
     if (names.empty()) {
-      return Error(ErrorCode::NOT_SUPPORTED, "protocol rdma: no RDMA device on this host");
+      return Error(ErrorCode::NOT_SUPPORTED, "no RDMA device on this host");
     }
   }
   if (names.size() > kMaxRdmaDevices) {

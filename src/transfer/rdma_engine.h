@@ -52,7 +52,10 @@ struct RdmaEngineOptions {
   uint64_t timeout_us = 10000000;     // a whole batch
   uint64_t max_mr_chunk_bytes = 0;    // 0: each NIC's max_mr_size
   uint8_t qp_timeout_exp = 14;        // RC ack timeout 4.096 us * 2^14 = 67 ms
-  uint8_t qp_retry_cnt = 7;           // so a dead peer errors a WR in ~0.5 s
+  // 6 retries of 67 ms: a dead peer errors a WR in ~0.5 s. Not 7: soft-RoCE
+  // (rxe) takes 7 as "retry forever", so a WR to a killed store never
+  // failed and the get waited out the whole transfer timeout.
+  uint8_t qp_retry_cnt = 6;
   const Clock* clock = nullptr;       // null: SystemClock
 };
 

@@ -107,6 +107,7 @@ class VerbsDevice {
   // Up to out.size() completions from the device's CQ; 0 when none is ready.
   virtual Result<size_t> Poll(std::span<Completion> out) = 0;
   // Blocks until the CQ may have a completion or `timeout_ms` passes.
+  // Poll and WaitForCompletion are called by one thread per device.
   virtual void WaitForCompletion(int timeout_ms) = 0;
 };
 

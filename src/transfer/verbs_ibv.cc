@@ -85,6 +85,11 @@ class IbvDevice final : public VerbsDevice {
     d->port_.lid = pa.lid;
     d->port_.max_mr_size = da.max_mr_size;
     d->port_.active_mtu = pa.active_mtu;
+    // RDMA READs in flight per QP are capped by the responder's
+    // max_dest_rd_atomic and the requester's max_rd_atomic; beyond them
+    // further READs wait in the send queue, however deep it is.
+    d->max_rd_atom_ = static_cast<uint8_t>(std::clamp(da.max_qp_rd_atom, 1, 255));
+    d->max_init_rd_atom_ = static_cast<uint8_t>(std::clamp(da.max_qp_init_rd_atom, 1, 255));
     d->pd_ = ibv_alloc_pd(d->ctx_);
     d->channel_ = d->pd_ ? ibv_create_comp_channel(d->ctx_) : nullptr;
     d->cq_ = d->channel_ ? ibv_create_cq(d->ctx_, std::min(kCqEntries, da.max_cqe), nullptr,
@@ -155,7 +160,7 @@ class IbvDevice final : public VerbsDevice {
                                                port_.active_mtu));
     a.dest_qp_num = peer.qpn;
     a.rq_psn = peer.psn;
-    a.max_dest_rd_atomic = 16;
+    a.max_dest_rd_atomic = max_rd_atom_;
     a.min_rnr_timer = 12;
     a.ah_attr.port_num = 1;
     a.ah_attr.dlid = peer.lid;
@@ -177,7 +182,7 @@ class IbvDevice final : public VerbsDevice {
     a.retry_cnt = retry_cnt;
     a.rnr_retry = 7;
     a.sq_psn = local_psn;
-    a.max_rd_atomic = 16;
+    a.max_rd_atomic = max_init_rd_atom_;
     if (int e = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
                                           IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
                                           IBV_QP_MAX_QP_RD_ATOMIC)) {
@@ -228,26 +233,32 @@ class IbvDevice final : public VerbsDevice {
   Result<size_t> Poll(std::span<Completion> out) override {
     constexpr int kBatch = 32;
     ibv_wc wc[kBatch];
-    int want = static_cast<int>(std::min<size_t>(out.size(), kBatch));
-    int n = ibv_poll_cq(cq_, want, wc);
-    if (n < 0) {
+    size_t n = 0;
+    // Completions WaitForCompletion reaped while arming the CQ come first.
+    for (; n < out.size() && stash_used_ < stash_len_; ++n) Convert(stash_[stash_used_++], &out[n]);
+    if (n == out.size()) return n;
+    int want = static_cast<int>(std::min<size_t>(out.size() - n, kBatch));
+    int got = ibv_poll_cq(cq_, want, wc);
+    if (got < 0) {
+      if (n > 0) return n;
       return Error(ErrorCode::INTERNAL_ERROR, "RDMA device " + name_ + ": poll_cq failed");
     }
-    for (int i = 0; i < n; ++i) {
-      out[i].wr_id = wc[i].wr_id;
-      out[i].qpn = wc[i].qp_num;
-      out[i].ok = wc[i].status == IBV_WC_SUCCESS;
-      out[i].error = out[i].ok ? std::string() : ibv_wc_status_str(wc[i].status);
-    }
-    return static_cast<size_t>(n);
+    for (int i = 0; i < got; ++i) Convert(wc[i], &out[n++]);
+    return n;
   }
 
+  // Called by the device's one poller thread, like Poll.
   void WaitForCompletion(int timeout_ms) override {
-    std::lock_guard<std::mutex> lock(wait_mu_);
+    if (stash_used_ < stash_len_) return;
     if (ibv_req_notify_cq(cq_, 0) != 0) return;
-    // A completion that arrived before the request is only found by polling.
-    ibv_wc wc;
-    if (ibv_poll_cq(cq_, 0, &wc) != 0) return;
+    // A completion that arrived before the CQ was armed raises no event:
+    // reap it now (Poll hands it out next) rather than sleep past it.
+    int got = ibv_poll_cq(cq_, kStash, stash_);
+    if (got != 0) {
+      stash_used_ = 0;
+      stash_len_ = got > 0 ? got : 0;
+      return;
+    }
     pollfd pfd{channel_->fd, POLLIN, 0};
     if (poll(&pfd, 1, timeout_ms) <= 0) return;
     ibv_cq* cq = nullptr;
@@ -256,7 +267,14 @@ class IbvDevice final : public VerbsDevice {
   }
 
  private:
+  static constexpr int kStash = 32;
   IbvDevice() = default;
+  static void Convert(const ibv_wc& wc, Completion* out) {
+    out->wr_id = wc.wr_id;
+    out->qpn = wc.qp_num;
+    out->ok = wc.status == IBV_WC_SUCCESS;
+    out->error = out->ok ? std::string() : ibv_wc_status_str(wc.status);
+  }
   Status Fail(const char* state, int err) const {
     return Error(ErrorCode::TRANSFER_FAIL,
                  "RDMA device " + name_ + ": QP to " + state + " failed: " + Errno(err));
@@ -268,7 +286,13 @@ class IbvDevice final : public VerbsDevice {
   ibv_pd* pd_ = nullptr;
   ibv_comp_channel* channel_ = nullptr;
   ibv_cq* cq_ = nullptr;
-  std::mutex wait_mu_;  // one waiter arms the channel at a time
+  uint8_t max_rd_atom_ = 1;       // device's max_qp_rd_atom (responder side)
+  uint8_t max_init_rd_atom_ = 1;  // device's max_qp_init_rd_atom (requester side)
+  // Completions reaped while arming the CQ, handed out by the next Poll.
+  // Only the device's poller thread touches them (rdma_engine.h).
+  ibv_wc stash_[kStash];
+  int stash_len_ = 0;
+  int stash_used_ = 0;
 };
 
 class IbvVerbs final : public Verbs {

@@ -16,7 +16,7 @@ import sys
 import time
 
 from cluster import Cluster
-from harness import check, finish, run, stop
+from harness import check, finish, run, stop, wait_until
 
 SEED = int(os.environ.get("MC_SEED", random.randrange(1 << 30)))
 print(f"seed {SEED} (MC_SEED={SEED} replays)")
@@ -165,6 +165,17 @@ try:
     ended = re.search(rb"^master_leases_ended_by_release_total (\d+)", body, re.M)
     check(status == 200 and ended is not None and int(ended.group(1)) >= 2,
           f"/metrics counts the leases the two gets released: {ended and ended.group(0)}")
+    # Each client reports what it moved, per path, when it closes (a
+    # notification, so allow the master a moment): the winning race put,
+    # two 5000-byte puts and the race get same-host, one get over TCP.
+    def transfers():
+        _, text = c.admin("/metrics")
+        return {(m[0].decode(), m[1].decode()): int(m[2]) for m in re.findall(
+            rb'^mooncake_transfer_bytes_total\{path="(\w+)",op="(\w+)"\} (\d+)$', text, re.M)}
+    want = {("shm", "put"): 11000, ("shm", "get"): 6000, ("tcp", "get"): 5000,
+            ("tcp", "put"): 0, ("rdma", "put"): 0, ("rdma", "get"): 0}
+    got = wait_until(lambda: transfers() == want and transfers(), 5) or transfers()
+    check(got == want, f"/metrics mooncake_transfer_bytes_total by path and op: {got}")
     check(run(["put", "held", "-"], input=b"h", env=c.env).returncode == 0, "put held")
     check(run(["get", "held", "--print-grants"], env=c.env).returncode == 0, "held: grants printed")
     r = run(["rm", "held"], env=c.env)

@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from harness import check, finish, run, stop, tempdir, wait_until  # noqa: E402
@@ -35,6 +36,16 @@ def packets():
         c = os.path.join(d, "ports", "1", "hw_counters")
         out[os.path.basename(d)] = sum(int(open(os.path.join(c, f)).read())
                                        for f in ("sent_pkts", "rcvd_pkts"))
+    return out
+
+
+def transfer_metrics():
+    """{(path, op): bytes} from the master's mooncake_transfer_bytes_total."""
+    status, body = c.admin("/metrics")
+    out = {}
+    for m in re.finditer(r'^mooncake_transfer_bytes_total\{path="(\w+)",op="(\w+)"\} (\d+)$',
+                         body.decode(), re.M):
+        out[(m.group(1), m.group(2))] = int(m.group(3))
     return out
 
 
@@ -69,8 +80,8 @@ def put(key, data, extra=()):
     return run(["put", key, path] + CLIENT + list(extra), env=c.env, timeout=300)
 
 
-def get(key):
-    return run(["get", key] + CLIENT, env=c.env, timeout=300)
+def get(key, extra=()):
+    return run(["get", key] + CLIENT + list(extra), env=c.env, timeout=300)
 
 
 # 1. Sizes from 1 B to 64 MiB, byte for byte, and the packets on both NICs.
@@ -92,6 +103,14 @@ check(d.get("rxe0", 0) + d.get("rxe1", 0) >= moved // 4096,
       f"rxe packet counters moved {d} for {moved} bytes: the bytes went over RDMA")
 check(d.get("rxe0", 0) >= moved // 32768 and d.get("rxe1", 0) >= moved // 32768,
       f"traffic on both NICs {d}")
+# The master's per-path counters, fed by each client's report at exit: every
+# byte so far went over RDMA, none over TCP or shm.
+tm = transfer_metrics()
+print("master's mooncake_transfer_bytes_total:", tm, flush=True)
+check(tm.get(("rdma", "put"), 0) == moved // 2 and tm.get(("rdma", "get"), 0) == moved // 2,
+      f"/metrics counts the {moved // 2} bytes put and got over rdma {tm}")
+check(len(tm) == 6 and all(v == 0 for k, v in tm.items() if k[0] != "rdma"),
+      f"/metrics counts nothing over tcp or shm {tm}")
 
 # 2. Several clients at once.
 results = {}
@@ -137,7 +156,7 @@ served = re.findall(r"data server served (\d+) requests", open(tcp_store.log_pat
 check(served and int(served[-1]) > 0, f"the TCP-only store served its replica over TCP {served}")
 
 # 4. A store killed mid-transfer: the get falls back to the other replica.
-data = os.urandom(48 << 20)
+data = os.urandom(64 << 20)
 p = put("killme", data, ["--replicas", "2"])
 check(p.returncode == 0, f"2-replica put ({p.stderr.decode().strip()[-300:]})")
 # Kill the store of the replica the master lists first (the one the client
@@ -147,17 +166,35 @@ first_port = json.loads(where.stdout)["replicas"][0][0]["endpoint"].rsplit(":", 
 victim = next((p for p in c.stores[:2] if f"data port {first_port}" in open(p.log_path).read()),
               c.stores[0])
 survivor = c.stores[1] if victim is c.stores[0] else c.stores[0]
+# Start the get, wait until the rxe counters show its RDMA READs moving,
+# then kill -9 the store it reads from while they are in flight.
 got = {}
-t = threading.Thread(target=lambda: got.update(g=get("killme")))
+before = packets()
+t0 = time.monotonic()
+# Into a file: 64 MiB through a pipe to this (emulated) Python takes seconds
+# that are not the client's failover.
+out_path = os.path.join(tmp, "killme.out")
+t = threading.Thread(target=lambda: got.update(
+    g=get("killme", ["--transfer-timeout", "10s", "-o", out_path])))
 t.start()
-wait_until(lambda: not t.is_alive(), 0.4)
+wait_until(lambda: sum(delta(before).values()) >= 1024 or not t.is_alive(), 60, poll=0.01)
+at_kill = sum(delta(before).values())
+in_flight = t.is_alive()
 stop(victim, sig=9)
+t_kill = time.monotonic()
 t.join()
+took = time.monotonic() - t_kill
 g = got["g"]
+# At MTU 1024 the 64 MiB read alone is ~2 x 49152 packets (sent + received).
+check(in_flight and at_kill < (64 << 20) // 1024,
+      f"the store was killed while the get's RDMA READs were in flight ({at_kill} packets in, "
+      f"{time.monotonic() - t0:.1f}s)")
 print("client log of the get during the kill:",
       [l for l in g.stderr.decode().splitlines() if "rdma" in l or "replica" in l][:6], flush=True)
-check(g.returncode == 0 and g.stdout == data,
+check(g.returncode == 0 and open(out_path, "rb").read() == data,
       f"get while a replica's store is killed returns the bytes ({g.stderr.decode().strip()[-300:]})")
+check(took < 10, f"the get fell back to the other replica {took:.1f}s after the kill, "
+                 "within its 10 s transfer timeout")
 # A put after the kill either lands on the live store or fails; it never hangs.
 p = put("after-kill", os.urandom(1 << 20))
 check(p.returncode in (0, 1, 3, 4, 5, 6), f"put after the kill returned ({p.returncode})")
