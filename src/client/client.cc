@@ -406,7 +406,9 @@ void ClientImpl::ReportTransfers(bool force) {
   // Counting is best effort: a master that is away, or predates the
   // notification, loses this report and nothing else.
   Status st = link_->ReportTransfers(report);
-  if (!st.ok()) MC_LOG(DEBUG) << "transfer report not sent: " << st.ToString();
+  if (!st.ok()) {
+    MC_LOG(DEBUG) << "transfer report not sent: " << st.ToString();
+  }
 }
 
 std::vector<Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,

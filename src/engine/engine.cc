@@ -27,7 +27,6 @@ using mc::ErrorCode;
 using mc::Status;
 
 int Code(const Status& st) { return static_cast<int>(st.code()); }
-int Code(ErrorCode c) { return static_cast<int>(c); }
 
 // The wire bounds every key and batch (the master applies its own, smaller
 // max_key_bytes and max_batch and answers INVALID_KEY / INVALID_PARAMS).

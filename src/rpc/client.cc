@@ -138,7 +138,9 @@ bool MasterClient::SendOnIdle(const Frames& frames) {
   c->scratch.clear();
   for (const auto& [op, payload] : frames) c->Frame(op, c->next_request_id++, payload);
   Status st = net::WriteAll(c->stream(), c->scratch, net::MonotonicUs() + options_.rpc_timeout_us);
-  if (!st.ok()) MC_LOG(DEBUG) << "deferred notifications to " << options_.master << ": " << st.ToString();
+  if (!st.ok()) {
+    MC_LOG(DEBUG) << "deferred notifications to " << options_.master << ": " << st.ToString();
+  }
   Release(st.ok() ? std::move(c) : nullptr);
   return true;
 }
@@ -192,7 +194,9 @@ void MasterClient::ReleaseLeasesSoon(const msg::Batch<msg::KeyRequest>& req) {
   if (wake) defer_cv_.notify_one();
   if (payload.empty()) return;
   Status st = Notify(Opcode::kReleaseLeases, payload);  // the queue is full: now
-  if (!st.ok()) MC_LOG(DEBUG) << "releasing read leases: " << st.ToString();
+  if (!st.ok()) {
+    MC_LOG(DEBUG) << "releasing read leases: " << st.ToString();
+  }
 }
 
 Status MasterClient::Unavailable(const std::string& why) const {
