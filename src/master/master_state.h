@@ -151,6 +151,10 @@ class MasterState {
   // After a failed FinishBulkLoad the state must be discarded.
   void BeginBulkLoad();
   Status FinishBulkLoad();
+  // Every known client's silence counts from `now_us`: called once a load
+  // is done, since a load of millions of objects can outlast client_ttl,
+  // and owners judged by the time it started would be dead on arrival.
+  void RestartClientClocks(uint64_t now_us);
 
  private:
   struct Segment;
@@ -208,6 +212,7 @@ class MasterState {
   uint64_t ExpireClients(uint64_t now_us, uint64_t* segments);
   uint64_t DiscardZombiePuts(uint64_t now_us);
   uint64_t ExpirePins(uint64_t now_us);
+  Status OverlapError(uint32_t segment, uint64_t first_offset, uint64_t second_offset) const;
 
   Options options_;
   std::unique_ptr<EvictionPolicy> policy_;
@@ -252,17 +257,13 @@ class MasterState {
   std::map<std::string, uint32_t, std::less<>> segment_ids_;
   std::map<msg::ClientId, Client> clients_;
 
-  struct BulkRange {  // a buffer recorded by LoadObject during a bulk load
-    uint32_t segment;
-    uint64_t offset;
-    uint64_t size;  // aligned
-    ObjectId object;
-    bool operator<(const BulkRange& o) const {
-      return segment != o.segment ? segment < o.segment : offset < o.offset;
-    }
-  };
+  // LoadObject's scratch (see there).
+  std::vector<uint64_t> load_packed_;
+  std::vector<uint64_t> load_sizes_;
+  std::vector<uint32_t> load_mine_;
+  std::vector<bool> load_used_segment_;
   bool bulk_loading_ = false;
-  std::vector<BulkRange> bulk_ranges_;
+  size_t bulk_buffers_ = 0;  // buffers of the objects in bulk_nodes_
   std::vector<ObjectIndex::Node*> bulk_nodes_;  // loaded, linked by FinishBulkLoad
 
   uint64_t allocated_bytes_ = 0;

@@ -560,6 +560,23 @@ TEST_CASE("a bulk load in any key order serves in key order; a key loaded twice 
   CHECK(st.message() == "cannot load '" + dumped[1].key + "': it is loaded twice");
 }
 
+TEST_CASE("owners of loaded segments are judged from the end of a load that outlasts client_ttl") {
+  Harness h;
+  REQUIRE(h.Mount(1, "a", 16 * kMiB).ok());
+  REQUIRE(h.Put("k", 100).ok());
+  for (bool restarted : {false, true}) {
+    Harness fresh;
+    for (auto& s : h.state->DumpSegments()) REQUIRE(fresh.state->LoadSegment(s, fresh.now_us).ok());
+    fresh.state->BeginBulkLoad();
+    for (auto& o : h.state->DumpObjects(true)) REQUIRE(fresh.state->LoadObject(o, fresh.now_us).ok());
+    REQUIRE(fresh.state->FinishBulkLoad().ok());
+    fresh.now_us += fresh.config.client_ttl_us + 1;  // the load took that long
+    if (restarted) fresh.state->RestartClientClocks(fresh.now_us);
+    CHECK(fresh.Tick().expired_clients == (restarted ? 0u : 1u));
+    CHECK(fresh.Exists("k") == restarted);
+  }
+}
+
 TEST_CASE("state dumped and loaded into a fresh master matches and new puts never overlap") {
   Options c;
   c.stripe_size_bytes = kMiB;

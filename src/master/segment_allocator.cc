@@ -79,7 +79,7 @@ bool SegmentAllocator::Reserve(uint64_t offset, uint64_t size_bytes) {
   return true;
 }
 
-void SegmentAllocator::ReserveSorted(const std::vector<std::pair<uint64_t, uint64_t>>& used) {
+void SegmentAllocator::ReserveSorted(std::span<const std::pair<uint64_t, uint64_t>> used) {
   assert(free_bytes_ == capacity_bytes_);
   by_offset_.clear();
   by_size_.clear();

@@ -19,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -52,7 +53,7 @@ class SegmentAllocator {
   // Marks many ranges as used at once on an entirely free allocator, in one
   // pass (a bulk reload). `used`: (offset, AlignUp(size)) sorted by offset,
   // aligned, inside the segment and not overlapping (the caller checked).
-  void ReserveSorted(const std::vector<std::pair<uint64_t, uint64_t>>& used);
+  void ReserveSorted(std::span<const std::pair<uint64_t, uint64_t>> used);
 
   // True if every byte of the range is free (for tests and assertions).
   bool IsFree(uint64_t offset, uint64_t size_bytes) const;

@@ -107,6 +107,12 @@ int64_t ObjectCheck(std::string_view key, uint64_t size, bool pin, uint64_t repl
 int64_t AsI64(uint64_t v) { return static_cast<int64_t>(v); }
 uint64_t AsU64(sqlite3_stmt* s, int col) { return static_cast<uint64_t>(sqlite3_column_int64(s, col)); }
 std::string Text(sqlite3_stmt* s, int col) { return storage::SqliteDb::Column(s, col); }
+// A column's bytes in place: valid until the statement steps again.
+std::string_view View(sqlite3_stmt* s, int col) {
+  const void* p = sqlite3_column_blob(s, col);
+  const int n = sqlite3_column_bytes(s, col);
+  return p == nullptr ? std::string_view() : std::string_view(static_cast<const char*>(p), static_cast<size_t>(n));
+}
 
 void BindText(sqlite3_stmt* s, int i, const std::string& v) {
   sqlite3_bind_blob(s, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
@@ -573,7 +579,9 @@ Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadSta
   Status st;
   master::ObjectDump o;
   while (st.ok() && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-    o.key = Text(s, 0);
+    // `o` is reused row after row: its key and buffer names keep their
+    // capacity, so a row costs no heap block (10M rows at start).
+    o.key.assign(View(s, 0));
     o.size_bytes = AsU64(s, 1);
     o.soft_pin = sqlite3_column_int(s, 2) != 0;
     o.complete = true;
@@ -587,7 +595,7 @@ Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadSta
     o.listener_tag = static_cast<uint64_t>(row);
     next_row_ = std::max(next_row_, o.listener_tag + 1);
     const int64_t replicas = sqlite3_column_int64(s, 3);
-    const std::string buffers = Text(s, 4);
+    const std::string_view buffers = View(s, 4);
     const size_t count = buffers.size() / kBufferRecordBytes;
     auto bad = [&](const std::string& why) {
       return Error(ErrorCode::INTERNAL_ERROR, path_ + ": object row '" + o.key + "': " + why);
@@ -605,8 +613,9 @@ Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadSta
     }
     const uint64_t stripes = count / static_cast<uint64_t>(replicas);
     proto::Reader r(buffers);
-    o.replicas.assign(static_cast<size_t>(replicas), {});
+    o.replicas.resize(static_cast<size_t>(replicas));
     for (auto& replica : o.replicas) {
+      replica.resize(stripes);
       for (uint64_t i = 0; i < stripes && st.ok(); ++i) {
         const uint32_t seg = r.U32("segment id");
         const uint64_t offset = r.U64("offset");
@@ -619,7 +628,10 @@ Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadSta
                               : o.size_bytes > i * stripe_size_bytes_
                                   ? o.size_bytes - i * stripe_size_bytes_
                                   : 0;
-        replica.push_back({name->second, offset, size});
+        master::BufferLocation& b = replica[i];
+        b.segment_name = name->second;
+        b.offset = offset;
+        b.size_bytes = size;
       }
     }
     if (st.ok()) st = state.LoadObject(o, now_us);

@@ -59,7 +59,9 @@ Status LoadState(Journal& journal, MasterService& service) {
   const uint64_t start_us = SystemClock::Instance().NowUs();
   MC_ASSIGN_OR_RETURN(Journal::LoadStats stats,
                       service.WithState([&](master::MasterState& state) {
-                        return journal.LoadInto(state, start_us);
+                        auto loaded = journal.LoadInto(state, start_us);
+                        state.RestartClientClocks(SystemClock::Instance().NowUs());
+                        return loaded;
                       }));
   service.AdoptLoadedSegments();
   MC_LOG(INFO) << "state loaded from " << journal.path() << ": " << stats.segments
