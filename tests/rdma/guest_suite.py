@@ -193,13 +193,21 @@ print("client log of the get during the kill:",
       [l for l in g.stderr.decode().splitlines() if "rdma" in l or "replica" in l][:6], flush=True)
 check(g.returncode == 0 and open(out_path, "rb").read() == data,
       f"get while a replica's store is killed returns the bytes ({g.stderr.decode().strip()[-300:]})")
-check(took < 10, f"the get fell back to the other replica {took:.1f}s after the kill, "
-                 "within its 10 s transfer timeout")
 # A put after the kill either lands on the live store or fails; it never hangs.
 p = put("after-kill", os.urandom(1 << 20))
 check(p.returncode in (0, 1, 3, 4, 5, 6), f"put after the kill returned ({p.returncode})")
-g = get("killme")
-check(g.returncode == 0 and g.stdout == data, "the surviving replica still serves over RDMA")
+t1 = time.monotonic()
+g = get("killme", ["-o", out_path + ".2"])
+clean = time.monotonic() - t1
+check(g.returncode == 0 and open(out_path + ".2", "rb").read() == data,
+      "the surviving replica still serves over RDMA")
+# The bound is relative to this machine's speed, not a speed claim: the dead
+# replica's READs must fail within the 10 s transfer timeout (not retry until
+# something else gives up), after which the get costs what a clean read of
+# the survivor costs, measured just now (twice over, for the emulator's noise).
+check(took < 10 + 2 * clean + 2,
+      f"the get fell back to the other replica {took:.1f}s after the kill: within the 10 s "
+      f"transfer timeout plus a clean read of the survivor ({clean:.1f}s)")
 stop(survivor)
 served = re.findall(r"data server served (\d+) requests", open(survivor.log_path).read())
 check(served == ["0"], f"the RDMA store's TCP data path moved nothing: all bytes went over RDMA {served}")
