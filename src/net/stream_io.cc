@@ -141,4 +141,28 @@ Status RecvAll(Stream s, void* data, size_t len) {
   return Status::Ok();
 }
 
+Status BufferedReader::Read(void* dst, size_t n) {
+  auto* out = static_cast<uint8_t*>(dst);
+  const size_t have = std::min(n, end_ - begin_);
+  if (have > 0) std::memcpy(out, buf_.data() + begin_, have);
+  begin_ += have;
+  out += have;
+  n -= have;
+  if (n == 0) return Status::Ok();
+  if (n >= kDirectBytes || buf_.empty()) return RecvAll(s_, out, n);
+  begin_ = end_ = 0;
+  while (end_ < n) {
+    ssize_t got = recv(s_.fd, buf_.data() + end_, buf_.size() - end_, 0);
+    if (got == 0) return Error(ErrorCode::TRANSFER_FAIL, "peer closed the connection");
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return IoError("recv", errno);
+    }
+    end_ += static_cast<size_t>(got);
+  }
+  std::memcpy(out, buf_.data(), n);
+  begin_ = n;
+  return Status::Ok();
+}
+
 }  // namespace mc::net

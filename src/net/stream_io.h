@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "net/socket.h"
@@ -36,5 +37,30 @@ Status SendAll(Stream s, const void* data, size_t len);
 // Receives exactly `len` bytes (MSG_WAITALL loop). A clean EOF before the
 // first byte reports TRANSFER_FAIL "peer closed"; a timeout RPC_TIMEOUT.
 Status RecvAll(Stream s, void* data, size_t len);
+
+// Reads a stream through a buffer: one recv usually brings several small
+// messages (pipelined requests or replies and their data), copied out from
+// here, since for small objects a copy is far cheaper than a syscall. A piece
+// of at least kDirectBytes, or any on a TLS stream (OpenSSL buffers itself),
+// is received straight into place. Errors as RecvAll.
+class BufferedReader {
+ public:
+  static constexpr size_t kBufferBytes = 64u << 10;
+  static constexpr size_t kDirectBytes = 32u << 10;
+  explicit BufferedReader(Stream s) : s_(s), buf_(s.ssl == nullptr ? kBufferBytes : 0) {}
+
+  Status Read(void* dst, size_t n);
+  // Bytes received and not yet read.
+  bool buffered() const { return end_ > begin_; }
+  // At least `bytes` are buffered.
+  bool HasBuffered(size_t bytes) const { return end_ - begin_ >= bytes; }
+  // Nothing is ever buffered (TLS).
+  bool passthrough() const { return buf_.empty(); }
+
+ private:
+  Stream s_;
+  std::vector<uint8_t> buf_;
+  size_t begin_ = 0, end_ = 0;
+};
 
 }  // namespace mc::net

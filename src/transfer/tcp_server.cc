@@ -108,44 +108,19 @@ Result<int> Listen(const TcpDataServerOptions& o) {
 // itself), and replies are sent one by one.
 class TcpDataServer::ConnIo {
  public:
-  static constexpr size_t kBufferBytes = 64u << 10;
-  static constexpr size_t kDirectBytes = 32u << 10;  // larger reads bypass the buffer
   static constexpr size_t kMaxQueued = 64;
   static constexpr uint64_t kMaxQueuedBytes = 1u << 20;
 
-  explicit ConnIo(net::Stream s) : s_(s), buf_(s.ssl == nullptr ? kBufferBytes : 0) {}
+  explicit ConnIo(net::Stream s) : s_(s), in_(s) {}
   net::Stream stream() const { return s_; }
   // Bytes of requests already received and not yet read.
-  bool buffered() const { return end_ > begin_; }
-  // At least `bytes` are buffered.
-  bool HasBuffered(size_t bytes) const { return end_ - begin_ >= bytes; }
+  bool buffered() const { return in_.buffered(); }
 
+  // Reads `n` bytes of requests, flushing queued replies first if that may
+  // block.
   Status Read(void* dst, size_t n) {
-    auto* out = static_cast<uint8_t*>(dst);
-    const size_t have = std::min(n, end_ - begin_);
-    if (have > 0) std::memcpy(out, buf_.data() + begin_, have);
-    begin_ += have;
-    out += have;
-    n -= have;
-    if (n == 0) return Status::Ok();
-    MC_RETURN_IF_ERROR(Flush());
-    if (n >= kDirectBytes || buf_.empty()) return net::RecvAll(s_, out, n);
-    begin_ = end_ = 0;
-    while (end_ < n) {
-      ssize_t got = recv(s_.fd, buf_.data() + end_, buf_.size() - end_, 0);
-      if (got == 0) return Error(ErrorCode::TRANSFER_FAIL, "peer closed the connection");
-      if (got < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-          return Error(ErrorCode::RPC_TIMEOUT, "recv timed out");
-        }
-        return Error(ErrorCode::TRANSFER_FAIL, std::string("recv: ") + std::strerror(errno));
-      }
-      end_ += static_cast<size_t>(got);
-    }
-    std::memcpy(out, buf_.data(), n);
-    begin_ = n;
-    return Status::Ok();
+    if (!in_.HasBuffered(n)) MC_RETURN_IF_ERROR(Flush());
+    return in_.Read(dst, n);
   }
 
   // Reads and discards `len` payload bytes of a refused WRITE.
@@ -180,7 +155,7 @@ class TcpDataServer::ConnIo {
     ++n_;
     // Send now unless another whole request header is already here, to be
     // answered in the same sendmsg.
-    if (buf_.empty() || !HasBuffered(wire::kRequestBytes)) return Flush();
+    if (in_.passthrough() || !in_.HasBuffered(wire::kRequestBytes)) return Flush();
     return Status::Ok();
   }
 
@@ -200,8 +175,7 @@ class TcpDataServer::ConnIo {
 
  private:
   net::Stream s_;
-  std::vector<uint8_t> buf_;
-  size_t begin_ = 0, end_ = 0;
+  net::BufferedReader in_;
   uint8_t hdrs_[kMaxQueued][wire::kReplyBytes];
   std::string msgs_[kMaxQueued];
   iovec iov_[2 * kMaxQueued];

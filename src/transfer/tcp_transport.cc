@@ -324,51 +324,9 @@ Status TcpTransport::RunChunkWithRetry(const TransferOp& op, const Chunk& chunk,
 
 namespace {
 
-// Reads replies of a pipelined window through a buffer: one recv usually
-// brings several replies and their data, copied out from here (for small
-// objects a copy is far cheaper than a syscall). A piece of at least
-// kDirectBytes, or any on a TLS stream, is received straight into place.
-class BufferedReader {
- public:
-  static constexpr size_t kBufferBytes = 64u << 10;
-  static constexpr size_t kDirectBytes = 32u << 10;
-  explicit BufferedReader(net::Stream s) : s_(s), buf_(s.ssl == nullptr ? kBufferBytes : 0) {}
-
-  Status Read(void* dst, size_t n) {
-    auto* out = static_cast<uint8_t*>(dst);
-    const size_t have = std::min(n, end_ - begin_);
-    if (have > 0) std::memcpy(out, buf_.data() + begin_, have);
-    begin_ += have;
-    out += have;
-    n -= have;
-    if (n == 0) return Status::Ok();
-    if (n >= kDirectBytes || s_.ssl != nullptr) return net::RecvAll(s_, out, n);
-    begin_ = end_ = 0;
-    while (end_ < n) {
-      ssize_t got = recv(s_.fd, buf_.data() + end_, buf_.size() - end_, 0);
-      if (got == 0) return Error(ErrorCode::TRANSFER_FAIL, "peer closed the connection");
-      if (got < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-          return Error(ErrorCode::RPC_TIMEOUT, "recv timed out");
-        }
-        return Error(ErrorCode::TRANSFER_FAIL, std::string("recv: ") + std::strerror(errno));
-      }
-      end_ += static_cast<size_t>(got);
-    }
-    std::memcpy(out, buf_.data(), n);
-    begin_ = n;
-    return Status::Ok();
-  }
-  // Bytes received past the last reply read: none, on a healthy connection
-  // whose every request was answered.
-  bool drained() const { return begin_ == end_; }
-
- private:
-  net::Stream s_;
-  std::vector<uint8_t> buf_;
-  size_t begin_ = 0, end_ = 0;
-};
+// Replies of a pipelined window are read through a buffer (see
+// net::BufferedReader).
+using net::BufferedReader;
 
 // Reads one reply of a pipelined window. OK: op's status is set (an error
 // reply is a status, the connection stays usable). An error: the connection
@@ -433,7 +391,7 @@ size_t TcpTransport::RunWindow(Conn& conn, std::span<TransferOp> ops,
       st = ReadPipelinedReply(in, ops[group[first + done]], ids[done], peer);
       if (!st.ok()) break;
     }
-    if (st.ok() && !in.drained()) {
+    if (st.ok() && in.buffered()) {
       st = Error(ErrorCode::PROTOCOL_ERROR, peer + ": bytes past the last reply");
       done = 0;  // which reply was wrong is unknown: redo the window
     }
