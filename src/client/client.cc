@@ -232,7 +232,7 @@ class ClientImpl final : public Client {
   transfer::TcpTransport tcp_;
   transfer::ShmTransport shm_;
   std::unique_ptr<transfer::RdmaTransport> rdma_;  // protocol rdma only
-  mutable std::mutex path_mu_;  // guards last_path_, counts_
+  mutable std::mutex path_mu_;  // guards last_path_, counts_, unreported_, last_report_us_
   std::string last_path_ = "tcp";
   PathCounts counts_;
   // Moved since the last report, by msg::TransferPath and msg::TransferDir.
@@ -371,17 +371,16 @@ Status ClientImpl::Run(std::vector<Planned>& planned, UnreachableStores* unreach
       }
     }
     for (const auto& op : over_tcp) add(msg::TransferPath::kTcp, op);
+    const size_t shm_moved = planned.size() - rdma_moved - over_tcp.size();
+    counts_.same_host += shm_moved;
+    counts_.rdma += rdma_moved;
+    counts_.tcp += over_tcp.size();
+    counts_.tcp_fallback += fallback;
+    if (rdma_moved > 0) last_path_ = over_tcp.empty() ? "rdma" : "rdma+tcp";
+    else if (used_shm && over_tcp.empty()) last_path_ = "same-host";
+    else last_path_ = "tcp";
   }
   ReportTransfers(/*force=*/false);
-  std::lock_guard<std::mutex> lock(path_mu_);
-  const size_t shm_moved = planned.size() - rdma_moved - over_tcp.size();
-  counts_.same_host += shm_moved;
-  counts_.rdma += rdma_moved;
-  counts_.tcp += over_tcp.size();
-  counts_.tcp_fallback += fallback;
-  if (rdma_moved > 0) last_path_ = over_tcp.empty() ? "rdma" : "rdma+tcp";
-  else if (used_shm && over_tcp.empty()) last_path_ = "same-host";
-  else last_path_ = "tcp";
   return Status::Ok();
 }
 
