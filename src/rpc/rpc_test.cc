@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 
 #include "proto/auth.h"
 #include "proto/handshake.h"
@@ -732,4 +733,28 @@ TEST_CASE("a connection's replies wait for its own requests, not for another's i
   REQUIRE(ra.ok());
   CHECK(ra->first.request_id == 2);
   server.Stop();
+}
+
+// A handler that leaves an operation out does not compile: Handler is pure.
+static_assert(std::is_abstract_v<Handler>);
+static_assert(!std::is_abstract_v<testing::RefusingHandler>);
+
+TEST_CASE("Dispatch hands every operation of the table to its own Handler method") {
+  testing::RefusingHandler h;
+  size_t ops = 0;
+#define MC_TEST_DISPATCH(name, value, Req, Rep, kind)                                 \
+  {                                                                                    \
+    std::string payload, out;                                                          \
+    EncodePayload(RequestOf<Opcode::k##name>{}, &payload);                             \
+    Dispatch(h, Opcode::k##name, payload, &out);                                       \
+    Status st = ReplyStatus(out);                                                      \
+    CHECK(st.code() == ErrorCode::NOT_SUPPORTED);                                      \
+    CHECK(st.message() == #name " is not supported by this server");                   \
+    ++ops;                                                                             \
+  }
+  MC_MASTER_OPS(MC_TEST_DISPATCH)
+#undef MC_TEST_DISPATCH
+  size_t known = 0;  // every opcode but ConnectionError, Hello and Auth is an operation
+  for (uint32_t v = 0; v <= 0xffff; ++v) known += IsKnownOpcode(static_cast<uint16_t>(v)) ? 1 : 0;
+  CHECK(ops == known - 3);
 }
