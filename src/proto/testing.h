@@ -42,6 +42,10 @@ MC_EQ(msg::PingReply, a.remount == b.remount && a.view_version == b.view_version
 MC_EQ(msg::PutStartRequest, a.client == b.client && a.key == b.key &&
                                 a.size_bytes == b.size_bytes && a.options == b.options)
 MC_EQ(msg::PutStartReply, a.replicas == b.replicas)
+MC_EQ(msg::PutPlacement, a.preferred_segments == b.preferred_segments &&
+                            a.preferred_host == b.preferred_host &&
+                            a.soft_pin_ttl_ms == b.soft_pin_ttl_ms && a.hard_pin == b.hard_pin)
+MC_EQ(msg::PutStartExRequest, a.start == b.start && a.start.options.placement == b.start.options.placement)
 MC_EQ(msg::KeyRequest, a.client == b.client && a.key == b.key)
 MC_EQ(msg::TransferCount,
       a.path == b.path && a.dir == b.dir && a.ops == b.ops && a.bytes == b.bytes)
@@ -126,6 +130,12 @@ class RandomMessages {
     for (size_t i = Pick(5); i > 0; --i) r.segments.push_back({Str(), Str(), U64(), U64()});
     return r;
   }
+  // Any value of any wire type, its fields drawn through their Fields() list.
+  template <typename T>
+  void Fill(T* v) {
+    Filler{*this}(*v, "");
+  }
+
   template <typename F>
   auto BatchOf(F make) {
     msg::Batch<decltype(make())> v;
@@ -144,6 +154,33 @@ class RandomMessages {
   }
 
  private:
+  struct Filler {
+    RandomMessages& g;
+    void operator()(uint8_t& v, const char*) { v = static_cast<uint8_t>(g.Pick(256)); }
+    void operator()(uint32_t& v, const char*) { v = g.U32(); }
+    void operator()(uint64_t& v, const char*) { v = g.U64(); }
+    void operator()(bool& v, const char*) { v = g.Bool(); }
+    void operator()(std::string& v, const char*) { v = g.Str(); }
+    void operator()(Status& v, const char*) { v = g.St(); }
+    void operator()(msg::ReplicaStatus& v, const char*) {
+      v = g.Bool() ? msg::ReplicaStatus::kComplete : msg::ReplicaStatus::kProcessing;
+    }
+    template <HasFields T>
+    void operator()(T& v, const char*) {
+      T::Fields(v, *this);
+    }
+    template <typename T>
+    void operator()(msg::BatchItem<T>& v, const char*) {
+      (*this)(v.status, "");
+      if (v.status.ok()) (*this)(v.value, "");
+    }
+    template <typename T>
+    void operator()(std::vector<T>& v, const char* = "", size_t max_items = 8, const char* = "") {
+      v.clear();
+      for (size_t i = g.Pick(max_items < 5 ? max_items + 1 : 5); i > 0; --i) (*this)(v.emplace_back(), "");
+    }
+  };
+
   std::mt19937_64 rng_;
 };
 
