@@ -19,7 +19,7 @@
 #include "client/replica_order.h"
 #include "rpc/client.h"
 #include "transfer/access.h"
-#include "transfer/rdma_transport.h"
+#include "transfer/rdma/rdma_transport.h"
 #include "transfer/shm_transport.h"
 #include "transfer/tcp_transport.h"
 
