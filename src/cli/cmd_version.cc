@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "cli/command.h"
-#include "transfer/rdma_probe.h"
+#include "transfer/rdma/rdma_probe.h"
 
 namespace mc::cli {
 

@@ -23,7 +23,7 @@
 #include "rpc/client.h"
 #include "transfer/access.h"
 #include "transfer/fallback_transport.h"
-#include "transfer/rdma_transport.h"
+#include "transfer/rdma/rdma_transport.h"
 #include "transfer/shm_transport.h"
 #include "transfer/tcp_transport.h"
 

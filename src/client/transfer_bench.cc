@@ -35,7 +35,7 @@
 #include "net/stream_io.h"
 #include "transfer/segment.h"
 #include "transfer/shm_transport.h"
-#include "transfer/tcp_server.h"
+#include "dataserver/tcp_server.h"
 #include "transfer/tcp_transport.h"
 
 using namespace mc::transfer;

@@ -1,15 +1,13 @@
 #include "common/capability.h"
 
-
+#include "common/byte_io.h"
 #include "common/crypto.h"
 
 namespace mc {
 
 namespace {
 
-void PutLe(std::string* out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
+void PutLe(std::string* out, uint64_t v) { ByteWriter(out).U64(v); }
 
 }  // namespace
 

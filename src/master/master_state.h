@@ -151,6 +151,15 @@ class MasterState {
   // After a failed FinishBulkLoad the state must be discarded.
   void BeginBulkLoad();
   Status FinishBulkLoad();
+  // O(objects + buffers), master_state_check.cc: the index and every
+  // segment's allocator hold their own invariants; the slot table, the
+  // segment names, the owners' segment lists and the in-flight puts' owners
+  // agree with them; every buffer lies in used space of a live segment, no
+  // two overlap, and per segment they add up to exactly its used bytes
+  // (the counters' allocated and capacity bytes to the sums). Not during a
+  // bulk load. INTERNAL_ERROR naming the first broken rule. For tests and
+  // MC_DEBUG_CHECK_OK (common/debug_check.h).
+  Status CheckInvariants() const;
   // Every known client's silence counts from `now_us`: called once a load
   // is done, since a load of millions of objects can outlast client_ttl,
   // and owners judged by the time it started would be dead on arrival.
@@ -213,6 +222,11 @@ class MasterState {
   uint64_t DiscardZombiePuts(uint64_t now_us);
   uint64_t ExpirePins(uint64_t now_us);
   Status OverlapError(uint32_t segment, uint64_t first_offset, uint64_t second_offset) const;
+
+  // master_state_check.cc (parts of CheckInvariants)
+  Status CheckSlots() const;
+  Status CheckSegments() const;
+  Status CheckBuffers() const;
 
   Options options_;
   std::unique_ptr<EvictionPolicy> policy_;

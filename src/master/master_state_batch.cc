@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "common/debug_check.h"
 #include "master/master_state.h"
 #include "master/master_state_internal.h"
 
@@ -268,6 +269,7 @@ Status MasterState::FinishBulkLoad() {
   if (!objects_.Build(std::move(nodes), &duplicate))
     return Error(ErrorCode::OBJECT_ALREADY_EXISTS,
                  "cannot load '" + duplicate + "': it is loaded twice");
+  MC_DEBUG_CHECK_OK(CheckInvariants());
   return Status::Ok();
 }
 

@@ -280,6 +280,8 @@ struct Runner {
   }
 
   void CheckInvariants(uint64_t now) {
+    const Status internal = h.state->CheckInvariants();
+    REQUIRE_MESSAGE(internal.ok(), internal.message());
     auto dump = h.state->DumpObjects(false);
     REQUIRE(dump.size() == m.objects.size());
     std::map<std::string, std::map<uint64_t, uint64_t>> ranges;  // segment -> offset -> end

@@ -3,6 +3,7 @@
 #include <cassert>
 #include <functional>
 
+#include "common/debug_check.h"
 #include "eviction/watermark.h"
 #include "master/master_state.h"
 #include "master/master_state_internal.h"
@@ -201,6 +202,7 @@ void MasterState::DropSegments(const std::vector<uint32_t>& ids) {
     if (listener_ != nullptr) listener_->OnSegmentUnmounted(name);
   }
   ++view_version_;
+  MC_DEBUG_CHECK_OK(CheckInvariants());
 }
 
 void MasterState::DropReplicasOn(ObjectIt it, const std::vector<bool>& dropping) {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #include "eviction/testing_policy.h"
 #include "master/master_state.h"
 
@@ -43,6 +45,13 @@ struct Harness {
 
   explicit Harness(Options c = {}) : config(c) {
     state = std::make_unique<MasterState>(config, std::make_unique<ExactLruPolicy>(), &listener);
+  }
+  // Whatever a test did, the state it leaves holds every invariant.
+  ~Harness() {
+    if (state != nullptr) {
+      const Status invariants = state->CheckInvariants();
+      CHECK_MESSAGE(invariants.ok(), invariants.message());
+    }
   }
   Status Mount(uint64_t client, const std::string& name, uint64_t size_bytes) {
     return state->MountSegment({Client(client), Segment(name, size_bytes)}, now_us);

@@ -5,7 +5,9 @@
 #include <cstring>
 #include <functional>
 #include <new>
+#include <string>
 
+#include "common/debug_check.h"
 #include "eviction/table.h"
 
 namespace mc::master {
@@ -157,6 +159,7 @@ bool ObjectIndex::Build(std::vector<Node*> nodes, std::string* duplicate) {
     }
   }
   for (const Entry& e : entries) Append(e.node);
+  MC_DEBUG_CHECK_OK(CheckInvariants());
   return true;
 }
 
@@ -213,6 +216,44 @@ void ObjectIndex::clear() {
   for (uint32_t l = 0; l < kMaxLevels; ++l) head_[l] = tail_[l] = nullptr;
   levels_ = 1;
   size_ = 0;
+}
+
+Status ObjectIndex::CheckInvariants() const {
+  auto broken = [](std::string what) {
+    return Error(ErrorCode::INTERNAL_ERROR, "object index: " + std::move(what));
+  };
+  if (levels_ < 1 || levels_ > kMaxLevels) return broken("levels in use out of range");
+  if (levels_ > 1 && head_[levels_ - 1] == nullptr) return broken("top level in use is empty");
+  // One walk of level 0; `expect[l]` is the node level l must link next.
+  Node* expect[kMaxLevels];
+  Node* last[kMaxLevels] = {};
+  for (uint32_t l = 0; l < kMaxLevels; ++l) expect[l] = head_[l];
+  size_t count = 0;
+  const Node* prev = nullptr;
+  for (Node* n = head_[0]; n != nullptr; n = n->links()[0]) {
+    const std::string at = "node " + std::to_string(count);
+    if (++count > size_) return broken("level 0 holds more nodes than size " +
+                                       std::to_string(size_));
+    if (prev != nullptr && !(prev->key() < n->key())) return broken(at + " is out of key order");
+    if (n->levels != LevelsOf(n->key()) || n->levels > levels_) {
+      return broken(at + " has " + std::to_string(n->levels) + " levels");
+    }
+    for (uint32_t l = 0; l < n->levels; ++l) {
+      if (expect[l] != n) return broken(at + " is not linked on level " + std::to_string(l));
+      expect[l] = n->links()[l];
+      last[l] = n;
+    }
+    prev = n;
+  }
+  if (count != size_) {
+    return broken("level 0 holds " + std::to_string(count) + " nodes, size is " +
+                  std::to_string(size_));
+  }
+  for (uint32_t l = 0; l < kMaxLevels; ++l) {
+    if (expect[l] != nullptr) return broken("level " + std::to_string(l) + " links a stray node");
+    if (tail_[l] != last[l]) return broken("tail of level " + std::to_string(l) + " is stale");
+  }
+  return Status::Ok();
 }
 
 }  // namespace mc::master

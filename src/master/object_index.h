@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/result.h"
 #include "master/object_record.h"
 
 namespace mc::master {
@@ -106,6 +107,13 @@ class ObjectIndex {
 
   // The levels a key's node gets (for tests).
   static uint32_t LevelsOf(std::string_view key);
+
+  // O(links): level 0 holds size() nodes in strictly increasing key order,
+  // each with LevelsOf(its key) levels; level l links exactly the nodes
+  // with more than l levels, in the same order, and ends at tail l; no level
+  // at or above the levels in use holds a node. INTERNAL_ERROR naming the
+  // first broken rule. For tests and MC_DEBUG_CHECK_OK (common/debug_check.h).
+  Status CheckInvariants() const;
 
  private:
   Node** LinksOf(Node* n) { return n == nullptr ? head_ : n->links(); }

@@ -27,6 +27,8 @@ std::string RandomKey(std::mt19937_64& rng) {
 }
 
 void CheckSame(const ObjectIndex& index, const std::map<std::string, uint64_t>& model) {
+  const Status invariants = index.CheckInvariants();
+  REQUIRE_MESSAGE(invariants.ok(), invariants.message());
   REQUIRE(index.size() == model.size());
   auto m = model.begin();
   for (auto it = index.begin(); it != index.end(); ++it, ++m) {

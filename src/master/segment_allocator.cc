@@ -2,6 +2,9 @@
 
 #include <cassert>
 #include <iterator>
+#include <string>
+
+#include "common/debug_check.h"
 
 namespace mc::master {
 
@@ -92,6 +95,7 @@ void SegmentAllocator::ReserveSorted(std::span<const std::pair<uint64_t, uint64_
   }
   assert(at <= capacity_bytes_);
   if (at < capacity_bytes_) InsertFree(at, capacity_bytes_ - at);
+  MC_DEBUG_CHECK_OK(CheckInvariants());
 }
 
 bool SegmentAllocator::IsFree(uint64_t offset, uint64_t size_bytes) const {
@@ -99,6 +103,52 @@ bool SegmentAllocator::IsFree(uint64_t offset, uint64_t size_bytes) const {
   if (it == by_offset_.begin()) return false;
   --it;
   return it->first + it->second >= offset + size_bytes;
+}
+
+bool SegmentAllocator::IsUsed(uint64_t offset, uint64_t size_bytes) const {
+  const uint64_t size = AlignUp(size_bytes);
+  if (offset > capacity_bytes_ || size > capacity_bytes_ - offset) return false;
+  // The last free range starting before the end must end at or before the
+  // start (free ranges are disjoint and sorted by offset).
+  auto it = by_offset_.lower_bound(offset + size);
+  if (it == by_offset_.begin()) return true;
+  --it;
+  return it->first + it->second <= offset;
+}
+
+Status SegmentAllocator::CheckInvariants() const {
+  auto broken = [](std::string what) {
+    return Error(ErrorCode::INTERNAL_ERROR, "segment allocator: " + std::move(what));
+  };
+  if (capacity_bytes_ % kAlignmentBytes != 0) return broken("capacity is not aligned");
+  if (by_offset_.size() != by_size_.size()) {
+    return broken(std::to_string(by_offset_.size()) + " ranges by offset but " +
+                  std::to_string(by_size_.size()) + " by size");
+  }
+  uint64_t sum = 0;
+  uint64_t prev_end = 0;
+  bool first = true;
+  for (const auto& [offset, size] : by_offset_) {
+    const std::string at = "free range at " + std::to_string(offset);
+    if (size == 0 || offset % kAlignmentBytes != 0 || size % kAlignmentBytes != 0) {
+      return broken(at + " is empty or not aligned");
+    }
+    if (offset > capacity_bytes_ || size > capacity_bytes_ - offset) {
+      return broken(at + " ends past the capacity " + std::to_string(capacity_bytes_));
+    }
+    if (!first && offset < prev_end) return broken(at + " overlaps the one before");
+    if (!first && offset == prev_end) return broken(at + " touches the one before (not coalesced)");
+    if (by_size_.count({size, offset}) == 0) return broken(at + " is missing from the size index");
+    sum += size;
+    prev_end = offset + size;
+    first = false;
+  }
+  if (sum != free_bytes_) {
+    return broken("free ranges sum to " + std::to_string(sum) + " but free_bytes is " +
+                  std::to_string(free_bytes_));
+  }
+  if (free_bytes_ > capacity_bytes_) return broken("more free bytes than capacity");
+  return Status::Ok();
 }
 
 uint64_t SegmentAllocator::largest_free_bytes() const {

@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/result.h"
+
 namespace mc::master {
 
 class SegmentAllocator {
@@ -57,6 +59,16 @@ class SegmentAllocator {
 
   // True if every byte of the range is free (for tests and assertions).
   bool IsFree(uint64_t offset, uint64_t size_bytes) const;
+  // True if no byte of [offset, offset + AlignUp(size_bytes)) is free and
+  // the range lies inside the segment (an owner's buffer, for assertions).
+  bool IsUsed(uint64_t offset, uint64_t size_bytes) const;
+
+  // O(free ranges): the two indexes hold the same ranges, each aligned,
+  // non-empty and inside the segment; ranges neither overlap nor touch (a
+  // freed range always coalesced); their sum is free_bytes(), so free +
+  // used == capacity. INTERNAL_ERROR naming the first broken rule. For
+  // tests and MC_DEBUG_CHECK_OK (common/debug_check.h).
+  Status CheckInvariants() const;
 
   uint64_t capacity_bytes() const { return capacity_bytes_; }
   uint64_t free_bytes() const { return free_bytes_; }

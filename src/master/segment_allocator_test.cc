@@ -138,6 +138,10 @@ TEST_CASE("randomized allocate, free and reserve agree with a bitmap model") {
       }
     }
     REQUIRE(a.free_bytes() == model.FreeUnits() * kUnit);
+    REQUIRE(a.used_bytes() + a.free_bytes() == a.capacity_bytes());
+    const mc::Status invariants = a.CheckInvariants();
+    REQUIRE_MESSAGE(invariants.ok(), invariants.message());
+    for (const auto& [off, size] : live) REQUIRE(a.IsUsed(off, size));
     if (step % 64 == 0) {
       REQUIRE(a.free_range_count() == model.Runs());  // fully coalesced
       REQUIRE(a.largest_free_bytes() == model.LongestRun() * kUnit);

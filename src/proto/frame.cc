@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/byte_io.h"
 #include "proto/byte_io.h"
 
 namespace mc::proto {
@@ -46,15 +47,12 @@ bool IsNotification(Opcode op) {
 }
 
 void EncodeFrameHeader(const FrameHeader& h, uint8_t out[kFrameHeaderBytes]) {
-  auto put = [&](size_t at, uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) out[at + i] = static_cast<uint8_t>((v >> (8 * i)) & 0xff);
-  };
-  put(0, kMagic, 4);
+  StoreLe32(out, kMagic);
   out[4] = h.version;
   out[5] = h.flags;
-  put(6, static_cast<uint16_t>(h.opcode), 2);
-  put(8, h.payload_bytes, 4);
-  put(12, h.request_id, 8);
+  StoreLe16(out + 6, static_cast<uint16_t>(h.opcode));
+  StoreLe32(out + 8, h.payload_bytes);
+  StoreLe64(out + 12, h.request_id);
 }
 
 Result<FrameHeader> DecodeFrameHeader(const uint8_t* p, size_t n, uint32_t max_payload_bytes) {

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "common/byte_io.h"
 #include "common/log.h"
 #include "net/socket.h"
 #include "proto/auth.h"
@@ -549,8 +550,7 @@ class Server::Loop {
   // Patches the payload length into the header BeginReply wrote.
   static void EndReply(std::string* out, size_t at) {
     size_t len = out->size() - at - proto::kFrameHeaderBytes;
-    uint8_t* p = reinterpret_cast<uint8_t*>(out->data() + at + 8);
-    for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>((len >> (8 * i)) & 0xff);
+    StoreLe32(out->data() + at + 8, static_cast<uint32_t>(len));
   }
   static void AppendReply(std::string* out, proto::Opcode op, uint64_t id, const Status& st) {
     size_t at = BeginReply(out, op, id);

@@ -13,14 +13,14 @@
 #include "common/host_identity.h"
 #include "common/log.h"
 #include "common/units.h"
+#include "dataserver/tcp_server.h"
 #include "rpc/client.h"
 #include "store/segment_descriptor.h"
 #include "transfer/access.h"
-#include "transfer/rdma_desc.h"
-#include "transfer/rdma_engine.h"
-#include "transfer/rdma_responder.h"
+#include "transfer/rdma/rdma_desc.h"
+#include "transfer/rdma/rdma_engine.h"
+#include "transfer/rdma/rdma_responder.h"
 #include "transfer/segment.h"
-#include "transfer/tcp_server.h"
 
 namespace mc::store {
 

@@ -7,32 +7,13 @@
 
 #include <cstring>
 
+#include "common/byte_io.h"
+
 namespace mc::transfer::wire {
 
 namespace {
 
 constexpr std::string_view kAuthDomain = "mooncake-transfer-auth-v1";
-
-void Put16(uint8_t* p, uint16_t v) {
-  for (int i = 0; i < 2; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void Put32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void Put64(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint16_t Get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
-uint32_t Get32(const uint8_t* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-uint64_t Get64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
 
 Status BadMagic(const char* what, uint32_t got) {
   char buf[96];
@@ -43,22 +24,22 @@ Status BadMagic(const char* what, uint32_t got) {
 }  // namespace
 
 void EncodeHello(const Hello& h, uint8_t out[kHelloBytes]) {
-  Put32(out, kHelloMagic);
-  Put16(out + 4, h.version);
-  Put16(out + 6, h.flags);
-  Put64(out + 8, h.segment_bytes);
+  StoreLe32(out, kHelloMagic);
+  StoreLe16(out + 4, h.version);
+  StoreLe16(out + 6, h.flags);
+  StoreLe64(out + 8, h.segment_bytes);
   std::memcpy(out + 16, h.nonce.data(), kNonceBytes);
 }
 
 Status DecodeHello(const uint8_t in[kHelloBytes], Hello* out) {
-  if (Get32(in) != kHelloMagic) return BadMagic("hello", Get32(in));
-  out->version = Get16(in + 4);
+  if (LoadLe32(in) != kHelloMagic) return BadMagic("hello", LoadLe32(in));
+  out->version = LoadLe16(in + 4);
   if (out->version != kVersion) {
     return Error(ErrorCode::PROTOCOL_ERROR,
                  "server speaks transfer protocol version " + std::to_string(out->version));
   }
-  out->flags = Get16(in + 6);
-  out->segment_bytes = Get64(in + 8);
+  out->flags = LoadLe16(in + 6);
+  out->segment_bytes = LoadLe64(in + 8);
   std::memcpy(out->nonce.data(), in + 16, kNonceBytes);
   return Status::Ok();
 }
@@ -66,44 +47,44 @@ Status DecodeHello(const uint8_t in[kHelloBytes], Hello* out) {
 static_assert(56 + kMacBytes == kRequestBytes, "request header layout");
 
 void EncodeRequest(const Request& r, uint8_t out[kRequestBytes]) {
-  Put32(out, kRequestMagic);
-  Put16(out + 4, r.op);
-  Put16(out + 6, 0);
-  Put64(out + 8, r.request_id);
-  Put64(out + 16, r.offset);
-  Put64(out + 24, r.length);
-  Put64(out + 32, r.grant_offset);
-  Put64(out + 40, r.grant_size);
-  Put64(out + 48, r.grant_expiry_unix_ms);
+  StoreLe32(out, kRequestMagic);
+  StoreLe16(out + 4, r.op);
+  StoreLe16(out + 6, 0);
+  StoreLe64(out + 8, r.request_id);
+  StoreLe64(out + 16, r.offset);
+  StoreLe64(out + 24, r.length);
+  StoreLe64(out + 32, r.grant_offset);
+  StoreLe64(out + 40, r.grant_size);
+  StoreLe64(out + 48, r.grant_expiry_unix_ms);
   std::memcpy(out + 56, r.grant_mac.data(), kMacBytes);
 }
 
 Status DecodeRequest(const uint8_t in[kRequestBytes], Request* out) {
-  if (Get32(in) != kRequestMagic) return BadMagic("request", Get32(in));
-  if (Get16(in + 6) != 0) return Error(ErrorCode::PROTOCOL_ERROR, "reserved bits set in request");
-  out->op = Get16(in + 4);
-  out->request_id = Get64(in + 8);
-  out->offset = Get64(in + 16);
-  out->length = Get64(in + 24);
-  out->grant_offset = Get64(in + 32);
-  out->grant_size = Get64(in + 40);
-  out->grant_expiry_unix_ms = Get64(in + 48);
+  if (LoadLe32(in) != kRequestMagic) return BadMagic("request", LoadLe32(in));
+  if (LoadLe16(in + 6) != 0) return Error(ErrorCode::PROTOCOL_ERROR, "reserved bits set in request");
+  out->op = LoadLe16(in + 4);
+  out->request_id = LoadLe64(in + 8);
+  out->offset = LoadLe64(in + 16);
+  out->length = LoadLe64(in + 24);
+  out->grant_offset = LoadLe64(in + 32);
+  out->grant_size = LoadLe64(in + 40);
+  out->grant_expiry_unix_ms = LoadLe64(in + 48);
   std::memcpy(out->grant_mac.data(), in + 56, kMacBytes);
   return Status::Ok();
 }
 
 void EncodeReply(const Reply& r, uint8_t out[kReplyBytes]) {
-  Put32(out, kReplyMagic);
-  Put32(out + 4, static_cast<uint32_t>(r.status));
-  Put64(out + 8, r.request_id);
-  Put64(out + 16, r.length);
+  StoreLe32(out, kReplyMagic);
+  StoreLe32(out + 4, static_cast<uint32_t>(r.status));
+  StoreLe64(out + 8, r.request_id);
+  StoreLe64(out + 16, r.length);
 }
 
 Status DecodeReply(const uint8_t in[kReplyBytes], Reply* out) {
-  if (Get32(in) != kReplyMagic) return BadMagic("reply", Get32(in));
-  out->status = static_cast<int32_t>(Get32(in + 4));
-  out->request_id = Get64(in + 8);
-  out->length = Get64(in + 16);
+  if (LoadLe32(in) != kReplyMagic) return BadMagic("reply", LoadLe32(in));
+  out->status = static_cast<int32_t>(LoadLe32(in + 4));
+  out->request_id = LoadLe64(in + 8);
+  out->length = LoadLe64(in + 16);
   return Status::Ok();
 }
 

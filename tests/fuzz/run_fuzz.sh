@@ -43,7 +43,7 @@ crypto="src/common/capability.cc src/common/crypto.cc src/common/bearer.cc"
 config="src/config/registry.cc src/config/json_reader.cc src/config/sources.cc
         src/config/toml_source.cc"
 declare -A srcs libs
-srcs[frame_fuzz]="src/proto/byte_io.cc src/proto/frame.cc src/proto/codec.cc src/proto/handshake.cc
+srcs[frame_fuzz]="src/common/byte_io.cc src/proto/frame.cc src/proto/codec.cc src/proto/handshake.cc
                   src/msg/messages.cc"
 srcs[data_wire_fuzz]="src/transfer/data_protocol.cc src/transfer/access.cc
                       src/transfer/transport.cc $crypto"

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <thread>
 
-#include "transfer/transfer_test_util.h"
+#include "dataserver/store_fixture.h"
 
 using namespace mc::transfer;
 using mc::ErrorCode;

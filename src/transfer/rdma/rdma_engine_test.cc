@@ -1,6 +1,6 @@
 // RdmaEngine against the fake fabric: a "store" (RdmaResponder over a
 // segment) and a client engine in one process, connected without sockets.
-#include "transfer/rdma_engine.h"
+#include "transfer/rdma/rdma_engine.h"
 
 #include <doctest/doctest.h>
 
@@ -8,9 +8,9 @@
 #include <random>
 
 #include "common/test_seed.h"
-#include "transfer/rdma_responder.h"
-#include "transfer/rdma_transport.h"
-#include "transfer/verbs_fake.h"
+#include "transfer/rdma/rdma_responder.h"
+#include "transfer/rdma/rdma_transport.h"
+#include "transfer/rdma/verbs_fake.h"
 
 using namespace mc;
 using namespace mc::transfer;

@@ -1,4 +1,4 @@
-#include "transfer/rdma_desc.h"
+#include "transfer/rdma/rdma_desc.h"
 
 #include <doctest/doctest.h>
 

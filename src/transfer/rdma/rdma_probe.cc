@@ -1,4 +1,4 @@
-#include "transfer/rdma_probe.h"
+#include "transfer/rdma/rdma_probe.h"
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>

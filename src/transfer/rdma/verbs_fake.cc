@@ -1,4 +1,4 @@
-#include "transfer/verbs_fake.h"
+#include "transfer/rdma/verbs_fake.h"
 
 #include <cstring>
 

@@ -13,8 +13,8 @@
 #include <mutex>
 #include <vector>
 
-#include "transfer/rdma_desc.h"
-#include "transfer/verbs.h"
+#include "transfer/rdma/rdma_desc.h"
+#include "transfer/rdma/verbs.h"
 
 namespace mc::transfer {
 

@@ -7,10 +7,10 @@
 #include <random>
 #include <vector>
 
+#include "dataserver/store_fixture.h"
 #include "net/tls.h"
 #include "net/tls_testing.h"
 #include "transfer/tcp_transport.h"
-#include "transfer/transfer_test_util.h"
 
 using namespace mc::transfer;
 using mc::ErrorCode;

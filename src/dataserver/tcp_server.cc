@@ -1,7 +1,7 @@
-#include "transfer/tcp_server.h"
+#include "dataserver/tcp_server.h"
 
-#include "transfer/rdma_desc.h"
-#include "transfer/rdma_responder.h"
+#include "transfer/rdma/rdma_desc.h"
+#include "transfer/rdma/rdma_responder.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -13,7 +13,7 @@
 #include <set>
 #include <string>
 
-#include "transfer/verbs.h"
+#include "transfer/rdma/verbs.h"
 
 namespace mc::transfer {
 

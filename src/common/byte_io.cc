@@ -1,27 +1,35 @@
-#include "proto/byte_io.h"
+#include "common/byte_io.h"
 
-namespace mc::proto {
+namespace mc {
 
-uint64_t Reader::GetLe(int n, const char* field) {
+uint64_t ByteReader::GetLe(int n, const char* field) {
   if (!ok()) return 0;
   if (end_ - p_ < n) {
     Fail(field, "truncated");
     return 0;
   }
-  uint64_t v = 0;
-  for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(p_[i]) << (8 * i);
+  uint64_t v = LoadLe(p_, n);
   p_ += n;
   return v;
 }
 
-bool Reader::Bool(const char* field) {
+bool ByteReader::Bool(const char* field) {
   uint8_t v = U8(field);
   if (v > 1) Fail(field, "boolean is neither 0 nor 1");
   return v == 1;
 }
 
-void Reader::Str(std::string* out, size_t max_bytes, const char* field) {
+void ByteReader::Str(std::string* out, size_t max_bytes, const char* field) {
   uint32_t n = U32(field);
+  StrBody(out, n, max_bytes, field);
+}
+
+void ByteReader::Str16(std::string* out, size_t max_bytes, const char* field) {
+  uint16_t n = U16(field);
+  StrBody(out, n, max_bytes, field);
+}
+
+void ByteReader::StrBody(std::string* out, size_t n, size_t max_bytes, const char* field) {
   if (!ok()) return;
   if (n > max_bytes) return Fail(field, "string longer than its limit");
   if (static_cast<size_t>(end_ - p_) < n) return Fail(field, "string runs past the payload");
@@ -29,14 +37,14 @@ void Reader::Str(std::string* out, size_t max_bytes, const char* field) {
   p_ += n;
 }
 
-void Reader::Raw(void* out, size_t n, const char* field) {
+void ByteReader::Raw(void* out, size_t n, const char* field) {
   if (!ok()) return;
   if (static_cast<size_t>(end_ - p_) < n) return Fail(field, "truncated");
   std::memcpy(out, p_, n);
   p_ += n;
 }
 
-uint32_t Reader::Count(size_t max_items, const char* field) {
+uint32_t ByteReader::Count(size_t max_items, const char* field) {
   uint32_t n = U32(field);
   if (!ok()) return 0;
   if (n > max_items) {
@@ -50,14 +58,14 @@ uint32_t Reader::Count(size_t max_items, const char* field) {
   return n;
 }
 
-void Reader::Fail(const char* field, const char* what) {
+void ByteReader::Fail(const char* field, const char* what) {
   if (!ok()) return;
   error_ = field;
   error_what_ = what;
   p_ = end_;
 }
 
-Status Reader::Finish(std::string_view what) {
+Status ByteReader::Finish(std::string_view what) {
   if (ok() && p_ != end_) Fail("end of payload", "trailing bytes");
   if (ok()) return Status::Ok();
   std::string msg = "malformed ";
@@ -69,4 +77,4 @@ Status Reader::Finish(std::string_view what) {
   return Status(ErrorCode::PROTOCOL_ERROR, std::move(msg));
 }
 
-}  // namespace mc::proto
+}  // namespace mc

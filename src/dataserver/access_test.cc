@@ -9,9 +9,9 @@
 #include <cstring>
 
 #include "common/capability.h"
+#include "dataserver/store_fixture.h"
 #include "transfer/shm_transport.h"
 #include "transfer/tcp_transport.h"
-#include "transfer/transfer_test_util.h"
 
 using namespace mc::transfer;
 using mc::CapabilityGrant;

@@ -3,11 +3,11 @@
 // RdmaResponder, auth included.
 #include <doctest/doctest.h>
 
-#include "transfer/rdma_responder.h"
-#include "transfer/rdma_transport.h"
+#include "dataserver/store_fixture.h"
+#include "transfer/rdma/rdma_responder.h"
+#include "transfer/rdma/rdma_transport.h"
+#include "transfer/rdma/verbs_fake.h"
 #include "transfer/tcp_transport.h"
-#include "transfer/transfer_test_util.h"
-#include "transfer/verbs_fake.h"
 
 using namespace mc;
 using namespace mc::transfer;

@@ -1,4 +1,4 @@
-#include "transfer/rdma_plan.h"
+#include "transfer/rdma/rdma_plan.h"
 
 #include <algorithm>
 #include <cassert>

@@ -1,4 +1,4 @@
-#include "transfer/rdma_responder.h"
+#include "transfer/rdma/rdma_responder.h"
 
 #include <algorithm>
 #include <random>

@@ -11,9 +11,9 @@
 
 #include "net/stream_io.h"
 #include "net/tls.h"
-#include "transfer/rdma_engine.h"
+#include "transfer/rdma/rdma_engine.h"
+#include "transfer/rdma/verbs.h"
 #include "transfer/transport.h"
-#include "transfer/verbs.h"
 
 namespace mc::transfer {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "transfer/verbs.h"
+#include "transfer/rdma/verbs.h"
 
 namespace mc::transfer {
 

@@ -1,4 +1,4 @@
-#include "transfer/rdma_transport.h"
+#include "transfer/rdma/rdma_transport.h"
 
 #include <poll.h>
 #include <sys/socket.h>

@@ -6,10 +6,10 @@
 #include <cstring>
 #include <limits>
 
+#include "dataserver/store_fixture.h"
 #include "net/stream_io.h"
 #include "transfer/data_protocol.h"
 #include "transfer/tcp_transport.h"
-#include "transfer/transfer_test_util.h"
 
 using namespace mc::transfer;
 using mc::ErrorCode;

@@ -1,4 +1,4 @@
-#include "transfer/rdma_engine.h"
+#include "transfer/rdma/rdma_engine.h"
 
 #include <algorithm>
 #include <atomic>

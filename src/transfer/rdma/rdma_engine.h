@@ -38,10 +38,10 @@
 
 #include "common/clock.h"
 #include "common/result.h"
-#include "transfer/rdma_desc.h"
-#include "transfer/rdma_plan.h"
+#include "transfer/rdma/rdma_desc.h"
+#include "transfer/rdma/rdma_plan.h"
+#include "transfer/rdma/verbs.h"
 #include "transfer/transport.h"
-#include "transfer/verbs.h"
 
 namespace mc::transfer {
 

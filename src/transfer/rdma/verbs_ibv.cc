@@ -10,7 +10,7 @@
 #include <mutex>
 
 #include "common/log.h"
-#include "transfer/verbs.h"
+#include "transfer/rdma/verbs.h"
 
 namespace mc::transfer {
 
