@@ -2,7 +2,7 @@
 // transfer engine (shm for same-host segments when enabled, else TCP).
 #include "client/client.h"
 
-#include "client/tls_setup.h"
+#include "tls/tls_setup.h"
 
 #include <algorithm>
 #include <cassert>
