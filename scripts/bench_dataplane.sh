@@ -2,7 +2,7 @@
 # Issues 4 (point 8) and 21 (point 3): put/get speed of one client over TCP
 # and the same-host path, beside this machine's loopback TCP ceiling and
 # memcpy bandwidth measured in the same run. Starts a real master and store
-# on 127.0.0.1 (free ports), runs build/src/client/transfer_bench
+# on 127.0.0.1 (free ports), runs build/benchmarks/transfer_bench
 # against them, and stops both by pid. Arguments go to transfer_bench
 # (reps=N streams=N ...); the build must exist (ninja -C build).
 # MC_BENCH_SEGMENT sets the store's segment size (default 1gb).
@@ -19,7 +19,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin="$here/build/src/cli/mooncake"
-bench="$here/build/src/client/transfer_bench"
+bench="$here/build/benchmarks/transfer_bench"
 segment=${MC_BENCH_SEGMENT:-1gb}
 data_dir=${MC_BENCH_DATA_DIR:-journal}
 hugepages=${HUGEPAGES:-auto}

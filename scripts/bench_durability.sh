@@ -3,7 +3,7 @@
 # (issue 5, point 5): put throughput with --data-dir against --data-dir none,
 # the state file's bytes per object, and the time from starting the master
 # to it serving (/health answers; the load happens before) with OBJECTS
-# objects in the file. src/masterd/durability_bench measures the same
+# objects in the file. benchmarks/durability_bench measures the same
 # in-process.
 #
 #   scripts/bench_durability.sh [RUNS=3] [OBJECTS=1000000]

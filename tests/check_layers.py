@@ -14,10 +14,7 @@ include, when
   that does not exist (or one marked planned that does);
 - the map lets a module include one of the same or a higher layer;
 - a file of a module includes a header of another module that is not
-  listed in its "may include" column. A `*_bench.cc` file is a program
-  built beside its module's library, not part of it: it may also include
-  any module of the same or a lower layer (what it measures).
-  A unit test (<thing>_test.cc) may also include any module of a lower
+  listed in its "may include" column. A unit test (<thing>_test.cc) may also include any module of a lower
   layer, to run its module against an in-process peer (the client against
   the master core); the library code it tests may not.
 Usage: check_layers.py [SOURCE_ROOT]  (default: $MOONCAKE_SRC or this repo)
@@ -74,11 +71,10 @@ def check_map(rows, src, errors):
 
 
 def check_includes(rows, src, errors):
-    allowed, programs, tests = {}, {}, {}
+    allowed, tests = {}, {}
     for module, (layer, deps, below, _) in rows.items():
         lower = {m for m, r in rows.items() if r[0] < layer}
         allowed[module] = lower if below else deps
-        programs[module] = allowed[module] | {m for m, r in rows.items() if r[0] <= layer}
         tests[module] = allowed[module] | lower
     checked = 0
     for dirpath, dirnames, filenames in os.walk(src):
@@ -98,8 +94,7 @@ def check_includes(rows, src, errors):
                     if dep is None:
                         continue
                     checked += 1
-                    ok = (programs if name.endswith("_bench.cc") else
-                          tests if name.endswith("_test.cc") else allowed)[module]
+                    ok = (tests if name.endswith("_test.cc") else allowed)[module]
                     if dep != module and dep not in ok:
                         errors.append(
                             f"src/{rel}:{lineno}: includes \"{dep}/...\" but `{module}` "

@@ -8,13 +8,13 @@
 #include <memory>
 
 #include "cli/command.h"
-#include "client/tls_setup.h"
 #include "common/log.h"
 #include "common/sd_notify.h"
 #include "config/command_config.h"
 #include "config/config.h"
 #include "metadata/kv_store.h"
 #include "metadata/metadata_server.h"
+#include "tls/tls_setup.h"
 
 namespace mc::cli {
 
@@ -30,17 +30,14 @@ int RunMetadataServer(const MetadataServerConfig& config, const TlsConfig& tls_c
   sigaddset(&stop_signals, SIGHUP);  // reload the TLS certificates
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  std::shared_ptr<net::TlsContext> tls;
-  if (!tls_config.cert.empty()) {
-    auto t = net::TlsContext::Create(client::TlsSettingsOf(tls_config), net::TlsRole::kServer);
-    if (!t.ok()) {
-      std::fprintf(stderr, "mooncake metadata-server: error: %s\n", t.status().message().c_str());
-      return kExitUsage;
-    }
-    tls = *t;
+  // No log line of its own: the listening line below says where it serves.
+  auto t = ServerTls(tls_config, {});
+  if (!t.ok()) {
+    std::fprintf(stderr, "mooncake metadata-server: error: %s\n", t.status().message().c_str());
+    return kExitUsage;
   }
-  metadata::HttpTlsSetup http_tls;
-  if (tls) http_tls = [tls](ssl_ctx_st& ctx) { return tls->AdoptServerCtx(&ctx); };
+  std::shared_ptr<net::TlsContext> tls = *t;
+  metadata::HttpTlsSetup http_tls = HttpServerTls(tls);
 
   auto server = metadata::MetadataServer::Open(config);
   if (!server.ok()) {
@@ -58,17 +55,7 @@ int RunMetadataServer(const MetadataServerConfig& config, const TlsConfig& tls_c
                << ", " << (*server)->store().size() << " keys)";
   NotifyServiceManager("READY=1");
   int sig = 0;
-  while (sigwait(&stop_signals, &sig) == 0 && sig == SIGHUP) {
-    Status reloaded = tls ? tls->Reload() : Status::Ok();
-    if (!tls) {
-      MC_LOG(INFO) << "SIGHUP: no TLS configured, nothing to reload";
-    } else if (reloaded.ok()) {
-      MC_LOG(INFO) << "SIGHUP: TLS certificates reloaded (open connections keep theirs)";
-    } else {
-      MC_LOG(ERROR) << "SIGHUP: TLS reload failed, keeping the old certificates: "
-                    << reloaded.message();
-    }
-  }
+  while (sigwait(&stop_signals, &sig) == 0 && sig == SIGHUP) ReloadTls(tls.get());
   MC_LOG(INFO) << "metadata server stopping on " << (sig == SIGINT ? "SIGINT" : "SIGTERM");
   NotifyServiceManager("STOPPING=1");
   (*server)->Stop();

@@ -4,7 +4,7 @@
 // protocol rdma, then TCP).
 #include "client/client.h"
 
-#include "client/tls_setup.h"
+#include "tls/tls_setup.h"
 
 #include <algorithm>
 #include <cassert>

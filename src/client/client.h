@@ -29,7 +29,7 @@ namespace mc::client {
 class MasterLink;  // client/master_link.h
 
 // Options of the master RPC connection from the cluster config; `tls`: a
-// client TLS context (client/tls_setup.h), null for plain TCP.
+// client TLS context (tls/tls_setup.h), null for plain TCP.
 rpc::ClientOptions MasterClientOptions(const ClusterConfig& cluster,
                                        std::shared_ptr<net::TlsContext> tls = nullptr);
 

@@ -1,4 +1,5 @@
-// The one typed configuration tree of mooncake, with its defaults.
+// The one typed configuration tree of mooncake, with its defaults (those the
+// lower modules' options structs share come from common/defaults.h).
 //
 // Sources fill it in this order, each overriding the one before:
 //   1. the defaults below,
@@ -18,40 +19,42 @@
 #include <cstdint>
 #include <string>
 
+#include "common/defaults.h"
+
 namespace mc {
 
 // Where a client or store finds the cluster, and how it talks to it.
 struct ClusterConfig {
-  std::string master = "127.0.0.1:50051";                          // MOONCAKE_MASTER
+  std::string master = kDefaultMasterAddress;                      // MOONCAKE_MASTER
   std::string metadata_server = "http://127.0.0.1:8080/metadata";  // MOONCAKE_TE_META_DATA_SERVER
   std::string local_hostname = "127.0.0.1";                        // MOONCAKE_LOCAL_HOSTNAME
   std::string protocol = "tcp";                                    // MOONCAKE_PROTOCOL: tcp | rdma
   std::string device_name;                                         // MOONCAKE_DEVICE
   std::string auth_token;                                          // MOONCAKE_AUTH_TOKEN
   bool shm = true;  // same-host shared-memory fast path
-  uint64_t rpc_timeout_us = 5000000;
-  uint32_t rpc_retries = 5;  // with backoff, before "master unavailable"
+  uint64_t rpc_timeout_us = kDefaultRpcTimeoutUs;
+  uint32_t rpc_retries = kDefaultRpcRetries;  // with backoff, before "master unavailable"
 };
 
 struct MasterConfig {
-  std::string rpc_address = "0.0.0.0";
-  uint16_t rpc_port = 50051;
+  std::string rpc_address = kDefaultMasterRpcBindAddress;
+  uint16_t rpc_port = kDefaultMasterRpcPort;
   uint16_t metrics_port = 9003;
   bool enable_http_metadata_server = false;
   std::string http_metadata_server_host = "0.0.0.0";
   uint16_t http_metadata_server_port = 8080;
-  uint64_t default_kv_lease_ttl_us = 10000000;        // plain numbers: ms
-  uint64_t default_kv_soft_pin_ttl_us = 1800000000;   // plain numbers: ms
-  double eviction_high_watermark_ratio = 0.90;
-  double eviction_ratio = 0.05;
-  uint64_t client_ttl_us = 10000000;                  // plain numbers: s
-  uint64_t put_timeout_us = 30000000;                 // plain numbers: s
-  uint64_t stripe_size_bytes = 16ull << 20;
+  uint64_t default_kv_lease_ttl_us = kDefaultKvLeaseTtlUs;        // plain numbers: ms
+  uint64_t default_kv_soft_pin_ttl_us = kDefaultKvSoftPinTtlUs;   // plain numbers: ms
+  double eviction_high_watermark_ratio = kDefaultEvictionHighWatermarkRatio;
+  double eviction_ratio = kDefaultEvictionRatio;
+  uint64_t client_ttl_us = kDefaultClientTtlUs;                  // plain numbers: s
+  uint64_t put_timeout_us = kDefaultPutTimeoutUs;                // plain numbers: s
+  uint64_t stripe_size_bytes = kDefaultStripeSizeBytes;
   std::string data_dir = "/var/lib/mooncake";         // "none": memory only
   std::string fsync = "everysec";                     // always | everysec
-  uint32_t max_connections = 4096;
-  uint32_t max_batch = 4096;
-  uint32_t max_key_bytes = 4096;
+  uint32_t max_connections = kDefaultMasterMaxConnections;
+  uint32_t max_batch = kDefaultMaxBatch;
+  uint32_t max_key_bytes = kDefaultMaxKeyBytes;
   uint64_t metrics_log_interval_us = 10000000;        // plain numbers: s
 };
 
@@ -66,7 +69,7 @@ struct StoreConfig {
 struct ClientConfig {
   uint64_t local_buffer_size_bytes = 64ull << 20;     // MOONCAKE_LOCAL_BUFFER_SIZE
   uint32_t replicas = 1;
-  uint32_t tcp_streams = 8;                           // connections a transfer is striped over
+  uint32_t tcp_streams = kDefaultTcpStreams;          // connections a transfer is striped over
   uint64_t transfer_timeout_us = 10000000;            // plain numbers: s
 };
 
@@ -74,8 +77,8 @@ struct MetadataServerConfig {
   std::string host = "0.0.0.0";
   uint16_t port = 8080;
   std::string db;                                     // SQLite file; empty: memory only
-  uint32_t max_key_bytes = 4096;
-  uint64_t max_value_bytes = 4ull << 20;
+  uint32_t max_key_bytes = kDefaultMetadataMaxKeyBytes;
+  uint64_t max_value_bytes = kDefaultMetadataMaxValueBytes;
   uint32_t threads = 8;
   std::string auth_token;                             // empty: PUT/DELETE open to all
 };

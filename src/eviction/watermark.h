@@ -1,21 +1,23 @@
 // BackgroundEvictionBytes: how much the master's periodic tick frees when the
 // pool is above its high watermark. A pure function of the pool's state,
-// header-only so the master's Tick and the trace simulator (trace_sim, in
-// this module, which links the policies but not the master) run the same
-// rule.
+// header-only so the master's Tick and the trace replay (trace_replay.cc in
+// this module, run by benchmarks/trace_sim, which links the policies but not
+// the master) run the same rule.
 // Thread-safe (no state).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
+#include "common/defaults.h"
+
 namespace mc::master {
 
 struct PoolLevel {
   uint64_t capacity_bytes = 0;
   uint64_t allocated_bytes = 0;
-  double high_watermark_ratio = 0.90;
-  double eviction_ratio = 0.05;
+  double high_watermark_ratio = kDefaultEvictionHighWatermarkRatio;
+  double eviction_ratio = kDefaultEvictionRatio;
   // Puts had to evict for themselves since the last tick.
   bool puts_evicted = false;
 };

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "common/ceilings.h"
+#include "common/defaults.h"
 #include "common/result.h"
 #include "eviction/policy.h"
 #include "master/master_counters.h"
@@ -52,18 +53,18 @@ namespace mc::master {
 
 // What the state machine needs from the configuration: TTLs, watermarks and
 // limits. The master process fills it from [master] (masterd::MasterOptions);
-// ports, addresses and the data directory stay out of the core.
+// ports, addresses and the data directory stay out of the core. Its defaults
+// are [master]'s, both read from common/defaults.h.
 struct Options {
-  uint64_t default_kv_lease_ttl_us = 10000000;
-  uint64_t default_kv_soft_pin_ttl_us = 1800000000;
-  double eviction_high_watermark_ratio = 0.90;
-  double eviction_ratio = 0.05;
-  uint64_t client_ttl_us = 10000000;
-  uint64_t put_timeout_us = 30000000;
-  uint64_t stripe_size_bytes = 16ull << 20;
-  uint32_t max_batch = 4096;      // at most kMaxBatchItems (checked by the config)
-  uint32_t max_key_bytes = 4096;  // at most kMaxStringBytes (checked by the config)
-  bool operator==(const Options&) const = default;
+  uint64_t default_kv_lease_ttl_us = kDefaultKvLeaseTtlUs;
+  uint64_t default_kv_soft_pin_ttl_us = kDefaultKvSoftPinTtlUs;
+  double eviction_high_watermark_ratio = kDefaultEvictionHighWatermarkRatio;
+  double eviction_ratio = kDefaultEvictionRatio;
+  uint64_t client_ttl_us = kDefaultClientTtlUs;
+  uint64_t put_timeout_us = kDefaultPutTimeoutUs;
+  uint64_t stripe_size_bytes = kDefaultStripeSizeBytes;
+  uint32_t max_batch = kDefaultMaxBatch;        // at most kMaxBatchItems (checked by the config)
+  uint32_t max_key_bytes = kDefaultMaxKeyBytes;  // at most kMaxStringBytes (checked by the config)
 };
 
 struct TickReport {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <limits>
 #include <optional>
 
 #include "common/log.h"
@@ -212,6 +213,9 @@ Status Journal::Prepare() {
 void Journal::OnSegmentMounted(const master::SegmentDump& segment) {
   auto [it, inserted] = segment_ids_.try_emplace(segment.desc.name, next_segment_id_);
   if (inserted) ++next_segment_id_;
+  // A mount writes its row with INSERT OR REPLACE: a new segment must get an
+  // id no mounted (or loaded) segment has, or its row would replace theirs.
+  assert(it->second < next_segment_id_);
   Change c{Change::Kind::kMount};
   c.segment_id = it->second;
   c.segment = segment;
@@ -233,6 +237,9 @@ uint64_t Journal::OnObjectCommitted(const master::ObjectDump& object) {
   // A new object appends; one that lost replicas rewrites its row, and the
   // space of the lost replicas' surviving stripes is free again.
   c.row = object.listener_tag != 0 ? object.listener_tag : next_row_++;
+  // A rewrite names a row this journal gave out or loaded; a new row is past
+  // all of them (INSERT OR REPLACE would otherwise overwrite another object).
+  assert(c.row > 0 && c.row < next_row_);
   c.frees = object.listener_tag != 0;
   c.key = object.key;
   c.size_bytes = object.size_bytes;
@@ -258,6 +265,7 @@ void Journal::OnObjectRemoved(std::string_view key, uint64_t listener_tag,
   Change c{Change::Kind::kRemoveObject};
   c.row = listener_tag;
   assert(c.row != 0 && "every durable object was committed or loaded through the journal");
+  assert(c.row < next_row_);
   if (c.row == 0) c.key = std::string(key);  // found by a scan, but found
   Append(std::move(c));
 }
@@ -273,8 +281,18 @@ void Journal::Append(Change change) {
     if (t_own.journal != this) t_own = {this, 0, 0};
     t_own.seq = appended_;
     if (frees) last_free_ = appended_;
+    AssertSequence();
   }
   work_cv_.notify_one();
+}
+
+void Journal::AssertSequence() const {
+  assert(synced_ <= durable_ && "only committed changes are synced");
+  assert(durable_ <= appended_ && "only queued changes are committed");
+  assert(last_free_ <= appended_);
+  // Changes taken by the writer but not yet durable are in neither count.
+  assert(pending_.size() <= appended_ - durable_ && "queued changes are the newest");
+  assert(durable_seen_.load(std::memory_order_relaxed) == durable_);
 }
 
 // ---- group commit ---------------------------------------------------------------
@@ -322,6 +340,7 @@ void Journal::WriterLoop() {
   const bool everysec = options_.fsync == FsyncMode::kEverysec;
   std::optional<Clock::time_point> due;
   std::vector<Change> batch;
+  uint64_t taken = 0;  // changes handed to Commit so far
   for (;;) {
     uint64_t upto = 0;
     bool stopping = false;
@@ -346,6 +365,10 @@ void Journal::WriterLoop() {
         pending_.erase(pending_.begin(), cut);
       }
       upto = appended_ - pending_.size();
+      // Batches are consecutive runs of the sequence: no change is skipped
+      // or committed twice, so what is durable is always a prefix.
+      assert(upto == taken + batch.size());
+      taken = upto;
     }
     const bool committing = !batch.empty();
     bool frees = false;
@@ -387,6 +410,8 @@ void Journal::Publish(bool committed, uint64_t upto, bool synced, const Status& 
     }
     if (st.ok()) {
       if (committed) {
+        assert(upto > durable_ && "a commit makes at least one more change durable");
+        assert(upto <= appended_);
         durable_ = upto;
         durable_seen_.store(upto, std::memory_order_release);
       }
@@ -399,6 +424,7 @@ void Journal::Publish(bool committed, uint64_t upto, bool synced, const Status& 
       failed_.store(true, std::memory_order_release);
       MC_LOG(ERROR) << "journal commit failed: " << st.ToString();
     }
+    AssertSequence();
   }
   done_cv_.notify_all();
   std::lock_guard<std::mutex> lock(callback_mu_);
@@ -473,7 +499,9 @@ uint64_t Journal::RoundTicket(bool private_only) {
     if (t_own.seq > t_own.ticketed) own_this_round = std::min(t_own.seq, appended_);
     t_own.ticketed = t_own.seq;
   }
-  return private_only ? std::max(own_this_round, last_free_) : appended_;
+  const uint64_t ticket = private_only ? std::max(own_this_round, last_free_) : appended_;
+  assert(ticket <= appended_ && "a reply never waits for a change not yet queued");
+  return ticket;
 }
 
 void Journal::SetCommitCallback(std::function<void()> on_commit) {
@@ -538,8 +566,11 @@ Status Journal::LoadSegments(master::MasterState& state, uint64_t now_us, LoadSt
       &s));
   int rc;
   Status st;
+  int64_t previous_id = std::numeric_limits<int64_t>::min();
   while (st.ok() && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-    const auto id = static_cast<uint32_t>(sqlite3_column_int64(s, 0));
+    assert(sqlite3_column_int64(s, 0) > previous_id && "ORDER BY a primary key: ids increase");
+    previous_id = sqlite3_column_int64(s, 0);
+    const auto id = static_cast<uint32_t>(previous_id);
     master::SegmentDump d;
     d.desc.name = Text(s, 1);
     d.owner = msg::ClientId{AsU64(s, 2), AsU64(s, 3)};
@@ -592,6 +623,9 @@ Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadSta
                      " is not positive");
       break;
     }
+    // ORDER BY a primary key: ids strictly increase, so each new one is the
+    // highest yet, and next_row_ stays past every loaded row.
+    assert(o.listener_tag < static_cast<uint64_t>(row));
     o.listener_tag = static_cast<uint64_t>(row);
     next_row_ = std::max(next_row_, o.listener_tag + 1);
     const int64_t replicas = sqlite3_column_int64(s, 3);

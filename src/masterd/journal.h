@@ -153,6 +153,7 @@ class Journal final : public master::StateListener {
   Status WaitFor(std::unique_lock<std::mutex>& lock, uint64_t target);
   void WriterLoop();
   void Publish(bool committed, uint64_t upto, bool synced, const Status& st, double seconds);
+  void AssertSequence() const;  // under mu_
   Status Commit(const std::vector<Change>& batch);
   Status LoadSegments(master::MasterState& state, uint64_t now_us, LoadStats* stats,
                       std::map<uint32_t, std::string>* names);
@@ -172,6 +173,10 @@ class Journal final : public master::StateListener {
   uint32_t next_segment_id_ = 1;
   uint64_t next_row_ = 1;  // objects.id of the next new object
 
+  // The change sequence: Append numbers changes 1, 2, 3, ... (appended_);
+  // the writer commits them in that order, each once, so durable_ is a
+  // prefix of appended_ and synced_ a prefix of durable_, and pending_ holds
+  // the newest ones (AssertSequence).
   mutable std::mutex mu_;
   std::condition_variable work_cv_;  // writer: changes queued or stopping
   std::condition_variable done_cv_;  // waiters: a commit finished

@@ -7,8 +7,11 @@
 
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <random>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include "eviction/policy.h"
 #include "master/master_test_util.h"
@@ -609,4 +612,115 @@ TEST_CASE("fsync everysec: the WAL keeps its file across checkpoints, so its des
   struct stat main_file {};
   REQUIRE(::stat(db.path.c_str(), &main_file) == 0);
   CHECK(static_cast<uint64_t>(main_file.st_size) > 4 * kMiB);
+}
+
+// ---- the change sequence (Journal::AssertSequence) ---------------------------
+// Every change gets the next number, the writer commits them in order and
+// each once, so what is durable is a growing prefix of what was queued; on
+// replay rows come back in id order, and new ids pass every loaded one.
+
+namespace {
+
+std::set<std::string> SegmentNames(const MasterState& state) {
+  std::set<std::string> out;
+  for (const auto& s : state.DumpSegments()) out.insert(s.desc.name);
+  return out;
+}
+
+std::set<std::string> Keys(const MasterState& state) {
+  std::set<std::string> out;
+  for (const auto& o : state.DumpObjects(true)) out.insert(o.key);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("each change gets the next number and commits once: durable grows to appended") {
+  TempDb db;
+  // fsync always: a commit callback runs once per commit, never for a sync alone.
+  auto journal = masterd::Journal::Open(db.path, kMiB, {.fsync = masterd::FsyncMode::kAlways});
+  REQUIRE(journal.ok());
+  masterd::Journal& j = **journal;
+  std::mutex seen_mu;
+  std::vector<uint64_t> seen;  // durable() at each commit, with appended() then
+  bool above_appended = false;
+  j.SetCommitCallback([&] {
+    std::lock_guard<std::mutex> lock(seen_mu);
+    const uint64_t durable = j.durable();
+    above_appended = above_appended || durable > j.appended();
+    seen.push_back(durable);
+  });
+  auto state = NewState(SmallStripes(), &j);
+  std::mutex master_lock;  // the listener is called under the master's lock
+  REQUIRE(state->MountSegment({Client(1), Segment("s", 512 * kMiB)}, kNow).ok());
+  CHECK(j.appended() == 1);
+  constexpr int kThreads = 4, kPuts = 50;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPuts; ++i) {
+        const std::string key = "t" + std::to_string(t) + "-" + std::to_string(i);
+        std::lock_guard<std::mutex> lock(master_lock);
+        const uint64_t before = j.appended();
+        REQUIRE(state->PutStart({Client(1), key, kMiB, {1, false}}, kNow).ok());
+        CHECK(j.appended() == before);  // an in-flight put is not journaled
+        REQUIRE(state->PutEnd({Client(1), key}, kNow).ok());
+        CHECK(j.appended() == before + 1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  REQUIRE(j.WaitDurable().ok());
+  const uint64_t total = 1 + kThreads * kPuts;
+  CHECK(j.appended() == total);
+  CHECK(j.durable() == total);
+  j.SetCommitCallback(nullptr);
+  const masterd::Journal::Stats stats = j.stats();
+  CHECK(stats.changes == total);
+  CHECK(stats.synced_changes == total);
+  std::lock_guard<std::mutex> lock(seen_mu);
+  CHECK(!above_appended);
+  // WaitDurable can return before the last commit's callback has run.
+  CHECK(seen.size() <= stats.commits);
+  REQUIRE(!seen.empty());
+  CHECK(seen.back() <= total);
+  for (size_t i = 1; i < seen.size(); ++i) CHECK(seen[i] > seen[i - 1]);
+}
+
+TEST_CASE("after a reload a new segment and a new object never take a loaded row's id") {
+  TempDb db;
+  {
+    auto journal = masterd::Journal::Open(db.path, kMiB);
+    REQUIRE(journal.ok());
+    auto state = NewState(SmallStripes(), journal->get());
+    for (const char* name : {"s0", "s1", "s2"})
+      REQUIRE(state->MountSegment({Client(1), Segment(name, 64 * kMiB)}, kNow).ok());
+    for (const char* key : {"a", "b", "c"}) {
+      REQUIRE(state->PutStart({Client(1), key, kMiB, {1, false}}, kNow).ok());
+      REQUIRE(state->PutEnd({Client(1), key}, kNow).ok());
+    }
+    // The lowest ids go: the highest ones stay, which the next ids must pass.
+    REQUIRE(state->Remove({"a", false}, kNow).ok());
+    REQUIRE(state->UnmountSegment({Client(1), "s0"}, kNow).ok());
+    REQUIRE((*journal)->WaitDurable().ok());
+  }
+  {
+    auto journal = masterd::Journal::Open(db.path, kMiB);
+    REQUIRE(journal.ok());
+    auto state = NewState(SmallStripes(), journal->get());
+    auto loaded = (*journal)->LoadInto(*state, kNow);
+    REQUIRE(loaded.ok());
+    CHECK(loaded->segments == 2);
+    CHECK(loaded->objects == 2);
+    REQUIRE(state->MountSegment({Client(1), Segment("s3", 64 * kMiB)}, kNow).ok());
+    REQUIRE(state->PutStart({Client(1), "d", kMiB, {1, false}}, kNow).ok());
+    REQUIRE(state->PutEnd({Client(1), "d"}, kNow).ok());
+    REQUIRE((*journal)->WaitDurable().ok());
+  }
+  auto journal = masterd::Journal::Open(db.path, kMiB);
+  REQUIRE(journal.ok());
+  auto state = NewState(SmallStripes(), journal->get());
+  REQUIRE((*journal)->LoadInto(*state, kNow).ok());
+  CHECK(SegmentNames(*state) == std::set<std::string>{"s1", "s2", "s3"});
+  CHECK(Keys(*state) == std::set<std::string>{"b", "c", "d"});
 }

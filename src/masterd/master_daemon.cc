@@ -16,8 +16,9 @@
 #include "masterd/journal.h"
 #include "masterd/rpc_glue.h"
 #include "masterd/service.h"
-#include "net/tls.h"
 #include "metadata/metadata_server.h"
+#include "net/tls.h"
+#include "tls/tls_setup.h"
 
 namespace mc::masterd {
 
@@ -70,49 +71,21 @@ Status LoadState(Journal& journal, MasterService& service) {
   return Status::Ok();
 }
 
-// The master's TLS context from [tls]: null without a cert (plain TCP).
-Result<std::shared_ptr<net::TlsContext>> MasterTls(const TlsConfig& t) {
-  net::TlsSettings s{t.cert, t.key, t.ca, t.verify_peer, t.min_version};
-  if (!s.server_enabled()) {
-    if (s.client_enabled()) MC_LOG(WARN) << "[tls] ca without cert: the master listens without TLS";
-    return std::shared_ptr<net::TlsContext>();
-  }
-  auto ctx = net::TlsContext::Create(s, net::TlsRole::kServer);
-  if (ctx.ok()) {
-    MC_LOG(INFO) << "TLS on every port (certificate " << s.cert << ", TLS " << s.min_version
-                 << "+" << (s.verify_peer ? ", client certificates required" : "")
-                 << "); " << net::KtlsText();
-  }
-  return ctx;
-}
-
-// Reads the certificates again; connections already open keep their sessions.
-void ReloadTls(net::TlsContext* tls) {
-  if (tls == nullptr) {
-    MC_LOG(INFO) << "SIGHUP: no TLS configured, nothing to reload";
-    return;
-  }
-  Status st = tls->Reload();
-  if (st.ok()) {
-    MC_LOG(INFO) << "SIGHUP: TLS certificates reloaded (open connections keep theirs)";
-  } else {
-    MC_LOG(ERROR) << "SIGHUP: TLS reload failed, keeping the old certificates: " << st.message();
-  }
-}
-
 }  // namespace
 
 int RunMaster(const Config& config) {
   InstallStopSignals();
   InstallReloadSignal();
   const MasterConfig& mc = config.master;
-  auto tls = MasterTls(config.tls);
+  // One server context for every port: RPC, admin HTTP, embedded metadata.
+  auto tls = ServerTls(config.tls,
+                       {.listeners = "every port",
+                        .without_cert = "[tls] ca without cert: the master listens without TLS"});
   if (!tls.ok()) {
     std::fprintf(stderr, "mooncake master: error: %s\n", tls.status().message().c_str());
     return 2;
   }
-  std::function<bool(ssl_ctx_st&)> http_tls;
-  if (*tls) http_tls = [t = *tls](ssl_ctx_st& ctx) { return t->AdoptServerCtx(&ctx); };
+  std::function<bool(ssl_ctx_st&)> http_tls = HttpServerTls(*tls);
   auto journal = OpenJournal(mc);
   if (!journal.ok()) {
     std::fprintf(stderr, "mooncake master: refusing to start: %s\n",

@@ -88,12 +88,6 @@ TEST_CASE("a read grant expires with its lease and then no longer reads the free
   CHECK(read_at(clock.UnixMs()).code() == ErrorCode::INVALID_READ);
 }
 
-TEST_CASE("the state machine's defaults are the [master] defaults") {
-  // master::Options repeats the defaults because the core may not include
-  // the config; this keeps the two from drifting.
-  CHECK(masterd::MasterOptions(MasterConfig{}) == master::Options{});
-}
-
 TEST_CASE("metrics text names what dashboards expect") {
   ManualClock clock;
   masterd::MasterService svc(MasterConfig{}, clock);

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/defaults.h"
 #include "common/result.h"
 
 namespace mc::metadata {
@@ -42,8 +43,8 @@ class Durability {
 std::unique_ptr<Durability> NewMemoryOnly();
 
 struct KvLimits {
-  uint32_t max_key_bytes = 4096;
-  uint64_t max_value_bytes = 4ull << 20;
+  uint32_t max_key_bytes = kDefaultMetadataMaxKeyBytes;
+  uint64_t max_value_bytes = kDefaultMetadataMaxValueBytes;
 };
 
 class KvStore {

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/defaults.h"
 #include "net/socket.h"
 #include "net/tls.h"
 #include "proto/codec.h"
@@ -32,10 +33,10 @@
 namespace mc::rpc {
 
 struct ClientOptions {
-  std::string master = "127.0.0.1:50051";  // host:port
+  std::string master = kDefaultMasterAddress;  // host:port
   std::string auth_token;                  // empty: none
-  uint64_t rpc_timeout_us = 5000000;       // per call, and per connection attempt
-  uint32_t retries = 5;                    // connection attempts per call
+  uint64_t rpc_timeout_us = kDefaultRpcTimeoutUs;  // per call, and per connection attempt
+  uint32_t retries = kDefaultRpcRetries;           // connection attempts per call
   uint64_t initial_backoff_us = 20000;     // doubles after each failed attempt
   uint64_t max_backoff_us = 1000000;
   uint32_t max_connections = 4;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/defaults.h"
 #include "common/result.h"
 #include "net/tls.h"
 #include "rpc/handler.h"
@@ -55,11 +56,11 @@ class ReplyGate {
 };
 
 struct ServerOptions {
-  std::string address = "0.0.0.0";
-  uint16_t port = 50051;                     // 0 picks a free port (see Server::port())
+  std::string address = kDefaultMasterRpcBindAddress;
+  uint16_t port = kDefaultMasterRpcPort;     // 0 picks a free port (see Server::port())
   std::string auth_token;                    // empty: no authentication
   uint32_t io_threads = 2;                   // event loops
-  uint32_t max_connections = 4096;           // beyond: ConnectionError and close
+  uint32_t max_connections = kDefaultMasterMaxConnections;  // beyond: ConnectionError and close
   uint64_t handshake_timeout_us = 5000000;   // connect to authenticated
   uint64_t frame_timeout_us = 10000000;      // a started frame must arrive within
   uint64_t idle_timeout_us = 0;              // 0: idle connections stay

@@ -1,7 +1,5 @@
 #include "store/segment_host.h"
 
-#include "client/tls_setup.h"
-
 #include <httplib.h>
 
 #include <cstring>
@@ -15,6 +13,7 @@
 #include "common/units.h"
 #include "dataserver/tcp_server.h"
 #include "rpc/client.h"
+#include "tls/tls_setup.h"
 #include "store/segment_descriptor.h"
 #include "transfer/access.h"
 #include "transfer/rdma/rdma_desc.h"
@@ -153,8 +152,8 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Create(const Config& config, m
   to.port = config.store.port;
   to.max_connections = config.store.max_connections;
   to.auth_token = config.cluster.auth_token;
-  MC_ASSIGN_OR_RETURN(to.tls, client::ServerTls(config.tls));
-  MC_ASSIGN_OR_RETURN(std::shared_ptr<net::TlsContext> client_tls, client::ClientTls(config.tls));
+  MC_ASSIGN_OR_RETURN(to.tls, ServerTls(config.tls, {.listeners = "the data port"}));
+  MC_ASSIGN_OR_RETURN(std::shared_ptr<net::TlsContext> client_tls, ClientTls(config.tls));
   h->server_tls_ = to.tls;
   h->client_tls_ = client_tls;
   // Every transfer must carry a grant the master signed with this

@@ -8,6 +8,7 @@
 #include "common/sd_notify.h"
 #include "common/signals.h"
 #include "store/segment_host.h"
+#include "tls/tls_setup.h"
 
 namespace mc::store {
 
@@ -32,14 +33,7 @@ Status RunStore(const Config& config) {
   while (!WaitForStop(kStopPollMs)) {
     outcome = host->failure();
     if (!outcome.ok()) break;
-    if (TakeReloadRequest()) {
-      Status st = host->ReloadTls();
-      if (st.ok()) {
-        MC_LOG(INFO) << "SIGHUP: TLS certificates reloaded (open connections keep theirs)";
-      } else {
-        MC_LOG(ERROR) << "SIGHUP: TLS reload failed, keeping the old certificates: " << st.message();
-      }
-    }
+    if (TakeReloadRequest()) LogTlsReload(host->ReloadTls());
   }
   MC_LOG(INFO) << "stopping";
   NotifyServiceManager("STOPPING=1");

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "common/ceilings.h"
+#include "common/defaults.h"
 #include "net/socket.h"
 #include "net/stream_io.h"
 #include "net/tls.h"
@@ -39,7 +40,7 @@
 namespace mc::transfer {
 
 struct TcpTransportOptions {
-  int streams = 8;                          // connections one transfer stripes over
+  int streams = kDefaultTcpStreams;         // connections one transfer stripes over
   uint64_t min_chunk_bytes = 512ull << 10;  // smaller writes go in one piece
   // Smaller reads go in one piece (capped at max_chunk_bytes). transfer_bench
   // on our 2-core VM, 4 MiB objects: one 4 MiB piece read at ~2.9 GB/s, four

@@ -2,7 +2,7 @@
 // close our transports and the client's put/get get. Not a test (timings are
 // never asserted); run it by hand, or with a real master and store through
 // scripts/bench_dataplane.sh:
-//   build/src/client/transfer_bench [reps=7] [streams=N] [chunk_kib=N]
+//   build/benchmarks/transfer_bench [reps=7] [streams=N] [chunk_kib=N]
 //       [min_chunk_kib=N] [min_read_chunk_kib=N] [copy_threads=1] [split_kib=8192]
 //       [sndbuf_kib=4096] [master=H:P] [transports=1]
 // (streams and the chunk sizes default to the TCP transport's own defaults)
