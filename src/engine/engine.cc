@@ -110,6 +110,23 @@ int Store::Impl::Open(const SetupConfig& given) {
   }
   mc::LogLevel level;
   if (mc::ParseLogLevel(config->log.level, &level)) mc::SetLogLevel(level);
+  // The reference takes "host:port" as local_hostname, the port being its
+  // transfer engine's: here it becomes the segment's data port, so the
+  // segment keeps the name the caller gave.
+  std::string& local = config->cluster.local_hostname;
+  if (auto colon = local.rfind(':');
+      colon != std::string::npos && local.find(':') == colon && config->store.port == 0 &&
+      config->store.global_segment_size_bytes > 0) {
+    const std::string digits = local.substr(colon + 1);
+    const long port = digits.empty() || digits.size() > 5 ||
+                              digits.find_first_not_of("0123456789") != std::string::npos
+                          ? 0
+                          : std::stol(digits);
+    if (port > 0 && port <= 65535) {
+      config->store.port = static_cast<uint16_t>(port);
+      local.resize(colon);
+    }
+  }
   auto c = mc::client::Client::Connect(*config);
   if (!c.ok()) {
     MC_LOG(ERROR) << "setup: " << c.status().ToString();
@@ -117,7 +134,7 @@ int Store::Impl::Open(const SetupConfig& given) {
   }
   std::unique_ptr<mc::store::SegmentHost> h;
   if (config->store.global_segment_size_bytes > 0) {
-    auto made = mc::store::SegmentHost::Create(*config, (*c)->id());
+    auto made = CreateHost(*config, (*c)->id());
     if (!made.ok()) {
       MC_LOG(ERROR) << "setup: " << made.status().ToString();
       return Code(made.status());

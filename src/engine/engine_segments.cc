@@ -3,6 +3,7 @@
 // it serves (unmount_segment, unmount_and_free_segment).
 #include <algorithm>
 #include <chrono>
+#include <random>
 #include <thread>
 
 #include "common/ceilings.h"
@@ -19,8 +20,27 @@ namespace {
 constexpr int kExtraMountAttempts = 5;
 // The longest grace an unmount waits before the segment leaves.
 constexpr uint64_t kMaxGracePeriodSeconds = 3600;
+// The reference's data ports, and how many of them are tried.
+constexpr uint16_t kFirstRefPort = 12300;
+constexpr uint16_t kLastRefPort = 14300;
+constexpr int kRefPortAttempts = 16;
 
 }  // namespace
+
+mc::Result<std::unique_ptr<mc::store::SegmentHost>> internal::CreateHost(
+    const mc::Config& config, mc::msg::ClientId id) {
+  if (config.store.port != 0) return mc::store::SegmentHost::Create(config, id);
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> pick(kFirstRefPort, kLastRefPort);
+  mc::Config c = config;
+  for (int i = 0; i < kRefPortAttempts; ++i) {
+    c.store.port = static_cast<uint16_t>(pick(rng));
+    auto made = mc::store::SegmentHost::Create(c, id);
+    // Only a port in use is worth another try.
+    if (made.ok() || made.status().message().find("data server") == std::string::npos) return made;
+  }
+  return mc::store::SegmentHost::Create(config, id);
+}
 
 int Store::AllocateAndMountSegment(size_t size, const std::string& protocol,
                                    std::vector<std::string>* segment_ids,
@@ -38,7 +58,7 @@ int Store::AllocateAndMountSegment(size_t size, const std::string& protocol,
   }
   config.store.global_segment_size_bytes = size;
   config.store.port = 0;  // each segment has a data port of its own
-  auto made = mc::store::SegmentHost::Create(config, cl.id());
+  auto made = CreateHost(config, cl.id());
   if (!made.ok()) {
     MC_LOG(ERROR) << "allocate_and_mount_segment: " << made.status().ToString();
     return Code(made.status());

@@ -136,3 +136,22 @@ def test_a_metadata_url_of_no_known_kind_still_warns(cluster):
         s.close()
     """)
     assert "WARN" in err and "ftp://nowhere" in err, err
+
+
+def test_an_engines_segment_port_is_in_the_references_range(engine):
+    host, port = engine.get_hostname().rsplit(":", 1)
+    assert host == "127.0.0.1" and 12300 <= int(port) <= 14300
+
+
+def test_a_port_in_local_hostname_names_the_segment(cluster):
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    a = list(setup_args(cluster, 32 << 20))
+    a[0] = f"127.0.0.1:{port}"
+    s = MooncakeDistributedStore()
+    assert s.setup(*a) == 0
+    assert s.get_hostname() == f"127.0.0.1:{port}"
+    assert any(f"127.0.0.1:{port}" in line for line in cluster.segments())
+    assert s.close() == 0
