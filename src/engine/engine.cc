@@ -35,8 +35,6 @@ constexpr size_t kMaxKeyBytes = mc::kMaxStringBytes;
 constexpr size_t kMaxBatchKeys = mc::kMaxBatchItems;
 // Parts of one object in put_parts / the multi-buffer calls.
 constexpr size_t kMaxPartsPerObject = 4096;
-// Mount attempts of an engine's segment at setup (then setup fails).
-constexpr int kMountAttempts = 5;
 
 bool KeyOk(const std::string& key) { return !key.empty() && key.size() <= kMaxKeyBytes; }
 
@@ -134,25 +132,12 @@ int Store::Impl::Open(const SetupConfig& given) {
   }
   std::unique_ptr<mc::store::SegmentHost> h;
   if (config->store.global_segment_size_bytes > 0) {
-    auto made = CreateHost(*config, (*c)->id());
+    auto made = StartHost(*config, (*c)->id());
     if (!made.ok()) {
       MC_LOG(ERROR) << "setup: " << made.status().ToString();
       return Code(made.status());
     }
     h = std::move(*made);
-    int attempts = 0;
-    auto mounted = h->Mount([&attempts](uint64_t ms) {
-      if (++attempts >= kMountAttempts) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-      return false;
-    });
-    if (!mounted.ok() || !*mounted) {
-      Status st = mounted.ok() ? mc::Error(ErrorCode::RPC_FAIL, "cannot mount the segment")
-                               : mounted.status();
-      MC_LOG(ERROR) << "setup: " << st.ToString();
-      return Code(st);
-    }
-    h->Start();
     MC_LOG(INFO) << "this process contributes segment " << h->Describe();
   }
   client = std::move(*c);

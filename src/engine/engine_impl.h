@@ -30,11 +30,12 @@ mc::Status CheckKeys(const std::vector<std::string>& keys);
 // count or group_ids not one per key (`keys` keys in the put).
 mc::Status CheckConfig(const ReplicateConfig& c, size_t keys);
 mc::msg::PutOptions ToOptions(const ReplicateConfig& c);
-// A segment of config.store.global_segment_size_bytes for client `id`. With
-// no store port configured its data port is a free one in 12300..14300, the
-// reference's range (so its name looks like the reference's), else any.
-mc::Result<std::unique_ptr<mc::store::SegmentHost>> CreateHost(const mc::Config& config,
-                                                               mc::msg::ClientId id);
+// A segment of config.store.global_segment_size_bytes for client `id`,
+// mounted (a few attempts) and serving. With no store port configured its
+// data port is a free one in 12300..14300, the reference's range (so its
+// name looks like the reference's), else any.
+mc::Result<std::unique_ptr<mc::store::SegmentHost>> StartHost(const mc::Config& config,
+                                                              mc::msg::ClientId id);
 
 }  // namespace internal
 

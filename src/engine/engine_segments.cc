@@ -16,8 +16,8 @@ using namespace internal;
 
 namespace {
 
-// Mount attempts of an extra segment (then the call fails).
-constexpr int kExtraMountAttempts = 5;
+// Mount attempts of a segment (then setup or the call fails).
+constexpr int kMountAttempts = 5;
 // The longest grace an unmount waits before the segment leaves.
 constexpr uint64_t kMaxGracePeriodSeconds = 3600;
 // The reference's data ports, and how many of them are tried.
@@ -27,8 +27,10 @@ constexpr int kRefPortAttempts = 16;
 
 }  // namespace
 
-mc::Result<std::unique_ptr<mc::store::SegmentHost>> internal::CreateHost(
-    const mc::Config& config, mc::msg::ClientId id) {
+namespace {
+
+mc::Result<std::unique_ptr<mc::store::SegmentHost>> CreateHost(const mc::Config& config,
+                                                               mc::msg::ClientId id) {
   if (config.store.port != 0) return mc::store::SegmentHost::Create(config, id);
   std::mt19937 rng(std::random_device{}());
   std::uniform_int_distribution<int> pick(kFirstRefPort, kLastRefPort);
@@ -40,6 +42,23 @@ mc::Result<std::unique_ptr<mc::store::SegmentHost>> internal::CreateHost(
     if (made.ok() || made.status().message().find("data server") == std::string::npos) return made;
   }
   return mc::store::SegmentHost::Create(config, id);
+}
+
+}  // namespace
+
+mc::Result<std::unique_ptr<mc::store::SegmentHost>> internal::StartHost(const mc::Config& config,
+                                                                        mc::msg::ClientId id) {
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<mc::store::SegmentHost> h, CreateHost(config, id));
+  int attempts = 0;
+  auto mounted = h->Mount([&attempts](uint64_t ms) {
+    if (++attempts >= kMountAttempts) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    return false;
+  });
+  if (!mounted.ok()) return mounted.status();
+  if (!*mounted) return mc::Error(mc::ErrorCode::RPC_FAIL, "cannot mount the segment");
+  h->Start();
+  return h;
 }
 
 int Store::AllocateAndMountSegment(size_t size, const std::string& protocol,
@@ -58,24 +77,12 @@ int Store::AllocateAndMountSegment(size_t size, const std::string& protocol,
   }
   config.store.global_segment_size_bytes = size;
   config.store.port = 0;  // each segment has a data port of its own
-  auto made = CreateHost(config, cl.id());
+  auto made = StartHost(config, cl.id());
   if (!made.ok()) {
     MC_LOG(ERROR) << "allocate_and_mount_segment: " << made.status().ToString();
     return Code(made.status());
   }
   std::unique_ptr<mc::store::SegmentHost> h = std::move(*made);
-  int attempts = 0;
-  auto mounted = h->Mount([&attempts](uint64_t ms) {
-    if (++attempts >= kExtraMountAttempts) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-    return false;
-  });
-  if (!mounted.ok() || !*mounted) {
-    MC_LOG(ERROR) << "allocate_and_mount_segment: cannot mount "
-                  << (mounted.ok() ? "" : mounted.status().ToString());
-    return mounted.ok() ? kRpcFail : Code(mounted.status());
-  }
-  h->Start();
   MC_LOG(INFO) << "this process contributes another segment " << h->Describe();
   segment_ids->push_back(h->name());
   *allocated_bytes = h->size_bytes();

@@ -31,6 +31,18 @@ bool InRange(size_t offset, size_t size, size_t limit) {
   return offset <= limit && size <= limit - offset;
 }
 
+// One key's ranges of a session call: lists of one length, each range
+// inside the object (`limit` bytes) and inside registered memory.
+bool RangesOk(const Store::Impl& impl, const std::vector<void*>& ptrs,
+              const std::vector<size_t>& sizes, const std::vector<size_t>& offsets, size_t limit) {
+  const size_t n = ptrs.size();
+  if (sizes.size() != n || offsets.size() != n || n > kMaxRangesPerEntry) return false;
+  for (size_t k = 0; k < n; ++k) {
+    if (!InRange(offsets[k], sizes[k], limit) || !impl.Registered(ptrs[k], sizes[k])) return false;
+  }
+  return true;
+}
+
 uint64_t SessionBytes(const Store::Impl& impl) {
   uint64_t n = 0;
   for (const auto& [k, s] : impl.put_sessions) n += s->bytes.size();
@@ -174,16 +186,8 @@ std::vector<int> Store::PutSessionWriteRanges(const std::vector<std::string>& ke
       auto it = impl_->put_sessions.find(keys[i]);
       if (it != impl_->put_sessions.end()) s = it->second;
     }
+    if (!s || !RangesOk(*impl_, ptrs[i], sizes[i], dst_offsets[i], s->bytes.size())) continue;
     const size_t n = ptrs[i].size();
-    if (!s || sizes[i].size() != n || dst_offsets[i].size() != n || n > kMaxRangesPerEntry) {
-      continue;
-    }
-    bool ok = true;
-    for (size_t k = 0; k < n && ok; ++k) {
-      ok = InRange(dst_offsets[i][k], sizes[i][k], s->bytes.size()) &&
-           impl_->Registered(ptrs[i][k], sizes[i][k]);
-    }
-    if (!ok) continue;
     // Copies run under the session's own lock, shared: End takes it
     // exclusively, so it never stores a half-copied range.
     std::shared_lock copy_lock(s->mu);
@@ -288,16 +292,8 @@ std::vector<int> Store::GetSessionReadRanges(const std::vector<std::string>& key
       auto it = impl_->get_sessions.find(keys[i]);
       if (it != impl_->get_sessions.end()) obj = it->second;
     }
+    if (!obj || !RangesOk(*impl_, ptrs[i], sizes[i], src_offsets[i], obj->size())) continue;
     const size_t n = ptrs[i].size();
-    if (!obj || sizes[i].size() != n || src_offsets[i].size() != n || n > kMaxRangesPerEntry) {
-      continue;
-    }
-    bool ok = true;
-    for (size_t k = 0; k < n && ok; ++k) {
-      ok = InRange(src_offsets[i][k], sizes[i][k], obj->size()) &&
-           impl_->Registered(ptrs[i][k], sizes[i][k]);
-    }
-    if (!ok) continue;
     size_t read = 0;
     for (size_t k = 0; k < n; ++k) {
       std::memcpy(ptrs[i][k], obj->data() + src_offsets[i][k], sizes[i][k]);
