@@ -101,9 +101,11 @@ std::vector<std::vector<std::vector<int64_t>>> Store::GetIntoRanges(
   for (size_t k = 0; k < keys.size(); ++k) index[keys[k]] = k;
   for (size_t i = 0; i < all_keys.size(); ++i) {
     for (size_t j = 0; j < all_keys[i].size(); ++j) {
+      if (j >= dst_offsets[i].size() || j >= src_offsets[i].size() || j >= sizes[i].size()) {
+        continue;
+      }
       const auto& obj = objects[index[all_keys[i][j]]];
       const auto& dst = dst_offsets[i][j];
-      if (j >= src_offsets[i].size() || j >= sizes[i].size()) continue;
       const auto& src = src_offsets[i][j];
       const auto& len = sizes[i][j];
       if (src.size() != dst.size() || len.size() != dst.size() ||
@@ -115,7 +117,7 @@ std::vector<std::vector<std::vector<int64_t>>> Store::GetIntoRanges(
           out[i][j][k] = Code(obj.status());
           continue;
         }
-        auto* to = static_cast<uint8_t*>(buffers[i]) + dst[k];
+        auto* to = reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(buffers[i]) + dst[k]);
         if (!InRange(src[k], len[k], obj->size()) || !impl_->Registered(to, len[k])) continue;
         std::memcpy(to, obj->data() + src[k], len[k]);
         out[i][j][k] = static_cast<int64_t>(len[k]);

@@ -225,6 +225,12 @@ def test_get_into_ranges_copies_each_range_and_reports_each(store):
     assert res == [[[INVALID_PARAMS]], [[INVALID_PARAMS]]]
     # Lists of different lengths: every range fails, nothing crashes.
     assert store.get_into_ranges([dst[0].ptr], [[ka]], [[[0]]], [], [[[1]]]) == [[[INVALID_PARAMS]]]
+    # A key without its offsets list (ragged inner lists): that entry is
+    # empty or fails, nothing crashes.
+    assert store.get_into_ranges([dst[0].ptr], [[ka, kb]], [[[0]]], [[[0]]], [[[1]]]) == \
+        [[[1], []]]
+    assert store.get_into_ranges([dst[0].ptr], [[ka, kb]], [[[0], [8]]], [[[0]]], [[[1]]]) == \
+        [[[1], [INVALID_PARAMS]]]
 
 
 def test_put_from_with_metadata_stores_metadata_then_data(store):
