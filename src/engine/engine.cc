@@ -15,13 +15,14 @@
 #include "common/host_identity.h"
 #include "common/log.h"
 #include "engine/engine_config.h"
+#include "engine/engine_impl.h"
 #include "common/ceilings.h"
 #include "msg/messages.h"
 #include "store/segment_host.h"
 
 namespace mooncake {
 
-namespace {
+namespace internal {
 
 using mc::ErrorCode;
 using mc::Status;
@@ -34,8 +35,6 @@ constexpr size_t kMaxKeyBytes = mc::kMaxStringBytes;
 constexpr size_t kMaxBatchKeys = mc::kMaxBatchItems;
 // Parts of one object in put_parts / the multi-buffer calls.
 constexpr size_t kMaxPartsPerObject = 4096;
-// Mount attempts of an engine's segment at setup (then setup fails).
-constexpr int kMountAttempts = 5;
 
 bool KeyOk(const std::string& key) { return !key.empty() && key.size() <= kMaxKeyBytes; }
 
@@ -53,8 +52,8 @@ Status CheckKeys(const std::vector<std::string>& keys) {
 mc::msg::PutOptions ToOptions(const ReplicateConfig& c) {
   mc::msg::PutOptions o;
   o.replicas = static_cast<uint32_t>(std::min<size_t>(c.replica_num, UINT32_MAX));
-  o.soft_pin = c.with_soft_pin || c.soft_pin_ttl_ms > 0;
-  o.placement.soft_pin_ttl_ms = o.soft_pin ? c.soft_pin_ttl_ms : 0;
+  o.soft_pin = c.with_soft_pin || c.soft_pin_action == SoftPinAction::kEnable;
+  o.placement.soft_pin_ttl_ms = o.soft_pin ? c.soft_pin_ttl_ms.value_or(0) : 0;
   o.placement.hard_pin = c.with_hard_pin;
   if (!c.preferred_segments.empty()) {
     o.placement.preferred_segments = c.preferred_segments;
@@ -65,7 +64,22 @@ mc::msg::PutOptions ToOptions(const ReplicateConfig& c) {
   return o;
 }
 
-Status CheckConfig(const ReplicateConfig& c) {
+// `keys`: how many keys the put carries (group_ids needs one per key).
+Status CheckConfig(const ReplicateConfig& c, size_t keys) {
+  if (c.nof_replica_num > 0 || !c.preferred_nof_segments.empty()) {
+    return mc::Error(ErrorCode::NOT_SUPPORTED, "NVMe-oF replicas are not supported");
+  }
+  // As the reference's newest master: a TTL needs the pin enabled (with
+  // with_soft_pin, the release's spelling, or ENABLE), and enabling and
+  // disabling at once is a contradiction.
+  const bool enable = c.with_soft_pin || c.soft_pin_action == SoftPinAction::kEnable;
+  if ((!enable && c.soft_pin_ttl_ms.has_value()) ||
+      (c.with_soft_pin && c.soft_pin_action == SoftPinAction::kDisable)) {
+    return mc::Error(ErrorCode::INVALID_PARAMS, "soft_pin_ttl_ms needs the soft pin enabled");
+  }
+  if (c.group_ids.has_value() && c.group_ids->size() != keys) {
+    return mc::Error(ErrorCode::INVALID_PARAMS, "group_ids must give one group per key");
+  }
   if (c.replica_num == 0 || c.replica_num > mc::kMaxReplicas) {
     return mc::Error(ErrorCode::INVALID_PARAMS, "replica_num must be 1.." +
                                                     std::to_string(mc::kMaxReplicas));
@@ -76,33 +90,15 @@ Status CheckConfig(const ReplicateConfig& c) {
   return Status::Ok();
 }
 
-}  // namespace
+// A put of a key that exists is a success that leaves the stored object as
+// it was (the reference's convention): the first writer's bytes stay.
+int PutCode(const Status& st) {
+  return st.code() == ErrorCode::OBJECT_ALREADY_EXISTS ? kOk : Code(st);
+}
 
-struct Store::Impl {
-  // Held shared by every call and exclusively by Setup and Close, so Close
-  // waits for calls in flight and no call sees a half-built client.
-  mutable std::shared_mutex state_mu;
-  std::unique_ptr<mc::client::Client> client;
-  std::unique_ptr<mc::store::SegmentHost> host;
-  std::string hostname;
+}  // namespace internal
 
-  // Registered caller memory: start address -> size.
-  mutable std::shared_mutex buf_mu;
-  std::map<uintptr_t, size_t> buffers;
-
-  bool Registered(const void* ptr, size_t size) const {
-    if (ptr == nullptr || size == 0) return false;
-    const auto p = reinterpret_cast<uintptr_t>(ptr);
-    std::shared_lock lock(buf_mu);
-    auto it = buffers.upper_bound(p);
-    if (it == buffers.begin()) return false;
-    --it;
-    return p - it->first <= it->second && size <= it->second - (p - it->first);
-  }
-
-  int Open(const SetupConfig& given);
-  void Shut();
-};
+using namespace internal;
 
 int Store::Impl::Open(const SetupConfig& given) {
   auto config = mc::engine::ResolveSetupConfig(given, [](const char* n) { return std::getenv(n); });
@@ -112,6 +108,23 @@ int Store::Impl::Open(const SetupConfig& given) {
   }
   mc::LogLevel level;
   if (mc::ParseLogLevel(config->log.level, &level)) mc::SetLogLevel(level);
+  // The reference takes "host:port" as local_hostname, the port being its
+  // transfer engine's: here it becomes the segment's data port, so the
+  // segment keeps the name the caller gave.
+  std::string& local = config->cluster.local_hostname;
+  if (auto colon = local.rfind(':');
+      colon != std::string::npos && local.find(':') == colon && config->store.port == 0 &&
+      config->store.global_segment_size_bytes > 0) {
+    const std::string digits = local.substr(colon + 1);
+    const long port = digits.empty() || digits.size() > 5 ||
+                              digits.find_first_not_of("0123456789") != std::string::npos
+                          ? 0
+                          : std::stol(digits);
+    if (port > 0 && port <= 65535) {
+      config->store.port = static_cast<uint16_t>(port);
+      local.resize(colon);
+    }
+  }
   auto c = mc::client::Client::Connect(*config);
   if (!c.ok()) {
     MC_LOG(ERROR) << "setup: " << c.status().ToString();
@@ -119,36 +132,35 @@ int Store::Impl::Open(const SetupConfig& given) {
   }
   std::unique_ptr<mc::store::SegmentHost> h;
   if (config->store.global_segment_size_bytes > 0) {
-    auto made = mc::store::SegmentHost::Create(*config, (*c)->id());
+    auto made = StartHost(*config, (*c)->id());
     if (!made.ok()) {
       MC_LOG(ERROR) << "setup: " << made.status().ToString();
       return Code(made.status());
     }
     h = std::move(*made);
-    int attempts = 0;
-    auto mounted = h->Mount([&attempts](uint64_t ms) {
-      if (++attempts >= kMountAttempts) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-      return false;
-    });
-    if (!mounted.ok() || !*mounted) {
-      Status st = mounted.ok() ? mc::Error(ErrorCode::RPC_FAIL, "cannot mount the segment")
-                               : mounted.status();
-      MC_LOG(ERROR) << "setup: " << st.ToString();
-      return Code(st);
-    }
-    h->Start();
     MC_LOG(INFO) << "this process contributes segment " << h->Describe();
   }
   client = std::move(*c);
-  host = std::move(h);
-  hostname = host ? host->name() : config->cluster.local_hostname;
+  hostname = h ? h->name() : config->cluster.local_hostname;
+  if (h) {
+    const std::string name = h->name();
+    hosts.emplace(name, std::move(h));
+  }
+  resolved = *config;
   return kOk;
 }
 
 void Store::Impl::Shut() {
-  if (host) host->Stop();
-  host.reset();
+  {
+    std::lock_guard lock(hosts_mu);
+    for (auto& [name, h] : hosts) h->Stop();
+    hosts.clear();
+  }
+  {
+    std::lock_guard lock(session_mu);
+    put_sessions.clear();
+    get_sessions.clear();
+  }
   client.reset();
   hostname.clear();
 }
@@ -179,16 +191,15 @@ std::string Store::GetHostname() const {
 int Store::HealthCheck() {
   std::shared_lock lock(impl_->state_mu);
   if (!impl_->client) return 1;
-  if (impl_->host && !impl_->host->failure().ok()) return 2;
+  {
+    std::lock_guard lock(impl_->hosts_mu);
+    for (const auto& [name, h] : impl_->hosts) {
+      if (!h->failure().ok()) return 2;
+    }
+  }
   return impl_->client->ClusterStatus().ok() ? 0 : 2;
 }
 
-// Every data call below: shared state lock, then INVALID_PARAMS when not set
-// up. The macro keeps that one line per call.
-#define MC_ENGINE_CLIENT(fail)                   \
-  std::shared_lock state_lock(impl_->state_mu); \
-  if (!impl_->client) return fail;              \
-  mc::client::Client& cl = *impl_->client
 
 int Store::Put(const std::string& key, std::span<const uint8_t> value,
                const ReplicateConfig& config) {
@@ -199,20 +210,22 @@ int Store::PutParts(const std::string& key, const std::vector<std::span<const ui
                     const ReplicateConfig& config) {
   MC_ENGINE_CLIENT(kInvalidParams);
   if (!KeyOk(key)) return kInvalidKey;
-  if (!CheckConfig(config).ok() || parts.size() > kMaxPartsPerObject) return kInvalidParams;
+  if (Status st = CheckConfig(config, 1); !st.ok()) return Code(st);
+  if (parts.size() > kMaxPartsPerObject) return kInvalidParams;
   auto st = cl.BatchPutParts({key}, {parts}, ToOptions(config));
-  return Code(st[0]);
+  return PutCode(st[0]);
 }
 
 int Store::PutBatch(const std::vector<std::string>& keys,
                     const std::vector<std::span<const uint8_t>>& values,
                     const ReplicateConfig& config) {
   MC_ENGINE_CLIENT(kInvalidParams);
-  if (keys.size() != values.size() || !CheckConfig(config).ok()) return kInvalidParams;
+  if (keys.size() != values.size()) return kInvalidParams;
+  if (Status st = CheckConfig(config, keys.size()); !st.ok()) return Code(st);
   if (Status st = CheckKeys(keys); !st.ok()) return Code(st);
   if (keys.empty()) return kOk;
   for (const Status& st : cl.BatchPut(keys, values, ToOptions(config))) {
-    if (!st.ok()) return Code(st);
+    if (PutCode(st) != kOk) return Code(st);
   }
   return kOk;
 }
@@ -291,7 +304,7 @@ void RunPuts(mc::client::Client& cl, const std::vector<std::string>& keys,
   if (index.empty()) return;
   if (index.size() == keys.size()) {
     auto st = cl.BatchPutParts(keys, parts, ToOptions(config));
-    for (size_t i = 0; i < keys.size(); ++i) codes[i] = Code(st[i]);
+    for (size_t i = 0; i < keys.size(); ++i) codes[i] = PutCode(st[i]);
     return;
   }
   std::vector<std::string> k;
@@ -301,7 +314,7 @@ void RunPuts(mc::client::Client& cl, const std::vector<std::string>& keys,
     p.push_back(std::move(parts[i]));
   }
   auto st = cl.BatchPutParts(k, p, ToOptions(config));
-  for (size_t j = 0; j < index.size(); ++j) codes[index[j]] = Code(st[j]);
+  for (size_t j = 0; j < index.size(); ++j) codes[index[j]] = PutCode(st[j]);
 }
 
 // The same for gets: bytes read or a negative code into `codes`.
@@ -353,8 +366,9 @@ std::vector<int> Store::BatchPutFrom(const std::vector<std::string>& keys,
                                      const ReplicateConfig& config) {
   std::vector<int> out(keys.size(), kInvalidParams);
   MC_ENGINE_CLIENT(out);
-  if (ptrs.size() != keys.size() || sizes.size() != keys.size() || !CheckConfig(config).ok()) {
-    return out;
+  if (ptrs.size() != keys.size() || sizes.size() != keys.size()) return out;
+  if (Status st = CheckConfig(config, keys.size()); !st.ok()) {
+    return std::vector<int>(keys.size(), Code(st));
   }
   if (Status st = CheckKeys(keys); !st.ok()) return std::vector<int>(keys.size(), Code(st));
   auto registered = [this](const void* p, size_t n) { return impl_->Registered(p, n); };
@@ -388,8 +402,9 @@ std::vector<int> Store::BatchPutFromMultiBuffers(const std::vector<std::string>&
                                                  const ReplicateConfig& config) {
   std::vector<int> out(keys.size(), kInvalidParams);
   MC_ENGINE_CLIENT(out);
-  if (ptrs.size() != keys.size() || sizes.size() != keys.size() || !CheckConfig(config).ok()) {
-    return out;
+  if (ptrs.size() != keys.size() || sizes.size() != keys.size()) return out;
+  if (Status st = CheckConfig(config, keys.size()); !st.ok()) {
+    return std::vector<int>(keys.size(), Code(st));
   }
   if (Status st = CheckKeys(keys); !st.ok()) return std::vector<int>(keys.size(), Code(st));
   auto registered = [this](const void* p, size_t n) { return impl_->Registered(p, n); };

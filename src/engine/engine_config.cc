@@ -1,5 +1,7 @@
 #include "engine/engine_config.h"
 
+#include <mutex>
+#include <set>
 #include <string_view>
 
 #include "common/log.h"
@@ -26,6 +28,45 @@ const config::Setting* SettingFor(std::string_view key) {
   return nullptr;
 }
 
+// setup() keywords of the reference whose feature is not built here: the
+// value that asks for nothing, and what a different one would do.
+struct PlannedKey {
+  std::string_view key;
+  std::string_view idle;  // "" = any value asks for the feature
+  std::string_view would;
+};
+constexpr PlannedKey kPlannedKeys[] = {
+    {"engine", "", "share the caller's TransferEngine; this store moves bytes itself"},
+    {"enable_ssd_offload", "false",
+     "write objects evicted from memory to ssd_offload_path and read them back"},
+    {"ssd_offload_path", "", "hold the SSD offload files"},
+    {"tenant_id", "default", "keep this tenant's keys and quota apart from other tenants'"},
+    {"enable_client_http_server", "false", "serve /health and /metrics on client_http_port"},
+    {"client_http_port", "", "be the port of the client HTTP server"},
+    {"ipc_socket_path", "", "let dummy clients attach over this Unix socket"},
+};
+
+// Says once per process and key, at INFO, that a planned key was given.
+// True when `key` is one of them (it then sets nothing).
+bool TellPlanned(const std::string& key, const std::string& value,
+                 const std::map<std::string, std::string>& given) {
+  for (const PlannedKey& p : kPlannedKeys) {
+    if (key != p.key) continue;
+    const bool asks = p.key == "client_http_port" ? given.count("enable_client_http_server") &&
+                                                        given.at("enable_client_http_server") == "true"
+                                                  : value != p.idle && !value.empty();
+    static std::mutex mu;
+    static std::set<std::string, std::less<>> told;
+    std::lock_guard lock(mu);
+    if (asks && told.insert(key).second) {
+      MC_LOG(INFO) << "setup: " << key << "=" << value << " accepted; not built yet (it would "
+                   << p.would << "); see mooncake-python(3)";
+    }
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Result<Config> ResolveSetupConfig(const std::map<std::string, std::string>& given,
@@ -34,6 +75,7 @@ Result<Config> ResolveSetupConfig(const std::map<std::string, std::string>& give
   sources.getenv = getenv;
   MC_ASSIGN_OR_RETURN(Config config, config::LoadConfig(sources));
   for (const auto& [key, value] : given) {
+    if (TellPlanned(key, value, given)) continue;
     const config::Setting* s = SettingFor(key);
     if (s == nullptr) {
       MC_LOG(DEBUG) << "setup: ignoring '" << key << "' (not used by this client)";

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/engine_config.h"
+#include "engine/engine_impl.h"
 #include "mooncake/client.h"
 
 namespace {
@@ -75,4 +76,59 @@ TEST_CASE("calls before setup return INVALID_PARAMS and never crash") {
   CHECK(s.HealthCheck() == 1);
   CHECK(s.GetHostname().empty());
   CHECK(s.Close() == 0);
+}
+
+TEST_CASE("a put asking for NVMe-oF replicas is not supported") {
+  mooncake::ReplicateConfig c;
+  c.nof_replica_num = 1;
+  CHECK(mooncake::internal::CheckConfig(c, 1).code() == mc::ErrorCode::NOT_SUPPORTED);
+  c.nof_replica_num = 0;
+  c.preferred_nof_segments = {"nof0"};
+  CHECK(mooncake::internal::CheckConfig(c, 1).code() == mc::ErrorCode::NOT_SUPPORTED);
+}
+
+TEST_CASE("a soft-pin ttl needs the pin enabled, by either spelling") {
+  using mooncake::SoftPinAction;
+  mooncake::ReplicateConfig c;
+  c.soft_pin_ttl_ms = 1000;
+  CHECK(mooncake::internal::CheckConfig(c, 1).code() == mc::ErrorCode::INVALID_PARAMS);
+  c.soft_pin_action = SoftPinAction::kEnable;
+  REQUIRE(mooncake::internal::CheckConfig(c, 1).ok());
+  auto o = mooncake::internal::ToOptions(c);
+  CHECK(o.soft_pin);
+  CHECK(o.placement.soft_pin_ttl_ms == 1000);
+  c.soft_pin_action = SoftPinAction::kPreserve;
+  c.with_soft_pin = true;
+  CHECK(mooncake::internal::CheckConfig(c, 1).ok());
+  c.soft_pin_action = SoftPinAction::kDisable;
+  CHECK_FALSE(mooncake::internal::CheckConfig(c, 1).ok());
+  c = {};
+  c.soft_pin_action = SoftPinAction::kDisable;
+  CHECK(mooncake::internal::CheckConfig(c, 1).ok());
+  CHECK_FALSE(mooncake::internal::ToOptions(c).soft_pin);
+}
+
+TEST_CASE("group_ids give one group per key of the call") {
+  mooncake::ReplicateConfig c;
+  c.group_ids = std::vector<std::string>{"g", ""};
+  CHECK(mooncake::internal::CheckConfig(c, 2).ok());
+  CHECK(mooncake::internal::CheckConfig(c, 3).code() == mc::ErrorCode::INVALID_PARAMS);
+}
+
+TEST_CASE("a put of a key that exists counts as stored") {
+  using mc::ErrorCode;
+  CHECK(mooncake::internal::PutCode(mc::Error(ErrorCode::OBJECT_ALREADY_EXISTS, "k")) == 0);
+  CHECK(mooncake::internal::PutCode(mc::Error(ErrorCode::NO_AVAILABLE_HANDLE, "full")) == -200);
+  CHECK(mooncake::internal::PutCode(mc::Status::Ok()) == 0);
+}
+
+TEST_CASE("setup keys of features not built are accepted and set nothing") {
+  auto c = mc::engine::ResolveSetupConfig({{"enable_ssd_offload", "true"},
+                                           {"ssd_offload_path", "/tmp/x"},
+                                           {"tenant_id", "t1"},
+                                           {"enable_client_http_server", "true"},
+                                           {"client_http_port", "9400"},
+                                           {"engine", "TransferEngine"}},
+                                          Env({}));
+  REQUIRE(c.ok());
 }

@@ -42,6 +42,13 @@ bool SplitUrl(const std::string& url, std::string* base, std::string* path) {
   return true;
 }
 
+// Metadata services the reference's transfer engine uses that mooncake's
+// clients do not need (they find segments through the master): named in a
+// setup, they start quietly, with one INFO line per process.
+bool NoPublishingNeeded(const std::string& url) {
+  return url == "P2PHANDSHAKE" || url.starts_with("etcd://") || url.starts_with("redis://");
+}
+
 // Publishes the segment descriptor for reference transfer-engine peers.
 // mooncake's own clients learn endpoints from the master, so a metadata
 // server is optional: when none was configured (the URL is the built-in
@@ -58,7 +65,15 @@ class MetadataPublisherImpl {
       : url_(url), tls_(tls), is_default_(url == ClusterConfig{}.metadata_server) {
     if (!auth_token.empty()) headers_.emplace("Authorization", "Bearer " + auth_token);
     ok_ = SplitUrl(url, &base_, &path_);
-    if (!ok_) MC_LOG(WARN) << "metadata server '" << url << "' is not an http:// or https:// URL; not publishing";
+    if (!ok_ && NoPublishingNeeded(url)) {
+      static std::atomic<bool> told{false};
+      if (!told.exchange(true)) {
+        MC_LOG(INFO) << "metadata server '" << url << "': segment descriptor not published"
+                     << " (mooncake clients find segments through the master)";
+      }
+    } else if (!ok_) {
+      MC_LOG(WARN) << "metadata server '" << url << "' is not an http:// or https:// URL; not publishing";
+    }
   }
   void Put(const std::string& key, const std::string& value) { Send("PUT", key, value); }
   void Delete(const std::string& key) { Send("DELETE", key, ""); }

@@ -5,7 +5,6 @@ import uuid
 from conftest import Buf, MooncakeDistributedStore, ReplicateConfig, pattern, setup_args
 
 NOT_FOUND = -704
-ALREADY_EXISTS = -705
 BUFFER_OVERFLOW = -10
 INVALID_PARAMS = -600
 
@@ -20,7 +19,9 @@ def test_put_get_exist_size_remove(store):
     assert store.get(k) == b"hello mooncake"
     assert store.is_exist(k) == 1
     assert store.get_size(k) == 14
-    assert store.put(k, b"again") == ALREADY_EXISTS
+    # A put of a key that exists succeeds and leaves the object as it was.
+    assert store.put(k, b"again") == 0
+    assert store.get(k) == b"hello mooncake"
     assert store.remove(k) == 0
     assert store.is_exist(k) == 0
     assert store.get(k) == b""
@@ -42,8 +43,10 @@ def test_batch_bytes(store):
     assert store.put_batch(keys, values) == 0
     assert store.get_batch(keys + ["missing-" + keys[0]]) == values + [b""]
     assert store.batch_is_exist(keys[:2] + ["nope"]) == [1, 1, 0]
-    # One code for the batch: an existing key fails it.
-    assert store.put_batch([keys[0], key("new")], [b"a", b"b"]) == ALREADY_EXISTS
+    # An existing key in a batch is a success that keeps its object.
+    fresh = key("new")
+    assert store.put_batch([keys[0], fresh], [b"a", b"b"]) == 0
+    assert store.get_batch([keys[0], fresh]) == [values[0], b"b"]
     # The gets above leased these keys; force removes them regardless.
     assert store.batch_remove(keys[:3] + ["nope"], force=True) == [0, 0, 0, NOT_FOUND]
     assert store.batch_is_exist(keys[:4]) == [0, 0, 0, 1]
@@ -102,7 +105,7 @@ def test_batch_zero_copy(store):
     store.register_buffer(dst.ptr, dst.size)
     ptrs = [src.ptr + i * size for i in range(n)]
     assert store.batch_put_from(keys, ptrs, [size] * n) == [0] * n
-    assert store.batch_put_from(keys[:1], ptrs[:1], [size]) == [ALREADY_EXISTS]
+    assert store.batch_put_from(keys[:1], ptrs[1:2], [size]) == [0]  # kept as it was
     out = [dst.ptr + i * size for i in range(n)]
     res = store.batch_get_into(keys + ["missing"], out + [dst.ptr], [size] * (n + 1))
     assert res == [size] * n + [NOT_FOUND]

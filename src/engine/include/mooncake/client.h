@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,16 +36,52 @@ inline constexpr int kObjectNotFound = -704;
 inline constexpr int kObjectAlreadyExists = -705;
 inline constexpr int kTransferFail = -800;
 inline constexpr int kRpcFail = -900;
+inline constexpr int kSegmentNotFound = -101;
+inline constexpr int kNotSupported = -1012;
+
+// The soft-pin transition a put asks for (the reference's newest field;
+// with_soft_pin is the release's spelling of kEnable).
+enum class SoftPinAction : uint8_t { kPreserve = 0, kEnable = 1, kDisable = 2 };
+
+// What an object holds (the reference's ObjectDataType). Recorded by the
+// caller, not used for placement here.
+enum class ObjectDataType : uint8_t {
+  kUnknown = 0, kKvCache, kTensor, kWeight, kSample, kActivation, kGradient,
+  kOptimizerState, kMetadata, kGeneral,
+};
 
 // How a put is placed and kept; fields as the reference's ReplicateConfig.
+// A put is soft-pinned when with_soft_pin or soft_pin_action is kEnable;
+// soft_pin_ttl_ms without either, or with_soft_pin with kDisable, is
+// INVALID_PARAMS (the reference's newest rule).
 struct ReplicateConfig {
   size_t replica_num = 1;
+  // NVMe-oF replicas: that tier is not built; > 0 is NOT_SUPPORTED.
+  size_t nof_replica_num = 0;
   bool with_soft_pin = false;            // evicted only after unpinned objects
-  uint64_t soft_pin_ttl_ms = 0;          // 0: the master's default TTL
+  SoftPinAction soft_pin_action = SoftPinAction::kPreserve;
+  std::optional<uint64_t> soft_pin_ttl_ms;  // unset: the master's default TTL
   bool with_hard_pin = false;            // never evicted
   std::string preferred_segment;         // e.g. GetHostname(): keep it local
   std::vector<std::string> preferred_segments;  // one per replica, in order
+  std::vector<std::string> preferred_nof_segments;  // non-empty: NOT_SUPPORTED
   bool prefer_alloc_in_same_node = false;
+  ObjectDataType data_type = ObjectDataType::kUnknown;
+  // One group per key of a batch ("" = none); checked for its length only:
+  // the master has no groups yet (mooncake-python(3)).
+  std::optional<std::vector<std::string>> group_ids;
+};
+
+// One buffer of a replica as get_replica_desc reports it.
+struct BufferInfo {
+  std::string segment_name;
+  std::string endpoint;
+  uint64_t offset = 0;
+  uint64_t size_bytes = 0;
+};
+struct ReplicaInfo {
+  bool complete = false;
+  std::vector<BufferInfo> buffers;
 };
 
 // Setup keys (reference names): local_hostname, metadata_server,
@@ -118,6 +155,49 @@ class Store {
   std::vector<int> BatchRemove(const std::vector<std::string>& keys, bool force = false);
   // Number of objects removed, or negative.
   int64_t RemoveAll(bool force = false);
+
+  // The complete replicas of `key` (takes a read lease, as a get does).
+  // 0, or OBJECT_NOT_FOUND and the like.
+  int GetReplicaDesc(const std::string& key, std::vector<ReplicaInfo>* out);
+
+  // Ranged reads: for buffer i, key j, range k, copies `sizes[i][j][k]`
+  // bytes at `src_offsets` of object all_keys[i][j] to `dst_offsets` in
+  // buffer i (registered memory). Per range: bytes copied or negative.
+  using Ranges3 = std::vector<std::vector<std::vector<size_t>>>;
+  std::vector<std::vector<std::vector<int64_t>>> GetIntoRanges(
+      const std::vector<void*>& buffers, const std::vector<std::vector<std::string>>& all_keys,
+      const Ranges3& dst_offsets, const Ranges3& src_offsets, const Ranges3& sizes);
+  // One object: `metadata_size` bytes at `metadata` then `size` at `ptr`.
+  int PutFromWithMetadata(const std::string& key, const void* ptr, const void* metadata,
+                          size_t size, size_t metadata_size, const ReplicateConfig& config = {});
+
+  // Sessions (mooncake-python(3)): a put session stages each object in this
+  // process until PutSessionEnd stores it; a get session reads each object
+  // once and serves ranges from that copy until GetSessionEnd.
+  std::vector<int> PutSessionStart(const std::vector<std::string>& keys,
+                                   const std::vector<size_t>& sizes,
+                                   const ReplicateConfig& config = {});
+  // Per key: bytes written, or negative.
+  std::vector<int> PutSessionWriteRanges(const std::vector<std::string>& keys,
+                                         const std::vector<std::vector<void*>>& ptrs,
+                                         const std::vector<std::vector<size_t>>& sizes,
+                                         const std::vector<std::vector<size_t>>& dst_offsets);
+  std::vector<int> PutSessionEnd(const std::vector<std::string>& keys);
+  std::vector<int> PutSessionRevoke(const std::vector<std::string>& keys);
+  std::vector<int> GetSessionStart(const std::vector<std::string>& keys);
+  std::vector<int> GetSessionReadRanges(const std::vector<std::string>& keys,
+                                        const std::vector<std::vector<void*>>& ptrs,
+                                        const std::vector<std::vector<size_t>>& sizes,
+                                        const std::vector<std::vector<size_t>>& src_offsets);
+  int GetSessionEnd(const std::vector<std::string>& keys);
+
+  // Extra segments of this process's memory, beside setup's: each its own
+  // segment name, served and unmounted like the first.
+  int AllocateAndMountSegment(size_t size, const std::string& protocol,
+                              std::vector<std::string>* segment_ids, size_t* allocated_bytes);
+  // Unmounts segments of this process (setup's too) by name, after
+  // `grace_period_seconds`; SEGMENT_NOT_FOUND for a name it does not own.
+  int UnmountSegment(const std::vector<std::string>& segment_ids, uint64_t grace_period_seconds);
 
   struct Impl;
 

@@ -1,0 +1,91 @@
+// Store::Impl and the helpers engine.cc shares with engine_session.cc and
+// engine_segments.cc (libmooncake's internals; not installed).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "common/result.h"
+#include "config/config.h"
+#include "mooncake/client.h"
+#include "msg/messages.h"
+#include "store/segment_host.h"
+
+namespace mooncake {
+
+namespace internal {
+
+int Code(const mc::Status& st);
+// OBJECT_ALREADY_EXISTS is 0: the first writer's object stays as it was.
+int PutCode(const mc::Status& st);
+bool KeyOk(const std::string& key);
+mc::Status CheckKeys(const std::vector<std::string>& keys);
+// NOT_SUPPORTED for NVMe-oF replicas; INVALID_PARAMS for a bad replica
+// count or group_ids not one per key (`keys` keys in the put).
+mc::Status CheckConfig(const ReplicateConfig& c, size_t keys);
+mc::msg::PutOptions ToOptions(const ReplicateConfig& c);
+// A segment of config.store.global_segment_size_bytes for client `id`,
+// mounted (a few attempts) and serving. With no store port configured its
+// data port is a free one in 12300..14300, the reference's range (so its
+// name looks like the reference's), else any.
+mc::Result<std::unique_ptr<mc::store::SegmentHost>> StartHost(const mc::Config& config,
+                                                              mc::msg::ClientId id);
+
+}  // namespace internal
+
+struct Store::Impl {
+  // Held shared by every call and exclusively by Setup and Close, so Close
+  // waits for calls in flight and no call sees a half-built client.
+  mutable std::shared_mutex state_mu;
+  std::unique_ptr<mc::client::Client> client;
+  std::string hostname;
+  mc::Config resolved;  // the setup's resolved config (extra segments use it)
+
+  // Segments this process serves, by name: setup's and any allocated later.
+  std::mutex hosts_mu;
+  std::map<std::string, std::unique_ptr<mc::store::SegmentHost>> hosts;
+
+  // Registered caller memory: start address -> size.
+  mutable std::shared_mutex buf_mu;
+  std::map<uintptr_t, size_t> buffers;
+
+  // Sessions: a put's staged bytes until PutSessionEnd; a get's copy of the
+  // object until GetSessionEnd.
+  struct PutSession {
+    std::vector<uint8_t> bytes;
+    ReplicateConfig config;
+    std::shared_mutex mu;  // shared by range copies, exclusive at end/revoke
+    bool ended = false;    // under mu: taken by end or revoke
+  };
+  std::mutex session_mu;
+  std::map<std::string, std::shared_ptr<PutSession>> put_sessions;
+  std::map<std::string, std::shared_ptr<const std::vector<uint8_t>>> get_sessions;
+
+  bool Registered(const void* ptr, size_t size) const {
+    if (ptr == nullptr || size == 0) return false;
+    const auto p = reinterpret_cast<uintptr_t>(ptr);
+    std::shared_lock lock(buf_mu);
+    auto it = buffers.upper_bound(p);
+    if (it == buffers.begin()) return false;
+    --it;
+    return p - it->first <= it->second && size <= it->second - (p - it->first);
+  }
+
+  int Open(const SetupConfig& given);
+  void Shut();
+};
+
+// Every data call: shared state lock, then INVALID_PARAMS (or `fail`) when
+// not set up. The macro keeps that one line per call.
+#define MC_ENGINE_CLIENT(fail)                   \
+  std::shared_lock state_lock(impl_->state_mu); \
+  if (!impl_->client) return fail;              \
+  mc::client::Client& cl = *impl_->client
+
+}  // namespace mooncake
