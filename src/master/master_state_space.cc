@@ -94,6 +94,7 @@ Result<std::vector<uint64_t>> MasterState::PlaceOrEvict(std::string_view key,
                                                         uint64_t now_us,
                                                         const msg::PutPlacement& placement) {
   std::vector<uint64_t> packed;
+  if (!retired_.empty()) FreeRetired(now_us);
   if (TryPlace(size_bytes, replicas, now_us, placement, &packed)) return packed;
   // Refuse without evicting when even an empty pool could not hold it.
   const std::vector<uint32_t> cands = CandidateSegments(now_us);
@@ -183,6 +184,7 @@ void MasterState::DropSegments(const std::vector<uint32_t>& ids) {
   if (ids.empty()) return;
   std::vector<bool> dropping(segments_.size(), false);
   for (uint32_t id : ids) dropping[id] = true;
+  DropPendingOn(dropping);
   for (auto it = objects_.begin(); it != objects_.end();) {
     auto next = std::next(it);
     DropReplicasOn(it, dropping);
@@ -305,6 +307,8 @@ TickReport MasterState::Tick(uint64_t now_us) {
   TickReport report;
   report.expired_clients = ExpireClients(now_us, &report.unmounted_segments);
   report.discarded_puts = DiscardZombiePuts(now_us);
+  FreeRetired(now_us);
+  ExpireTasks(now_us);
   report.expired_pins = ExpirePins(now_us);
   SweepReads(now_us);
   const uint64_t target = BackgroundEvictionBytes({.capacity_bytes = capacity_bytes_,
