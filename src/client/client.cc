@@ -17,6 +17,7 @@
 #include "common/host_identity.h"
 #include "common/log.h"
 #include "client/replica_order.h"
+#include "proto/ops_codec.h"
 #include "rpc/client.h"
 #include "transfer/access.h"
 #include "transfer/rdma_transport.h"
@@ -159,6 +160,30 @@ class ClientImpl final : public Client {
   }
   Status UnregisterBuffer(void* addr) override {
     return rdma_ ? rdma_->UnregisterBuffer(addr) : Status::Ok();
+  }
+
+  Result<msg::TaskId> CreateCopyTask(const std::string& key,
+                                     const std::vector<std::string>& targets) override {
+    return link_->Invoke<Opcode::kCreateCopyTask>({id_, key, targets});
+  }
+  Result<msg::TaskId> CreateMoveTask(const std::string& key, const std::string& source,
+                                     const std::string& target) override {
+    return link_->Invoke<Opcode::kCreateMoveTask>({id_, key, source, target});
+  }
+  Status RunTask(const msg::TaskId& task) override;
+  Result<msg::TaskInfo> QueryTask(const msg::TaskId& task) override {
+    return link_->Invoke<Opcode::kQueryTask>({id_, task});
+  }
+  Result<std::vector<std::string>> BatchReplicaClear(const std::vector<std::string>& keys,
+                                                     const std::string& segment_name) override {
+    MC_ASSIGN_OR_RETURN(msg::ReplicaClearReply r,
+                        link_->Invoke<Opcode::kBatchReplicaClear>({id_, keys, segment_name}));
+    return r.cleared;
+  }
+  Result<uint64_t> RemoveByRegex(const std::string& pattern, bool force) override {
+    MC_ASSIGN_OR_RETURN(msg::RemoveByRegexReply r,
+                        link_->Invoke<Opcode::kRemoveByRegex>({pattern, force}));
+    return r.removed;
   }
 
  private:
@@ -484,6 +509,12 @@ std::vector<Status> ClientImpl::BatchPutParts(const std::vector<std::string>& ke
 
 Result<std::vector<msg::BatchItem<msg::PutStartReply>>> ClientImpl::StartPuts(
     const std::vector<msg::PutStartRequest>& reqs) {
+  if (reqs[0].options.upsert) {
+    std::vector<msg::PutStartExRequest> ex;
+    ex.reserve(reqs.size());
+    for (const auto& q : reqs) ex.push_back({q});
+    return link_->Invoke<Opcode::kBatchUpsertStart>(ex);
+  }
   if (!reqs[0].options.placement.empty()) {
     // Placement wishes travel only in BatchPutStartEx. A master without it
     // (NOT_SUPPORTED) gets the plain puts: placed as it would anyway.
@@ -527,6 +558,32 @@ Status ClientImpl::ReadObject(const msg::GetReplicaListReply& reply, const Parts
     if (last.ok()) break;
   }
   return last;
+}
+
+Status ClientImpl::RunTask(const msg::TaskId& task) {
+  MC_ASSIGN_OR_RETURN(msg::TaskStartReply start, link_->Invoke<Opcode::kTaskStart>({id_, task}));
+  Status copied = Status::Ok();
+  if (!start.targets.empty()) {
+    // Staged through memory here: the source and the targets may be on
+    // different stores, and a store moves bytes only to or from a client.
+    std::vector<uint8_t> bytes(start.size_bytes);
+    const Parts parts{std::span<uint8_t>(bytes)};
+    UnreachableStores unreachable;
+    const msg::GetReplicaListReply source{{start.source}, start.size_bytes, start.lease_ttl_us};
+    copied = ReadObject(source, parts, &unreachable);
+    std::vector<Planned> planned;
+    for (const msg::ReplicaDesc& target : start.targets) {
+      if (copied.ok()) copied = Plan(target, transfer::OpKind::kWrite, parts, start.size_bytes,
+                                     &planned);
+    }
+    if (copied.ok()) copied = Run(planned);
+  }
+  // Done reading the source: its lease may end (a moved source is freed then).
+  link_->ReleaseLeasesSoon({{id_, start.key}});
+  Status ended = link_->Invoke<Opcode::kTaskEnd>(
+                         {id_, task, copied.ok(), copied.ok() ? "" : copied.ToString()})
+                     .status();
+  return copied.ok() ? ended : copied;
 }
 
 Result<uint64_t> ClientImpl::GetInto(const std::string& key, std::span<uint8_t> buffer) {

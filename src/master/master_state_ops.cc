@@ -100,7 +100,7 @@ void MasterState::DropPendingOn(const std::vector<bool>& dropping) {
     if (task->placed.buffer_count == 0 || !touches(task->placed)) continue;
     RetireBuffers(task->placed, task->deadline_us, 0, &dropping);
     task->placed.SetBuffers(nullptr, 0);
-    task->info.status = msg::TaskStatus::kFailed;
+    task->info.status = static_cast<uint8_t>(msg::TaskStatus::kFailed);
     task->info.message = "a target segment was unmounted during the copy";
   }
 }
@@ -260,15 +260,15 @@ Result<msg::TaskId> MasterState::AddTask(msg::TaskType type, ObjectIt it,
                                          std::vector<std::string> targets, uint64_t now_us,
                                          uint64_t unix_ms) {
   for (auto t = tasks_.begin(); tasks_.size() >= kMaxTasks && t != tasks_.end();) {
-    t = Finished(t->second->info.status) ? tasks_.erase(t) : std::next(t);
+    t = Finished(t->second->info.task_status()) ? tasks_.erase(t) : std::next(t);
   }
   if (tasks_.size() >= kMaxTasks)
     return Error(ErrorCode::TASK_PENDING_LIMIT_EXCEEDED,
                  std::to_string(kMaxTasks) + " copy/move tasks are running");
   auto task = std::make_unique<Task>();
   task->info.id = msg::TaskId{options_.task_id_seed, ++next_task_};
-  task->info.type = type;
-  task->info.status = msg::TaskStatus::kPending;
+  task->info.type = static_cast<uint8_t>(type);
+  task->info.status = static_cast<uint8_t>(msg::TaskStatus::kPending);
   task->info.created_unix_ms = unix_ms;
   task->info.updated_unix_ms = unix_ms;
   task->info.assigned_client = client;
@@ -317,7 +317,7 @@ Result<msg::TaskStartReply> MasterState::TaskStart(const msg::TaskRequest& req, 
   auto t = tasks_.find(req.task);
   if (t == tasks_.end()) return Error(ErrorCode::TASK_NOT_FOUND, "no copy/move task has this id");
   Task& task = *t->second;
-  if (!(task.info.assigned_client == req.client) || task.info.status != msg::TaskStatus::kPending)
+  if (!(task.info.assigned_client == req.client) || task.info.task_status() != msg::TaskStatus::kPending)
     return Error(ErrorCode::INVALID_PARAMS, "the task is not pending for this client");
   auto it = FindById(task.object);
   if (it == objects_.end()) {
@@ -349,7 +349,7 @@ Result<msg::TaskStartReply> MasterState::TaskStart(const msg::TaskRequest& req, 
   task.placed.size_bytes = rec.size_bytes;
   task.placed.replicas = static_cast<uint8_t>(added);
   task.placed.SetBuffers(placed.data(), static_cast<uint32_t>(placed.size()));
-  if (task.info.status == msg::TaskStatus::kFailed) {
+  if (task.info.task_status() == msg::TaskStatus::kFailed) {
     FreeBuffers(task.placed, nullptr);
     task.placed.SetBuffers(nullptr, 0);
     return Error(ErrorCode::NO_AVAILABLE_HANDLE, task.info.message);
@@ -360,7 +360,7 @@ Result<msg::TaskStartReply> MasterState::TaskStart(const msg::TaskRequest& req, 
     if (segments_[BufferSegment(rec.buffers()[r * stripes])]->desc.name == task.source) src = r;
   }
   GrantLease(rec, now_us, &req.client);
-  task.info.status = msg::TaskStatus::kProcessing;
+  task.info.status = static_cast<uint8_t>(msg::TaskStatus::kProcessing);
   task.deadline_us = now_us + options_.put_timeout_us;
   task.Touch(now_us);
   msg::TaskStartReply reply;
@@ -373,7 +373,7 @@ Result<msg::TaskStartReply> MasterState::TaskStart(const msg::TaskRequest& req, 
 }
 
 void MasterState::FailTask(Task& task, std::string why, uint64_t now_us) {
-  task.info.status = msg::TaskStatus::kFailed;
+  task.info.status = static_cast<uint8_t>(msg::TaskStatus::kFailed);
   task.info.message = std::move(why);
   task.Touch(std::max(now_us, task.created_us));
 }
@@ -383,7 +383,7 @@ Status MasterState::TaskEnd(const msg::TaskEndRequest& req, uint64_t now_us) {
   if (t == tasks_.end()) return Error(ErrorCode::TASK_NOT_FOUND, "no copy/move task has this id");
   Task& task = *t->second;
   if (!(task.info.assigned_client == req.client) ||
-      task.info.status != msg::TaskStatus::kProcessing)
+      task.info.task_status() != msg::TaskStatus::kProcessing)
     return Error(ErrorCode::INVALID_PARAMS, "the task is not running for this client");
   if (!req.ok) {
     FreeBuffers(task.placed, nullptr);  // its writer is done with them
@@ -412,7 +412,7 @@ Status MasterState::FinishTask(Task& task, uint64_t now_us) {
   ObjectRecord& rec = it->record;
   const uint32_t stripes = Stripes(rec.size_bytes);
   std::vector<uint64_t> kept(rec.buffers(), rec.buffers() + rec.buffer_count);
-  if (task.info.type == msg::TaskType::kReplicaMove) {
+  if (task.info.type == static_cast<uint8_t>(msg::TaskType::kReplicaMove)) {
     // The source replica leaves; its readers keep it until their lease ends.
     auto source = segment_ids_.find(task.source);
     for (uint32_t r = 0; source != segment_ids_.end() && r < rec.replicas; ++r) {
@@ -432,14 +432,14 @@ Status MasterState::FinishTask(Task& task, uint64_t now_us) {
   rec.replicas = static_cast<uint8_t>(kept.size() / stripes);
   placed.SetBuffers(nullptr, 0);
   if (listener_ != nullptr) rec.listener_tag = listener_->OnObjectCommitted(Dump(it));
-  task.info.status = msg::TaskStatus::kSuccess;
+  task.info.status = static_cast<uint8_t>(msg::TaskStatus::kSuccess);
   task.Touch(now_us);
   return Status::Ok();
 }
 
 bool MasterState::HasRunningTask(ObjectId id) const {
   for (const auto& [tid, task] : tasks_) {
-    if (task->object == id && !Finished(task->info.status)) return true;
+    if (task->object == id && !Finished(task->info.task_status())) return true;
   }
   return false;
 }
@@ -455,10 +455,10 @@ void MasterState::ExpireTasks(uint64_t now_us) {
     p = pending_upserts_.erase(p);
   }
   for (auto& [id, task] : tasks_) {
-    if (Finished(task->info.status) || task->deadline_us > now_us) continue;
+    if (Finished(task->info.task_status()) || task->deadline_us > now_us) continue;
     FreeBuffers(task->placed, nullptr);
     task->placed.SetBuffers(nullptr, 0);
-    FailTask(*task, task->info.status == msg::TaskStatus::kPending
+    FailTask(*task, task->info.task_status() == msg::TaskStatus::kPending
                         ? "the task was not started in time"
                         : "the copy did not end in time",
              now_us);

@@ -175,8 +175,8 @@ TEST_CASE("a copy task places a replica on each target and reports its progress"
   REQUIRE(id.ok());
   auto info = h.state->QueryTask({Client(9), *id}, h.now_us);
   REQUIRE(info.ok());
-  CHECK(info->status == msg::TaskStatus::kPending);
-  CHECK(info->type == msg::TaskType::kReplicaCopy);
+  CHECK(info->task_status() == msg::TaskStatus::kPending);
+  CHECK(info->type == static_cast<uint8_t>(msg::TaskType::kReplicaCopy));
   CHECK(info->assigned_client == Client(5));
   CHECK(h.state->TaskStart({Client(6), *id}, h.now_us).code() == ErrorCode::INVALID_PARAMS);
   h.Advance(2000);
@@ -186,11 +186,11 @@ TEST_CASE("a copy task places a replica on each target and reports its progress"
   REQUIRE(start->targets.size() == 2);
   CHECK(SegmentsOf(start->targets[0]) == std::set<std::string>{"s2"});
   CHECK(SegmentsOf(start->targets[1]) == std::set<std::string>{"s3"});
-  CHECK(h.state->QueryTask({Client(9), *id}, h.now_us)->status == msg::TaskStatus::kProcessing);
+  CHECK(h.state->QueryTask({Client(9), *id}, h.now_us)->task_status() == msg::TaskStatus::kProcessing);
   CHECK(h.state->QueryTask({Client(9), *id}, h.now_us)->updated_unix_ms == 1002);
   CHECK(h.Get("k")->replicas.size() == 1);  // not readable before the end
   REQUIRE(h.state->TaskEnd({Client(5), *id, true, ""}, h.now_us).ok());
-  CHECK(h.state->QueryTask({Client(9), *id}, h.now_us)->status == msg::TaskStatus::kSuccess);
+  CHECK(h.state->QueryTask({Client(9), *id}, h.now_us)->task_status() == msg::TaskStatus::kSuccess);
   auto got = h.Get("k");
   REQUIRE(got->replicas.size() == 3);
   CHECK(SegmentsOf(got->replicas[2]) == std::set<std::string>{"s3"});
@@ -219,7 +219,7 @@ TEST_CASE("a move task moves the replica and keeps the source until its lease en
   h.Tick();
   CHECK(h.state->retired_bytes() == 0);
   CHECK(Used(h) == 1024);
-  CHECK(h.state->QueryTask({Client(5), *id}, h.now_us)->type == msg::TaskType::kReplicaMove);
+  CHECK(h.state->QueryTask({Client(5), *id}, h.now_us)->type == static_cast<uint8_t>(msg::TaskType::kReplicaMove));
 }
 
 TEST_CASE("a copy fails when its object changes, its client fails it or it runs out of time") {
@@ -235,7 +235,7 @@ TEST_CASE("a copy fails when its object changes, its client fails it or it runs 
   CHECK(h.state->TaskEnd({Client(5), *id, true, ""}, h.now_us).code() ==
         ErrorCode::OBJECT_NOT_FOUND);
   auto failed = h.state->QueryTask({Client(5), *id}, h.now_us);
-  CHECK(failed->status == msg::TaskStatus::kFailed);
+  CHECK(failed->task_status() == msg::TaskStatus::kFailed);
   CHECK(failed->message.find("replaced") != std::string::npos);
   CHECK(h.Get("k")->replicas.size() == 1);
 
@@ -247,7 +247,7 @@ TEST_CASE("a copy fails when its object changes, its client fails it or it runs 
   auto id3 = h.state->CreateCopyTask({Client(5), "k", {"s2"}}, h.now_us, 0);
   h.Advance(h.config.put_timeout_us);
   h.Tick();
-  CHECK(h.state->QueryTask({Client(5), *id3}, h.now_us)->status == msg::TaskStatus::kFailed);
+  CHECK(h.state->QueryTask({Client(5), *id3}, h.now_us)->task_status() == msg::TaskStatus::kFailed);
   CHECK(h.state->TaskStart({Client(5), *id3}, h.now_us).code() == ErrorCode::INVALID_PARAMS);
   CHECK(h.state->QueryTask({Client(5), msg::TaskId{7, 7}}, h.now_us).code() ==
         ErrorCode::TASK_NOT_FOUND);

@@ -57,7 +57,15 @@ inline constexpr uint8_t kKnownFlags = kFlagReply;
   X(ReleaseLeases, 0x0046)       \
   X(BatchPutStartEx, 0x0047)     \
   X(RemoveAllEx, 0x0048)         \
-  X(ReportTransfers, 0x0049)
+  X(ReportTransfers, 0x0049)      \
+  X(BatchUpsertStart, 0x0060)     \
+  X(CreateCopyTask, 0x0061)       \
+  X(CreateMoveTask, 0x0062)       \
+  X(QueryTask, 0x0063)            \
+  X(TaskStart, 0x0064)            \
+  X(TaskEnd, 0x0065)              \
+  X(BatchReplicaClear, 0x0066)    \
+  X(RemoveByRegex, 0x0067)
 
 enum class Opcode : uint16_t {
 #define MC_PROTO_OPCODE_ENUM(name, value) k##name = value,

@@ -112,6 +112,30 @@ Status Handler::ReleaseLeases(const msg::Batch<msg::KeyRequest>&) {
   return Unsupported("ReleaseLeases");
 }
 
+Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> Handler::BatchUpsertStart(
+    const msg::Batch<msg::PutStartExRequest>&) {
+  return Unsupported("BatchUpsertStart");
+}
+Result<msg::TaskId> Handler::CreateCopyTask(const msg::CreateCopyTaskRequest&) {
+  return Unsupported("CreateCopyTask");
+}
+Result<msg::TaskId> Handler::CreateMoveTask(const msg::CreateMoveTaskRequest&) {
+  return Unsupported("CreateMoveTask");
+}
+Result<msg::TaskInfo> Handler::QueryTask(const msg::TaskRequest&) {
+  return Unsupported("QueryTask");
+}
+Result<msg::TaskStartReply> Handler::TaskStart(const msg::TaskRequest&) {
+  return Unsupported("TaskStart");
+}
+Status Handler::TaskEnd(const msg::TaskEndRequest&) { return Unsupported("TaskEnd"); }
+Result<msg::ReplicaClearReply> Handler::BatchReplicaClear(const msg::ReplicaClearRequest&) {
+  return Unsupported("BatchReplicaClear");
+}
+Result<msg::RemoveByRegexReply> Handler::RemoveByRegex(const msg::RemoveByRegexRequest&) {
+  return Unsupported("RemoveByRegex");
+}
+
 void Dispatch(Handler& h, Opcode op, std::string_view payload, std::string* out) {
 #define MC_SERVE(name, call) \
   case Opcode::k##name:      \
@@ -139,6 +163,14 @@ void Dispatch(Handler& h, Opcode op, std::string_view payload, std::string* out)
     MC_SERVE(BatchPutStartEx, h.BatchPutStartEx(req))
     MC_SERVE(RemoveAllEx, h.RemoveAllEx(req))
     MC_SERVE(ReportTransfers, h.ReportTransfers(req))
+    MC_SERVE(BatchUpsertStart, h.BatchUpsertStart(req))
+    MC_SERVE(CreateCopyTask, h.CreateCopyTask(req))
+    MC_SERVE(CreateMoveTask, h.CreateMoveTask(req))
+    MC_SERVE(QueryTask, h.QueryTask(req))
+    MC_SERVE(TaskStart, h.TaskStart(req))
+    MC_SERVE(TaskEnd, h.TaskEnd(req))
+    MC_SERVE(BatchReplicaClear, h.BatchReplicaClear(req))
+    MC_SERVE(RemoveByRegex, h.RemoveByRegex(req))
     case Opcode::kConnectionError:
     case Opcode::kHello:
     case Opcode::kAuth:

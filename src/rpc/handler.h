@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "proto/codec.h"
+#include "proto/ops_codec.h"
 
 namespace mc::rpc {
 
@@ -53,6 +54,17 @@ class Handler {
   virtual Status ReleaseLeases(const msg::Batch<msg::KeyRequest>& req);
   // A notification: what a client moved since its last report, per path.
   virtual Status ReportTransfers(const msg::TransferReport& req);
+
+  // Replica operations (msg/ops_messages.h); NOT_SUPPORTED by default.
+  virtual Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchUpsertStart(
+      const msg::Batch<msg::PutStartExRequest>& req);
+  virtual Result<msg::TaskId> CreateCopyTask(const msg::CreateCopyTaskRequest& req);
+  virtual Result<msg::TaskId> CreateMoveTask(const msg::CreateMoveTaskRequest& req);
+  virtual Result<msg::TaskInfo> QueryTask(const msg::TaskRequest& req);
+  virtual Result<msg::TaskStartReply> TaskStart(const msg::TaskRequest& req);
+  virtual Status TaskEnd(const msg::TaskEndRequest& req);
+  virtual Result<msg::ReplicaClearReply> BatchReplicaClear(const msg::ReplicaClearRequest& req);
+  virtual Result<msg::RemoveByRegexReply> RemoveByRegex(const msg::RemoveByRegexRequest& req);
 };
 
 // Decodes `payload` as the request of `op`, calls `handler` and appends the
