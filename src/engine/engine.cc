@@ -15,13 +15,14 @@
 #include "common/host_identity.h"
 #include "common/log.h"
 #include "engine/engine_config.h"
+#include "engine/engine_impl.h"
 #include "common/ceilings.h"
 #include "msg/messages.h"
 #include "store/segment_host.h"
 
 namespace mooncake {
 
-namespace {
+namespace internal {
 
 using mc::ErrorCode;
 using mc::Status;
@@ -65,7 +66,8 @@ mc::msg::PutOptions ToOptions(const ReplicateConfig& c) {
   return o;
 }
 
-Status CheckConfig(const ReplicateConfig& c) {
+Status CheckConfig(const ReplicateConfig& c, size_t keys) {
+  (void)keys;
   if (c.replica_num == 0 || c.replica_num > mc::kMaxReplicas) {
     return mc::Error(ErrorCode::INVALID_PARAMS, "replica_num must be 1.." +
                                                     std::to_string(mc::kMaxReplicas));
@@ -76,33 +78,9 @@ Status CheckConfig(const ReplicateConfig& c) {
   return Status::Ok();
 }
 
-}  // namespace
+}  // namespace internal
 
-struct Store::Impl {
-  // Held shared by every call and exclusively by Setup and Close, so Close
-  // waits for calls in flight and no call sees a half-built client.
-  mutable std::shared_mutex state_mu;
-  std::unique_ptr<mc::client::Client> client;
-  std::unique_ptr<mc::store::SegmentHost> host;
-  std::string hostname;
-
-  // Registered caller memory: start address -> size.
-  mutable std::shared_mutex buf_mu;
-  std::map<uintptr_t, size_t> buffers;
-
-  bool Registered(const void* ptr, size_t size) const {
-    if (ptr == nullptr || size == 0) return false;
-    const auto p = reinterpret_cast<uintptr_t>(ptr);
-    std::shared_lock lock(buf_mu);
-    auto it = buffers.upper_bound(p);
-    if (it == buffers.begin()) return false;
-    --it;
-    return p - it->first <= it->second && size <= it->second - (p - it->first);
-  }
-
-  int Open(const SetupConfig& given);
-  void Shut();
-};
+using namespace internal;
 
 int Store::Impl::Open(const SetupConfig& given) {
   auto config = mc::engine::ResolveSetupConfig(given, [](const char* n) { return std::getenv(n); });
@@ -183,13 +161,6 @@ int Store::HealthCheck() {
   return impl_->client->ClusterStatus().ok() ? 0 : 2;
 }
 
-// Every data call below: shared state lock, then INVALID_PARAMS when not set
-// up. The macro keeps that one line per call.
-#define MC_ENGINE_CLIENT(fail)                   \
-  std::shared_lock state_lock(impl_->state_mu); \
-  if (!impl_->client) return fail;              \
-  mc::client::Client& cl = *impl_->client
-
 int Store::Put(const std::string& key, std::span<const uint8_t> value,
                const ReplicateConfig& config) {
   return PutParts(key, {value}, config);
@@ -199,7 +170,7 @@ int Store::PutParts(const std::string& key, const std::vector<std::span<const ui
                     const ReplicateConfig& config) {
   MC_ENGINE_CLIENT(kInvalidParams);
   if (!KeyOk(key)) return kInvalidKey;
-  if (!CheckConfig(config).ok() || parts.size() > kMaxPartsPerObject) return kInvalidParams;
+  if (!CheckConfig(config, 1).ok() || parts.size() > kMaxPartsPerObject) return kInvalidParams;
   auto st = cl.BatchPutParts({key}, {parts}, ToOptions(config));
   return Code(st[0]);
 }
@@ -208,7 +179,7 @@ int Store::PutBatch(const std::vector<std::string>& keys,
                     const std::vector<std::span<const uint8_t>>& values,
                     const ReplicateConfig& config) {
   MC_ENGINE_CLIENT(kInvalidParams);
-  if (keys.size() != values.size() || !CheckConfig(config).ok()) return kInvalidParams;
+  if (keys.size() != values.size() || !CheckConfig(config, 1).ok()) return kInvalidParams;
   if (Status st = CheckKeys(keys); !st.ok()) return Code(st);
   if (keys.empty()) return kOk;
   for (const Status& st : cl.BatchPut(keys, values, ToOptions(config))) {
@@ -353,7 +324,7 @@ std::vector<int> Store::BatchPutFrom(const std::vector<std::string>& keys,
                                      const ReplicateConfig& config) {
   std::vector<int> out(keys.size(), kInvalidParams);
   MC_ENGINE_CLIENT(out);
-  if (ptrs.size() != keys.size() || sizes.size() != keys.size() || !CheckConfig(config).ok()) {
+  if (ptrs.size() != keys.size() || sizes.size() != keys.size() || !CheckConfig(config, 1).ok()) {
     return out;
   }
   if (Status st = CheckKeys(keys); !st.ok()) return std::vector<int>(keys.size(), Code(st));
@@ -388,7 +359,7 @@ std::vector<int> Store::BatchPutFromMultiBuffers(const std::vector<std::string>&
                                                  const ReplicateConfig& config) {
   std::vector<int> out(keys.size(), kInvalidParams);
   MC_ENGINE_CLIENT(out);
-  if (ptrs.size() != keys.size() || sizes.size() != keys.size() || !CheckConfig(config).ok()) {
+  if (ptrs.size() != keys.size() || sizes.size() != keys.size() || !CheckConfig(config, 1).ok()) {
     return out;
   }
   if (Status st = CheckKeys(keys); !st.ok()) return std::vector<int>(keys.size(), Code(st));

@@ -8,3 +8,12 @@ its return conventions are listed in mooncake-python(3).
 from mooncake._store import BufferHandle, MooncakeDistributedStore, ReplicateConfig
 
 __all__ = ["BufferHandle", "MooncakeDistributedStore", "ReplicateConfig"]
+
+# Copy/move tasks (query_task), with the enums' values at module level as
+# the reference exports them.
+from mooncake._store import (  # noqa: E402
+    FAILED, PENDING, PROCESSING, REPLICA_COPY, REPLICA_MOVE, SUCCESS, QueryTaskResponse,
+    TaskStatus, TaskType)
+
+__all__ += ["QueryTaskResponse", "TaskStatus", "TaskType", "REPLICA_COPY", "REPLICA_MOVE",
+            "PENDING", "PROCESSING", "SUCCESS", "FAILED"]

@@ -15,73 +15,17 @@
 #include <vector>
 
 #include "mooncake/client.h"
+#include "store_py.h"
 
-namespace py = pybind11;
-
-namespace {
+namespace mooncake_py {
 
 using mooncake::ReplicateConfig;
 using mooncake::Store;
-
-// A contiguous read-only view of any object with the buffer protocol
-// (bytes, bytearray, memoryview, numpy arrays). Raises BufferError for a
-// non-contiguous buffer and TypeError for an object without the protocol.
-class ReadView {
- public:
-  explicit ReadView(const py::handle& obj) {
-    if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_SIMPLE) != 0) throw py::error_already_set();
-  }
-  ~ReadView() { PyBuffer_Release(&view_); }
-  ReadView(const ReadView&) = delete;
-  ReadView& operator=(const ReadView&) = delete;
-  std::span<const uint8_t> span() const {
-    return {static_cast<const uint8_t*>(view_.buf), static_cast<size_t>(view_.len)};
-  }
-
- private:
-  Py_buffer view_{};
-};
-
-// The bytes of one object, owned here and exposed through the buffer
-// protocol (get_buffer / batch_get_buffer): no copy into a Python bytes.
-class BufferHandle {
- public:
-  explicit BufferHandle(std::vector<uint8_t> data) : data_(std::move(data)) {}
-  uintptr_t ptr() const { return reinterpret_cast<uintptr_t>(data_.data()); }
-  size_t size() const { return data_.size(); }
-  std::vector<uint8_t>& data() { return data_; }
-
- private:
-  std::vector<uint8_t> data_;
-};
 
 // Stores not closed by their owner are closed when the interpreter exits,
 // so their segments leave the pool at once rather than after client_ttl.
 std::mutex g_live_mu;
 std::set<Store*> g_live;
-
-// The Store behind one Python MooncakeDistributedStore: tracked in g_live
-// while it exists; closing on destruction happens without the GIL, so other
-// Python threads run while the segment is unmounted.
-class PyStore : public Store {
- public:
-  PyStore() {
-    std::lock_guard lock(g_live_mu);
-    g_live.insert(this);
-  }
-  ~PyStore() {
-    {
-      std::lock_guard lock(g_live_mu);
-      g_live.erase(this);
-    }
-    if (PyGILState_Check()) {
-      py::gil_scoped_release release;
-      Close();
-    } else {
-      Close();
-    }
-  }
-};
 
 void CloseAllAtExit() {
   std::set<Store*> live;
@@ -91,6 +35,26 @@ void CloseAllAtExit() {
   }
   py::gil_scoped_release release;
   for (Store* s : live) s->Close();
+}
+
+PyStore::PyStore() {
+  std::lock_guard lock(g_live_mu);
+  g_live.insert(this);
+}
+
+// Closing on destruction happens without the GIL, so other Python threads
+// run while the segment is unmounted.
+PyStore::~PyStore() {
+  {
+    std::lock_guard lock(g_live_mu);
+    g_live.erase(this);
+  }
+  if (PyGILState_Check()) {
+    py::gil_scoped_release release;
+    Close();
+  } else {
+    Close();
+  }
 }
 
 std::string SizeText(const py::handle& v) {
@@ -126,20 +90,6 @@ int SetupDict(Store& s, const py::dict& config) {
   }
   py::gil_scoped_release release;
   return s.Setup(c);
-}
-
-std::vector<void*> Ptrs(const std::vector<uintptr_t>& p) {
-  std::vector<void*> out;
-  out.reserve(p.size());
-  for (uintptr_t v : p) out.push_back(reinterpret_cast<void*>(v));
-  return out;
-}
-
-std::vector<std::vector<void*>> PtrLists(const std::vector<std::vector<uintptr_t>>& p) {
-  std::vector<std::vector<void*>> out;
-  out.reserve(p.size());
-  for (const auto& l : p) out.push_back(Ptrs(l));
-  return out;
 }
 
 py::object HandleOrNone(int64_t code, std::vector<uint8_t>& data) {
@@ -181,13 +131,14 @@ void DefineBufferHandle(py::module_& m) {
       });
 }
 
-}  // namespace
-
 void DefineBytesMethods(py::class_<PyStore, Store>& c);
 void DefineZeroCopyMethods(py::class_<PyStore, Store>& c);
 void DefineQueryMethods(py::class_<PyStore, Store>& c);
 
+}  // namespace mooncake_py
+
 PYBIND11_MODULE(_store, m) {
+  using namespace mooncake_py;
   m.doc() = "mooncake.store: the mooncake client for inference engines (see mooncake-python(3))";
   DefineReplicateConfig(m);
   DefineBufferHandle(m);
@@ -214,8 +165,11 @@ PYBIND11_MODULE(_store, m) {
   DefineBytesMethods(c);
   DefineZeroCopyMethods(c);
   DefineQueryMethods(c);
+  DefineOpsMethods(m, c);
   py::module_::import("atexit").attr("register")(py::cpp_function(&CloseAllAtExit));
 }
+
+namespace mooncake_py {
 
 void DefineBytesMethods(py::class_<PyStore, Store>& c) {
   c.def("put", [](Store& s, const std::string& key, const py::object& value,
@@ -344,3 +298,5 @@ void DefineQueryMethods(py::class_<PyStore, Store>& c) {
       .def("batch_remove", &Store::BatchRemove, py::arg("keys"), py::arg("force") = false, GilFree())
       .def("remove_all", &Store::RemoveAll, py::arg("force") = false, GilFree());
 }
+
+}  // namespace mooncake_py
