@@ -320,3 +320,17 @@ TEST_CASE("removal by regex refuses a bad pattern and skips leased keys unless f
   CHECK(Used(h) == 0);
   CHECK(h.listener.removed.size() == 4);
 }
+
+TEST_CASE("an object being upserted is not evicted to make room") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s1", 4096).ok());
+  REQUIRE(h.Put("k", 1024).ok());
+  REQUIRE(Upsert(h, "k", 1024).ok());
+  REQUIRE(h.Put("a", 1024).ok());
+  // Full: the next put evicts "a", never the old version of "k".
+  REQUIRE(h.Put("b", 1024).ok());
+  CHECK(h.state->ClusterStatus(h.now_us).key_count == 2);
+  REQUIRE(h.End("k").ok());
+  CHECK(h.Get("k").ok());
+  CHECK(h.Get("a").code() == ErrorCode::OBJECT_NOT_FOUND);
+}

@@ -151,7 +151,10 @@ bool MasterState::EvictOne(uint64_t now_us, bool allow_pinned, uint64_t* freed_b
       auto it = FindById(id);
       if (it == objects_.end()) return true;  // stale: let the policy drop it
       const ObjectRecord& rec = it->record;
+      // An object being upserted is in flight too: its writer's PutEnd
+      // would find nothing to replace.
       return rec.complete() && !Leased(rec, now_us) &&
+             (pending_upserts_.empty() || !pending_upserts_.contains(rec.slot)) &&
              (allow_pinned ? rec.pin_expiry_us != ObjectRecord::kHardPin : !Pinned(rec, now_us));
     });
     if (!victim) return false;
