@@ -323,7 +323,7 @@ TEST_CASE("removal by regex refuses a bad pattern and skips leased keys unless f
 
 TEST_CASE("an object being upserted is not evicted to make room") {
   Harness h;
-  REQUIRE(h.Mount(1, "s1", 4096).ok());
+  REQUIRE(h.Mount(1, "s1", 3072).ok());
   REQUIRE(h.Put("k", 1024).ok());
   REQUIRE(Upsert(h, "k", 1024).ok());
   REQUIRE(h.Put("a", 1024).ok());
