@@ -117,6 +117,21 @@ namespace {
 
 Store::TaskId ToTaskId(const mc::msg::TaskId& t) { return {t.hi, t.lo}; }
 
+// Runs a task the master accepted in this client; its outcome is the
+// task's (query_task reports it), so the call itself succeeded.
+int RunCreated(mc::client::Client& cl, const char* what, const std::string& key,
+               const mc::Result<mc::msg::TaskId>& task, Store::TaskId* id) {
+  if (!task.ok()) {
+    MC_LOG(ERROR) << what << ": " << task.status().ToString();
+    return Code(task.status());
+  }
+  *id = ToTaskId(*task);
+  if (mc::Status ran = cl.RunTask(*task); !ran.ok()) {
+    MC_LOG(WARN) << what << " of '" << key << "' failed: " << ran.ToString();
+  }
+  return kOk;
+}
+
 }  // namespace
 
 int Store::CreateCopyTask(const std::string& key, const std::vector<std::string>& targets,
@@ -124,17 +139,7 @@ int Store::CreateCopyTask(const std::string& key, const std::vector<std::string>
   *id = {};
   MC_ENGINE_CLIENT(kInvalidParams);
   if (!KeyOk(key)) return kInvalidKey;
-  auto task = cl.CreateCopyTask(key, targets);
-  if (!task.ok()) {
-    MC_LOG(ERROR) << "create_copy_task: " << task.status().ToString();
-    return Code(task.status());
-  }
-  *id = ToTaskId(*task);
-  // The outcome is the task's: query_task reports it.
-  if (mc::Status ran = cl.RunTask(*task); !ran.ok()) {
-    MC_LOG(WARN) << "copy task of '" << key << "' failed: " << ran.ToString();
-  }
-  return kOk;
+  return RunCreated(cl, "create_copy_task", key, cl.CreateCopyTask(key, targets), id);
 }
 
 int Store::CreateMoveTask(const std::string& key, const std::string& source,
@@ -142,16 +147,7 @@ int Store::CreateMoveTask(const std::string& key, const std::string& source,
   *id = {};
   MC_ENGINE_CLIENT(kInvalidParams);
   if (!KeyOk(key)) return kInvalidKey;
-  auto task = cl.CreateMoveTask(key, source, target);
-  if (!task.ok()) {
-    MC_LOG(ERROR) << "create_move_task: " << task.status().ToString();
-    return Code(task.status());
-  }
-  *id = ToTaskId(*task);
-  if (mc::Status ran = cl.RunTask(*task); !ran.ok()) {
-    MC_LOG(WARN) << "move task of '" << key << "' failed: " << ran.ToString();
-  }
-  return kOk;
+  return RunCreated(cl, "create_move_task", key, cl.CreateMoveTask(key, source, target), id);
 }
 
 int Store::QueryTask(const TaskId& id, TaskInfo* out) {

@@ -261,7 +261,10 @@ class MasterState {
                 uint64_t* largest_hole);
   uint64_t EvictBytes(uint64_t target_bytes, uint64_t now_us, uint64_t* keys);
   void DropSegments(const std::vector<uint32_t>& ids);
-  void DropReplicasOn(ObjectIt it, const std::vector<bool>& dropping);
+  // Drops the replicas with a buffer on a segment marked in `dropping`;
+  // `segments_stay`: those segments are not going away, so every buffer of
+  // a dropped replica is freed (else theirs leave with the segments).
+  void DropReplicasOn(ObjectIt it, const std::vector<bool>& dropping, bool segments_stay = false);
   uint64_t ExpireClients(uint64_t now_us, uint64_t* segments);
   uint64_t DiscardZombiePuts(uint64_t now_us);
   uint64_t ExpirePins(uint64_t now_us);

@@ -472,6 +472,8 @@ msg::ReplicaClearReply MasterState::BatchReplicaClear(const msg::ReplicaClearReq
   msg::ReplicaClearReply reply;
   auto seg = segment_ids_.find(req.segment_name);
   if (!req.segment_name.empty() && seg == segment_ids_.end()) return reply;
+  std::vector<bool> dropping(segments_.size(), false);
+  if (!req.segment_name.empty()) dropping[seg->second] = true;
   const size_t n = std::min<size_t>(req.keys.size(), options_.max_batch);
   for (size_t k = 0; k < n; ++k) {
     auto it = objects_.find(req.keys[k]);
@@ -482,37 +484,11 @@ msg::ReplicaClearReply MasterState::BatchReplicaClear(const msg::ReplicaClearReq
       reply.cleared.push_back(req.keys[k]);
       continue;
     }
-    std::vector<bool> dropping(segments_.size(), false);
-    dropping[seg->second] = true;
     bool held = false;
     const uint64_t* b = it->record.buffers();
     for (uint32_t i = 0; i < it->record.buffer_count; ++i) held |= dropping[BufferSegment(b[i])];
     if (!held) continue;
-    // DropReplicasOn leaves the dropped buffers to their segment's teardown;
-    // here the segment stays, so free them first.
-    ObjectRecord& rec = it->record;
-    const uint32_t stripes = Stripes(rec.size_bytes);
-    std::vector<uint64_t> kept;
-    for (uint32_t r = 0; r < rec.replicas; ++r) {
-      bool on = false;
-      for (uint32_t s = 0; s < stripes; ++s) on |= dropping[BufferSegment(b[r * stripes + s])];
-      for (uint32_t s = 0; s < stripes; ++s) {
-        const uint32_t i = r * stripes + s;
-        if (!on) {
-          kept.push_back(b[i]);
-          continue;
-        }
-        segments_[BufferSegment(b[i])]->allocator.Free(BufferOffset(b[i]), BufferSize(rec, i));
-        allocated_bytes_ -= SegmentAllocator::AlignUp(BufferSize(rec, i));
-      }
-    }
-    rec.SetBuffers(kept.data(), static_cast<uint32_t>(kept.size()));
-    rec.replicas = static_cast<uint8_t>(kept.size() / stripes);
-    if (rec.replicas == 0) {
-      EraseObject(it, RemoveReason::kRemoved, true);
-    } else if (listener_ != nullptr) {
-      rec.listener_tag = listener_->OnObjectCommitted(Dump(it));
-    }
+    DropReplicasOn(it, dropping, /*segments_stay=*/true);
     reply.cleared.push_back(req.keys[k]);
   }
   return reply;

@@ -208,7 +208,8 @@ void MasterState::DropSegments(const std::vector<uint32_t>& ids) {
   ++view_version_;
 }
 
-void MasterState::DropReplicasOn(ObjectIt it, const std::vector<bool>& dropping) {
+void MasterState::DropReplicasOn(ObjectIt it, const std::vector<bool>& dropping,
+                                 bool segments_stay) {
   ObjectRecord& rec = it->record;
   const uint64_t* b = rec.buffers();
   bool touched = false;
@@ -224,17 +225,18 @@ void MasterState::DropReplicasOn(ObjectIt it, const std::vector<bool>& dropping)
       const uint32_t i = r * stripes + s;
       if (!lost) {
         kept.push_back(b[i]);
-      } else if (!dropping[BufferSegment(b[i])]) {  // a surviving stripe of a lost replica
+      } else if (segments_stay || !dropping[BufferSegment(b[i])]) {  // a stripe that stays
         segments_[BufferSegment(b[i])]->allocator.Free(BufferOffset(b[i]), BufferSize(rec, i));
         allocated_bytes_ -= SegmentAllocator::AlignUp(BufferSize(rec, i));
       }
     }
   }
-  // The lost buffers' bytes leave with their segments' allocators.
+  // Unless the segments stay, the lost buffers' bytes leave with their
+  // segments' allocators.
   rec.SetBuffers(kept.data(), static_cast<uint32_t>(kept.size()));
   rec.replicas = static_cast<uint8_t>(kept.size() / stripes);
   if (rec.replicas == 0) {
-    EraseObject(it, RemoveReason::kReplicasLost, true);
+    EraseObject(it, segments_stay ? RemoveReason::kRemoved : RemoveReason::kReplicasLost, true);
   } else if (rec.complete() && listener_ != nullptr) {
     rec.listener_tag = listener_->OnObjectCommitted(Dump(it));
   }

@@ -2,21 +2,13 @@
 
 #include "common/capability.h"
 #include "masterd/service.h"
+#include "masterd/service_test_util.h"
 
 using namespace mc;
 
-namespace {
+using masterd::testing::Mount;
 
-msg::MountSegmentRequest Mount(const char* name, const std::string& key) {
-  msg::MountSegmentRequest m;
-  m.client = {1, 2};
-  m.segment.name = name;
-  m.segment.endpoint = "127.0.0.1:1";
-  m.segment.size_bytes = 64ull << 20;
-  m.segment.incarnation = 9;
-  m.segment.access_key = key;
-  return m;
-}
+namespace {
 
 Status Check(const char* key, const msg::BufferDesc& b, CapabilityOp op, uint64_t now_ms) {
   CapabilityGrant g{op, 9, b.offset, b.size_bytes, b.capability_expiry_unix_ms};
