@@ -171,7 +171,10 @@ bool MasterState::EndPendingUpsert(ObjectIt it, const msg::KeyRequest& req, uint
   const std::unique_ptr<Pending> next = std::move(p->second);
   pending_upserts_.erase(p);
   // The old version's readers keep its buffers until their lease ends.
-  RetireBuffers(rec, Leased(rec, now_us) ? rec.deadline_us : now_us, now_us);
+  const bool leased = Leased(rec, now_us);
+  const uint64_t old_deadline = rec.deadline_us;
+  const bool reads_out = leased && rec.readers() != 0;
+  RetireBuffers(rec, leased ? old_deadline : now_us, now_us);
   policy_->OnRemove(IdOf(rec));
   if (rec.has(ObjectRecord::kPinCounted)) --soft_pinned_count_;
   // A new ObjectId: the old version's lease, reads, timers and tasks no
@@ -183,6 +186,14 @@ bool MasterState::EndPendingUpsert(ObjectIt it, const msg::KeyRequest& req, uint
   rec.flags = next->rec.flags & ObjectRecord::kSoftPin;  // no readers yet
   rec.pin_expiry_us = next->rec.pin_expiry_us;
   Complete(it, now_us);
+  if (reads_out) {
+    // A release names only the key, so one of an old version's read could
+    // end a lease on the new version that a read of the same client holds.
+    // Until the old reads' lease is over the new version's lease ends by
+    // time alone.
+    rec.deadline_us = old_deadline;
+    rec.set_readers(ObjectRecord::kReadersUnknown);
+  }
   return true;
 }
 

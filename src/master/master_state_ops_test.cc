@@ -90,11 +90,22 @@ TEST_CASE("releasing a read of the old version does not end the new version's le
   REQUIRE(h.state->GetReplicaList({Client(7), "k"}, h.now_us).ok());  // old reader
   REQUIRE(Upsert(h, "k", 1000).ok());
   REQUIRE(h.End("k").ok());
-  REQUIRE(h.state->GetReplicaList({Client(8), "k"}, h.now_us).ok());  // new reader
-  h.state->ReleaseLeases({{Client(7), "k"}}, h.now_us);
+  h.now_us += kSecond;
+  // The same client reads the new version, then releases its old read: the
+  // release names only the key, and must not end the new read's lease.
+  REQUIRE(h.state->GetReplicaList({Client(7), "k"}, h.now_us).ok());
+  REQUIRE(h.state->GetReplicaList({Client(8), "k"}, h.now_us).ok());
+  h.state->ReleaseLeases({{Client(7), "k"}, {Client(8), "k"}}, h.now_us);
   CHECK(h.state->Remove({"k", false}, h.now_us).code() == ErrorCode::OBJECT_HAS_LEASE);
-  h.state->ReleaseLeases({{Client(8), "k"}}, h.now_us);
+  h.Advance(h.config.default_kv_lease_ttl_us);  // every read's lease is over
   CHECK(h.state->Remove({"k", false}, h.now_us).ok());
+  // Without reads of the old version out, releases end the new lease early.
+  REQUIRE(h.Put("j", 1000).ok());
+  REQUIRE(Upsert(h, "j", 1000).ok());
+  REQUIRE(h.End("j").ok());
+  REQUIRE(h.state->GetReplicaList({Client(7), "j"}, h.now_us).ok());
+  h.state->ReleaseLeases({{Client(7), "j"}}, h.now_us);
+  CHECK(h.state->Remove({"j", false}, h.now_us).ok());
 }
 
 TEST_CASE("a revoked or timed-out upsert leaves the old version in place") {
