@@ -129,17 +129,17 @@ class MetadataTarget final : public Target {
   BatchOutcome Put(std::span<const std::string> keys, std::span<const uint8_t>) override {
     BatchOutcome out;
     if (keys.size() == 1) {
-      auto started = link_->PutStart({id_, keys[0], value_size_, options_});
+      auto started = link_->Invoke<proto::Opcode::kPutStart>({id_, keys[0], value_size_, options_});
       if (!started.ok()) {
         Count(out, started.status(), 0);
       } else {
-        Count(out, link_->PutEnd({id_, keys[0]}), 0);
+        Count(out, link_->Invoke<proto::Opcode::kPutEnd>({id_, keys[0]}).status(), 0);
       }
       return out;
     }
     msg::Batch<msg::PutStartRequest> start;
     for (const auto& k : keys) start.push_back({id_, k, value_size_, options_});
-    auto started = link_->BatchPutStart(start);
+    auto started = link_->Invoke<proto::Opcode::kBatchPutStart>(start);
     if (!started.ok()) {
       for (size_t i = 0; i < keys.size(); ++i) out.Fail(started.status());
       return out;
@@ -150,7 +150,7 @@ class MetadataTarget final : public Target {
       else Count(out, (*started)[i].status, 0);
     }
     if (end.empty()) return out;
-    auto ended = link_->BatchPutEnd(end);
+    auto ended = link_->Invoke<proto::Opcode::kBatchPutEnd>(end);
     for (size_t i = 0; i < end.size(); ++i) Count(out, ended.ok() ? (*ended)[i] : ended.status(), 0);
     return out;
   }
@@ -158,10 +158,10 @@ class MetadataTarget final : public Target {
   BatchOutcome Get(std::span<const std::string> keys, uint64_t) override {
     BatchOutcome out;
     if (keys.size() == 1) {
-      Count(out, link_->GetReplicaList({id_, keys[0]}).status(), 0);
+      Count(out, link_->Invoke<proto::Opcode::kGetReplicaList>({id_, keys[0]}).status(), 0);
       return out;
     }
-    auto r = link_->BatchGetReplicaList(KeyBatch(keys));
+    auto r = link_->Invoke<proto::Opcode::kBatchGetReplicaList>(KeyBatch(keys));
     for (size_t i = 0; i < keys.size(); ++i) Count(out, r.ok() ? (*r)[i].status : r.status(), 0);
     return out;
   }
@@ -174,11 +174,11 @@ class MetadataTarget final : public Target {
       else out.AddMissing();
     };
     if (keys.size() == 1) {
-      auto r = link_->ExistKey({id_, keys[0]});
+      auto r = link_->Invoke<proto::Opcode::kExistKey>({id_, keys[0]});
       count(r.status(), r.ok() && *r);
       return out;
     }
-    auto r = link_->BatchExistKey(KeyBatch(keys));
+    auto r = link_->Invoke<proto::Opcode::kBatchExistKey>(KeyBatch(keys));
     for (size_t i = 0; i < keys.size(); ++i) {
       if (!r.ok()) count(r.status(), false);
       else count((*r)[i].status, (*r)[i].value);
@@ -294,7 +294,7 @@ TargetFactory MetadataTargetFactory(const Config& config, uint64_t value_size) {
     rpc::ClientOptions o = client::MasterClientOptions(config.cluster);
     o.max_connections = 1;  // one connection per worker thread: --threads N = N connections
     auto link = std::make_unique<rpc::MasterClient>(o);
-    MC_RETURN_IF_ERROR(link->ClusterStatus().status());
+    MC_RETURN_IF_ERROR(link->Invoke<proto::Opcode::kClusterStatus>({}).status());
     return std::unique_ptr<Target>(
         new MetadataTarget(std::move(link), value_size, config.client.replicas));
   };

@@ -17,7 +17,6 @@
 #include "common/host_identity.h"
 #include "common/log.h"
 #include "client/replica_order.h"
-#include "proto/ops_codec.h"
 #include "rpc/client.h"
 #include "transfer/access.h"
 #include "transfer/rdma_transport.h"
@@ -123,7 +122,7 @@ class ClientImpl final : public Client {
   }
 
   Result<msg::ClusterStatusReply> ClusterStatus() override {
-    return link_->ClusterStatus();
+    return link_->Invoke<Opcode::kClusterStatus>({});
   }
 
   std::vector<Status> BatchPut(const std::vector<std::string>& keys,
@@ -142,7 +141,8 @@ class ClientImpl final : public Client {
   std::vector<Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;
   Result<uint64_t> RemoveAll(bool force) override {
     MC_ASSIGN_OR_RETURN(msg::RemoveAllReply r,
-                        force ? link_->RemoveAllForced() : link_->RemoveAll());
+                        force ? link_->Invoke<Opcode::kRemoveAllEx>({true})
+                              : link_->Invoke<Opcode::kRemoveAll>({}));
     return r.removed;
   }
   msg::ClientId id() const override { return id_; }
@@ -429,7 +429,7 @@ void ClientImpl::ReportTransfers(bool force) {
   if (report.counts.empty()) return;
   // Counting is best effort: a master that is away, or predates the
   // notification, loses this report and nothing else.
-  Status st = link_->ReportTransfers(report);
+  Status st = link_->Invoke<Opcode::kReportTransfers>(report).status();
   if (!st.ok()) {
     MC_LOG(DEBUG) << "transfer report not sent: " << st.ToString();
   }
@@ -782,7 +782,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const Config& config) {
   auto link = std::make_unique<rpc::MasterClient>(MasterClientOptions(config.cluster, tls));
   // One cheap call proves the master is reachable and accepts our token, so
   // errors surface here with a clear message rather than mid-operation.
-  MC_RETURN_IF_ERROR(link->ClusterStatus().status());
+  MC_RETURN_IF_ERROR(link->Invoke<Opcode::kClusterStatus>({}).status());
   std::unique_ptr<transfer::RdmaTransport> rdma;
   if (config.cluster.protocol == "rdma") {
     transfer::RdmaTransportOptions o;

@@ -303,18 +303,18 @@ RoundTrips MeasureRoundTrips(const Config& cfg, uint64_t object_bytes) {
     const bool timed = r > 0;
     for (int i = 0; i < kRoundTripKeys; ++i) {
       double t0 = NowSec();
-      Must(link.PutStart({id, key(i), object_bytes, {}}).status(), "PutStart");
+      Must(link.Invoke<mc::proto::Opcode::kPutStart>({id, key(i), object_bytes, {}}).status(), "PutStart");
       if (timed) start.push_back(us_since(t0));
       t0 = NowSec();
-      Must(link.PutEnd({id, key(i)}), "PutEnd");
+      Must(link.Invoke<mc::proto::Opcode::kPutEnd>({id, key(i)}).status(), "PutEnd");
       if (timed) end.push_back(us_since(t0));
     }
     for (int i = 0; i < kRoundTripKeys; ++i) {
       double t0 = NowSec();
-      Must(link.GetReplicaList({id, key(i)}).status(), "GetReplicaList");
+      Must(link.Invoke<mc::proto::Opcode::kGetReplicaList>({id, key(i)}).status(), "GetReplicaList");
       if (timed) get.push_back(us_since(t0));
     }
-    for (int i = 0; i < kRoundTripKeys; ++i) Must(link.Remove({key(i), true}), "remove");
+    for (int i = 0; i < kRoundTripKeys; ++i) Must(link.Invoke<mc::proto::Opcode::kRemove>({key(i), true}).status(), "remove");
   }
   return {Median(start), Median(end), Median(get)};
 }

@@ -32,6 +32,7 @@
 #include "rpc/server.h"
 
 using namespace mc;
+using mc::proto::Opcode;
 
 namespace {
 
@@ -118,10 +119,10 @@ double PutsPerSecond(const std::string& db_path, masterd::FsyncMode fsync, int b
         }
         bool ok;
         if (batch == 1) {
-          ok = c.PutStart(starts[0]).ok() && c.PutEnd(ends[0]).ok();
+          ok = c.Invoke<Opcode::kPutStart>(starts[0]).ok() && c.Invoke<Opcode::kPutEnd>(ends[0]).ok();
         } else {
-          auto s = c.BatchPutStart(starts);
-          auto e = s.ok() ? c.BatchPutEnd(ends) : Result<msg::Batch<Status>>(s.status());
+          auto s = c.Invoke<Opcode::kBatchPutStart>(starts);
+          auto e = s.ok() ? c.Invoke<Opcode::kBatchPutEnd>(ends) : Result<msg::Batch<Status>>(s.status());
           ok = e.ok() && std::all_of(e->begin(), e->end(), [](const Status& x) { return x.ok(); });
         }
         n += ok ? batch : 0;

@@ -137,7 +137,7 @@ Status MasterService::Remove(const msg::RemoveRequest& req) {
   return state_->Remove(req, clock_.NowUs());
 }
 
-Result<msg::RemoveAllReply> MasterService::RemoveAll() {
+Result<msg::RemoveAllReply> MasterService::RemoveAll(const proto::Empty&) {
   std::lock_guard<std::mutex> lock(mu_);
   return state_->RemoveAll(clock_.NowUs());
 }
@@ -152,7 +152,9 @@ Result<msg::ListKeysReply> MasterService::ListKeys(const msg::ListKeysRequest& r
   return state_->ListKeys(req, clock_.NowUs());
 }
 
-Result<msg::ClusterStatusReply> MasterService::ClusterStatus() { return Snapshot(); }
+Result<msg::ClusterStatusReply> MasterService::ClusterStatus(const proto::Empty&) {
+  return Snapshot();
+}
 
 Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> MasterService::BatchPutStart(
     const msg::Batch<msg::PutStartRequest>& req) {
@@ -197,6 +199,15 @@ Result<msg::Batch<msg::BatchItem<bool>>> MasterService::BatchExistKey(
     const msg::Batch<msg::KeyRequest>& req) {
   std::lock_guard<std::mutex> lock(mu_);
   return state_->BatchExistKey(req, clock_.NowUs());
+}
+
+Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> MasterService::BatchPutStartEx(
+    const msg::Batch<msg::PutStartExRequest>& req) {
+  return BatchPutStart(rpc::WithoutEx(req));
+}
+
+Result<msg::Batch<Status>> MasterService::BatchRemove(const msg::Batch<msg::RemoveRequest>& req) {
+  return rpc::EachItem(req, [&](const msg::RemoveRequest& r) { return Remove(r); });
 }
 
 Status MasterService::ReleaseLeases(const msg::Batch<msg::KeyRequest>& req) {

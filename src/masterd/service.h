@@ -30,7 +30,7 @@ class MasterService final : public rpc::Handler {
   MasterService(const MasterConfig& config, const Clock& clock,
                 master::StateListener* listener = nullptr);
 
-  // rpc::Handler.
+  // rpc::Handler: every operation of proto/ops.h.
   Status MountSegment(const msg::MountSegmentRequest& req) override;
   Status UnmountSegment(const msg::UnmountSegmentRequest& req) override;
   Result<msg::PingReply> Ping(const msg::PingRequest& req) override;
@@ -40,18 +40,23 @@ class MasterService final : public rpc::Handler {
   Result<msg::GetReplicaListReply> GetReplicaList(const msg::KeyRequest& req) override;
   Result<bool> ExistKey(const msg::KeyRequest& req) override;
   Status Remove(const msg::RemoveRequest& req) override;
-  Result<msg::RemoveAllReply> RemoveAll() override;
+  Result<msg::RemoveAllReply> RemoveAll(const proto::Empty&) override;
   Result<msg::RemoveAllReply> RemoveAllEx(const msg::RemoveAllRequest& req) override;
   Result<msg::ListKeysReply> ListKeys(const msg::ListKeysRequest& req) override;
-  Result<msg::ClusterStatusReply> ClusterStatus() override;
+  Result<msg::ClusterStatusReply> ClusterStatus(const proto::Empty&) override;
   Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchPutStart(
       const msg::Batch<msg::PutStartRequest>& req) override;
+  // BatchPutStart: the placement rides in each request's options.
+  Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchPutStartEx(
+      const msg::Batch<msg::PutStartExRequest>& req) override;
   Result<msg::Batch<Status>> BatchPutEnd(const msg::Batch<msg::KeyRequest>& req) override;
   Result<msg::Batch<Status>> BatchPutRevoke(const msg::Batch<msg::KeyRequest>& req) override;
   Result<msg::Batch<msg::BatchItem<msg::GetReplicaListReply>>> BatchGetReplicaList(
       const msg::Batch<msg::KeyRequest>& req) override;
   Result<msg::Batch<msg::BatchItem<bool>>> BatchExistKey(
       const msg::Batch<msg::KeyRequest>& req) override;
+  // Remove once per element.
+  Result<msg::Batch<Status>> BatchRemove(const msg::Batch<msg::RemoveRequest>& req) override;
   Status ReleaseLeases(const msg::Batch<msg::KeyRequest>& req) override;
   // Adds a client's report to the per-path totals; rows of a path or
   // direction this master does not know are ignored.

@@ -5,12 +5,19 @@
 // src/rpc, specified in mooncake-protocol(7)) and the client library. A
 // module of its own, so the core speaks it without depending on the codec. They
 // carry no behaviour. Plain values: copy freely, not synchronized.
+//
+// Each struct lists its fields once, in wire order, in a static Fields(s, f)
+// that calls f(field, name) for every field: f(vector, name, max_items) for
+// a vector (at most max_items decode), a struct field visits that struct.
+// proto/codec.h runs one visitor that writes and one that reads, so the two
+// directions cannot disagree; `name` is what a decode error reports.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/ceilings.h"
 #include "common/result.h"
 
 namespace mc::msg {
@@ -22,6 +29,11 @@ struct ClientId {
   bool operator==(const ClientId&) const = default;
   bool operator<(const ClientId& o) const { return hi != o.hi ? hi < o.hi : lo < o.lo; }
   std::string ToString() const;  // 32 hex digits
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.hi, "client.hi");
+    f(s.lo, "client.lo");
+  }
 };
 
 // Memory a store contributes to the pool.
@@ -38,6 +50,16 @@ struct SegmentDesc {
   // every buffer it hands out with it (BufferDesc::capability), and the store
   // serves a transfer only with a valid, unexpired capability.
   std::string access_key;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.name, "segment.name");
+    f(s.hostname, "segment.hostname");
+    f(s.endpoint, "segment.endpoint");
+    f(s.shm_path, "segment.shm_path");
+    f(s.size_bytes, "segment.size_bytes");
+    f(s.incarnation, "segment.incarnation");
+    f(s.access_key, "segment.access_key");
+  }
 };
 
 // One contiguous piece of a replica inside one segment.
@@ -54,6 +76,17 @@ struct BufferDesc {
   // service, not by the state machine.
   std::string capability;
   uint64_t capability_expiry_unix_ms = 0;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.segment_name, "buffer.segment_name");
+    f(s.endpoint, "buffer.endpoint");
+    f(s.shm_path, "buffer.shm_path");
+    f(s.hostname, "buffer.hostname");
+    f(s.offset, "buffer.offset");
+    f(s.size_bytes, "buffer.size_bytes");
+    f(s.capability, "buffer.capability");
+    f(s.capability_expiry_unix_ms, "buffer.capability_expiry_unix_ms");
+  }
 };
 
 enum class ReplicaStatus : uint8_t { kProcessing = 1, kComplete = 2 };
@@ -62,6 +95,11 @@ enum class ReplicaStatus : uint8_t { kProcessing = 1, kComplete = 2 };
 struct ReplicaDesc {
   ReplicaStatus status = ReplicaStatus::kProcessing;
   std::vector<BufferDesc> buffers;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.status, "replica.status");  // a value not listed above fails to decode
+    f(s.buffers, "replica.buffers count", kMaxBuffersPerReplica);
+  }
 };
 
 // Where a put should go and how long it stays, beyond PutOptions' replicas
@@ -78,6 +116,14 @@ struct PutPlacement {
     return preferred_segments.empty() && preferred_host.empty() && soft_pin_ttl_ms == 0 &&
            !hard_pin;
   }
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.preferred_segments, "placement.preferred_segments count", kMaxWireReplicas,
+      "placement.preferred_segment");
+    f(s.preferred_host, "placement.preferred_host");
+    f(s.soft_pin_ttl_ms, "placement.soft_pin_ttl_ms");
+    f(s.hard_pin, "placement.hard_pin");
+  }
 };
 
 struct PutOptions {
@@ -87,30 +133,97 @@ struct PutOptions {
   // Not on the wire: the client starts the put with BatchUpsertStart, which
   // replaces an existing object instead of refusing it.
   bool upsert = false;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.replicas, "options.replicas");
+    f(s.soft_pin, "options.soft_pin");
+  }
 };
 
 // ---- requests and replies -------------------------------------------------
 
-struct MountSegmentRequest { ClientId client; SegmentDesc segment; };
-struct UnmountSegmentRequest { ClientId client; std::string segment_name; };
+struct MountSegmentRequest {
+  ClientId client;
+  SegmentDesc segment;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.client, "client");
+    f(s.segment, "segment");
+  }
+};
+struct UnmountSegmentRequest {
+  ClientId client;
+  std::string segment_name;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.client, "client");
+    f(s.segment_name, "segment_name");
+  }
+};
 
-struct PingRequest { ClientId client; };
+struct PingRequest {
+  ClientId client;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) { f(s.client, "client"); }
+};
 struct PingReply {
   bool remount = false;      // the master does not know this client: remount
   uint64_t view_version = 0; // changes when segments come or go
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.remount, "remount");
+    f(s.view_version, "view_version");
+  }
 };
 
-struct PutStartRequest { ClientId client; std::string key; uint64_t size_bytes = 0; PutOptions options; };
-struct PutStartReply { std::vector<ReplicaDesc> replicas; };
+struct PutStartRequest {
+  ClientId client;
+  std::string key;
+  uint64_t size_bytes = 0;
+  PutOptions options;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.client, "client");
+    f(s.key, "key");
+    f(s.size_bytes, "size_bytes");
+    f(s.options, "options");
+  }
+};
+struct PutStartReply {
+  std::vector<ReplicaDesc> replicas;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) { f(s.replicas, "replicas count", kMaxWireReplicas); }
+};
 // PutStartRequest with its options.placement on the wire (BatchPutStartEx).
-struct PutStartExRequest { PutStartRequest start; };
+struct PutStartExRequest {
+  PutStartRequest start;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.start, "start");
+    f(s.start.options.placement, "placement");
+  }
+};
 
-struct KeyRequest { ClientId client; std::string key; };  // PutEnd, PutRevoke, Exist
+struct KeyRequest {  // PutEnd, PutRevoke, Exist
+  ClientId client;
+  std::string key;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.client, "client");
+    f(s.key, "key");
+  }
+};
 
 struct GetReplicaListReply {
   std::vector<ReplicaDesc> replicas;  // complete replicas only
   uint64_t size_bytes = 0;
   uint64_t lease_ttl_us = 0;          // reads are safe until the lease expires
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.replicas, "replicas count", kMaxWireReplicas);
+    f(s.size_bytes, "size_bytes");
+    f(s.lease_ttl_us, "lease_ttl_us");
+  }
 };
 
 // ReportTransfers (a notification): what one client moved since its last
@@ -125,29 +238,95 @@ struct TransferCount {
   uint8_t dir = 0;   // TransferDir
   uint64_t ops = 0;
   uint64_t bytes = 0;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.path, "transfer.path");
+    f(s.dir, "transfer.dir");
+    f(s.ops, "transfer.ops");
+    f(s.bytes, "transfer.bytes");
+  }
 };
 // Rows of one report: one per (path, dir), with room for paths to come.
 inline constexpr size_t kMaxTransferCounts = 16;
-struct TransferReport { ClientId client; std::vector<TransferCount> counts; };
+struct TransferReport {
+  ClientId client;
+  std::vector<TransferCount> counts;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.client, "client");
+    f(s.counts, "transfer counts count", kMaxTransferCounts);
+  }
+};
 
-struct RemoveRequest { std::string key; bool force = false; };
+struct RemoveRequest {
+  std::string key;
+  bool force = false;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.key, "key");
+    f(s.force, "force");
+  }
+};
 // RemoveAllEx's payload: with force, leased objects go too (objects still
 // being written never do: their writer holds the buffers).
-struct RemoveAllRequest { bool force = false; };
-struct RemoveAllReply { uint64_t removed = 0; };
+struct RemoveAllRequest {
+  bool force = false;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) { f(s.force, "force"); }
+};
+struct RemoveAllReply {
+  uint64_t removed = 0;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) { f(s.removed, "removed"); }
+};
 
 struct ListKeysRequest {
   std::string prefix;
   uint32_t limit = 1000;
   std::string cursor;        // "" for the first page; the reply's next_cursor after
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.prefix, "prefix");
+    f(s.limit, "limit");
+    f(s.cursor, "cursor");
+  }
 };
-struct KeyInfo { std::string key; uint64_t size_bytes = 0; uint32_t replicas = 0; bool soft_pinned = false; };
+struct KeyInfo {
+  std::string key;
+  uint64_t size_bytes = 0;
+  uint32_t replicas = 0;
+  bool soft_pinned = false;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.key, "key");
+    f(s.size_bytes, "size_bytes");
+    f(s.replicas, "replicas");
+    f(s.soft_pinned, "soft_pinned");
+  }
+};
 struct ListKeysReply {
   std::vector<KeyInfo> keys;
   std::string next_cursor;   // "" when there is nothing more
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.keys, "keys count", kMaxBatchItems);
+    f(s.next_cursor, "next_cursor");
+  }
 };
 
-struct SegmentStatus { std::string name; std::string endpoint; uint64_t size_bytes = 0; uint64_t used_bytes = 0; };
+struct SegmentStatus {
+  std::string name;
+  std::string endpoint;
+  uint64_t size_bytes = 0;
+  uint64_t used_bytes = 0;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.name, "segment.name");
+    f(s.endpoint, "segment.endpoint");
+    f(s.size_bytes, "segment.size_bytes");
+    f(s.used_bytes, "segment.used_bytes");
+  }
+};
 struct ClusterStatusReply {
   uint64_t capacity_bytes = 0;
   uint64_t used_bytes = 0;
@@ -155,6 +334,15 @@ struct ClusterStatusReply {
   uint64_t soft_pinned_count = 0;
   uint64_t active_clients = 0;
   std::vector<SegmentStatus> segments;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.capacity_bytes, "capacity_bytes");
+    f(s.used_bytes, "used_bytes");
+    f(s.key_count, "key_count");
+    f(s.soft_pinned_count, "soft_pinned_count");
+    f(s.active_clients, "active_clients");
+    f(s.segments, "segments count", kMaxListedSegments);
+  }
 };
 
 // Batches: one Status per element, in request order. A batch is refused

@@ -1,22 +1,27 @@
 // Payload encoders and decoders for every master operation
 // (mooncake-protocol(7) gives the byte layouts).
 //
-// Each request and reply type of messages.h has Encode(Writer&, const T&)
-// and Decode(Reader&, T*). Decoders are total: any byte string yields a
-// value or a PROTOCOL_ERROR naming the field, within the limits below; the
-// structures are of fixed depth (batch > replica > buffer), so nesting is
-// bounded by the schema. Opcode<->type pairs are in OpTraits. Thread-safe
-// (pure functions).
+// Every request and reply type of messages.h lists its fields in wire order
+// (T::Fields), and one generic Encode(Writer&, const T&) / Decode(Reader&,
+// T*) pair walks that list: FieldWriter writes each field, FieldReader reads
+// it back, so the two directions cannot disagree. Decoders are total: any
+// byte string yields a value or a PROTOCOL_ERROR naming the field, within
+// the limits below; the structures are of fixed depth (batch > replica >
+// buffer), so nesting is bounded by the schema. Opcode<->type pairs are in
+// OpTraits, made from the table in proto/ops.h. Thread-safe (pure functions).
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "common/ceilings.h"
 #include "msg/messages.h"
+#include "msg/ops_messages.h"
 #include "proto/byte_io.h"
 #include "proto/frame.h"
+#include "proto/ops.h"
 
 namespace mc::proto {
 
@@ -27,42 +32,103 @@ inline constexpr size_t kReserveItems = 64;
 
 // The payload of an operation that carries nothing (RemoveAll and
 // ClusterStatus requests; replies of Mount/Unmount/PutEnd/PutRevoke/Remove).
-struct Empty {};
+struct Empty {
+  template <typename S, typename F>
+  static void Fields(S&, F&&) {}
+};
 
-// ---- one overload pair per type --------------------------------------------
-#define MC_PROTO_CODEC(T)                 \
-  void Encode(Writer& w, const T& v);     \
-  void Decode(Reader& r, T* v);
-MC_PROTO_CODEC(Empty)
-MC_PROTO_CODEC(bool)
-MC_PROTO_CODEC(Status)
-MC_PROTO_CODEC(msg::ClientId)
-MC_PROTO_CODEC(msg::SegmentDesc)
-MC_PROTO_CODEC(msg::BufferDesc)
-MC_PROTO_CODEC(msg::ReplicaDesc)
-MC_PROTO_CODEC(msg::PutOptions)
-MC_PROTO_CODEC(msg::MountSegmentRequest)
-MC_PROTO_CODEC(msg::UnmountSegmentRequest)
-MC_PROTO_CODEC(msg::PingRequest)
-MC_PROTO_CODEC(msg::PingReply)
-MC_PROTO_CODEC(msg::PutStartRequest)
-MC_PROTO_CODEC(msg::PutStartReply)
-MC_PROTO_CODEC(msg::PutPlacement)
-MC_PROTO_CODEC(msg::PutStartExRequest)
-MC_PROTO_CODEC(msg::KeyRequest)
-MC_PROTO_CODEC(msg::GetReplicaListReply)
-MC_PROTO_CODEC(msg::RemoveRequest)
-MC_PROTO_CODEC(msg::RemoveAllRequest)
-MC_PROTO_CODEC(msg::RemoveAllReply)
-MC_PROTO_CODEC(msg::ListKeysRequest)
-MC_PROTO_CODEC(msg::KeyInfo)
-MC_PROTO_CODEC(msg::ListKeysReply)
-MC_PROTO_CODEC(msg::SegmentStatus)
-MC_PROTO_CODEC(msg::ClusterStatusReply)
-MC_PROTO_CODEC(msg::TransferCount)
-MC_PROTO_CODEC(msg::TransferReport)
-#undef MC_PROTO_CODEC
+// A type that lists its fields (msg/messages.h).
+struct IgnoreFields {
+  template <typename... A>
+  void operator()(A&&...) const {}
+};
+template <typename T>
+concept HasFields = requires(T& v) { T::Fields(v, IgnoreFields{}); };
 
+// ---- the encoders and decoders ----------------------------------------------
+// The wire forms that are not a field list.
+void Encode(Writer& w, const bool& v);
+void Decode(Reader& r, bool* v);
+// i32 code, then the message (empty when OK; cut to kMaxMessageBytes).
+void Encode(Writer& w, const Status& v);
+void Decode(Reader& r, Status* v);
+
+template <HasFields T>
+void Encode(Writer& w, const T& v);
+template <HasFields T>
+void Decode(Reader& r, T* v);
+// A batch: u32 count (at most kMaxBatchItems), then the elements.
+template <typename T>
+void Encode(Writer& w, const msg::Batch<T>& v);
+template <typename T>
+void Decode(Reader& r, msg::Batch<T>* v);
+// A batch element: its Status, then the value only when that is OK.
+template <typename T>
+void Encode(Writer& w, const msg::BatchItem<T>& v);
+template <typename T>
+void Decode(Reader& r, msg::BatchItem<T>* v);
+
+// Writes each field a Fields() list names.
+struct FieldWriter {
+  Writer& w;
+  void operator()(const uint8_t& v, const char*) { w.U8(v); }
+  void operator()(const uint32_t& v, const char*) { w.U32(v); }
+  void operator()(const uint64_t& v, const char*) { w.U64(v); }
+  void operator()(const bool& v, const char*) { w.Bool(v); }
+  void operator()(const std::string& v, const char*) { w.Str(v); }
+  void operator()(const msg::ReplicaStatus& v, const char*) { w.U8(static_cast<uint8_t>(v)); }
+  template <typename T>
+  void operator()(const T& v, const char*) {
+    Encode(w, v);
+  }
+  // u32 count, then the elements.
+  template <typename T>
+  void operator()(const std::vector<T>& v, const char*, size_t, const char* element = "") {
+    w.U32(static_cast<uint32_t>(v.size()));
+    for (const T& e : v) (*this)(e, element);
+  }
+};
+
+// Reads each field a Fields() list names; the first failure sticks in `r`.
+struct FieldReader {
+  Reader& r;
+  void operator()(uint8_t& v, const char* name) { v = r.U8(name); }
+  void operator()(uint32_t& v, const char* name) { v = r.U32(name); }
+  void operator()(uint64_t& v, const char* name) { v = r.U64(name); }
+  void operator()(bool& v, const char* name) { v = r.Bool(name); }
+  void operator()(std::string& v, const char* name) { r.Str(&v, kMaxStringBytes, name); }
+  void operator()(msg::ReplicaStatus& v, const char* name);
+  template <typename T>
+  void operator()(T& v, const char*) {
+    Decode(r, &v);
+  }
+  // At most `max_items`, grown as elements decode, so a lying count costs
+  // no memory up front.
+  template <typename T>
+  void operator()(std::vector<T>& v, const char* name, size_t max_items, const char* element = "") {
+    const uint32_t n = r.Count(max_items, name);
+    v.clear();
+    v.reserve(n < kReserveItems ? n : kReserveItems);
+    for (uint32_t i = 0; i < n && r.ok(); ++i) (*this)(v.emplace_back(), element);
+  }
+};
+
+template <HasFields T>
+void Encode(Writer& w, const T& v) {
+  T::Fields(v, FieldWriter{w});
+}
+template <HasFields T>
+void Decode(Reader& r, T* v) {
+  T::Fields(*v, FieldReader{r});
+}
+template <typename T>
+void Encode(Writer& w, const msg::Batch<T>& v) {
+  FieldWriter{w}(v, "batch count", kMaxBatchItems);
+}
+template <typename T>
+void Decode(Reader& r, msg::Batch<T>* v) {
+  FieldReader{r}(*v, "batch count", kMaxBatchItems);
+}
 template <typename T>
 void Encode(Writer& w, const msg::BatchItem<T>& v) {
   Encode(w, v.status);
@@ -73,56 +139,20 @@ void Decode(Reader& r, msg::BatchItem<T>* v) {
   Decode(r, &v->status);
   if (r.ok() && v->status.ok()) Decode(r, &v->value);
 }
-// A batch: u32 count (at most kMaxBatchItems), then the elements.
-template <typename T>
-void Encode(Writer& w, const msg::Batch<T>& v) {
-  w.U32(static_cast<uint32_t>(v.size()));
-  for (const T& e : v) Encode(w, e);
-}
-template <typename T>
-void Decode(Reader& r, msg::Batch<T>* v) {
-  uint32_t n = r.Count(kMaxBatchItems, "batch count");
-  v->clear();
-  // Grow as elements decode, so a lying count costs no memory up front.
-  v->reserve(n < kReserveItems ? n : kReserveItems);
-  for (uint32_t i = 0; i < n && r.ok(); ++i) Decode(r, &v->emplace_back());
-}
 
 // ---- opcode <-> types -------------------------------------------------------
 template <Opcode op>
 struct OpTraits;
-#define MC_PROTO_OP(name, Req, Rep)  \
-  template <>                        \
-  struct OpTraits<Opcode::k##name> { \
-    using Request = Req;             \
-    using Reply = Rep;               \
+#define MC_PROTO_OP_TRAITS(name, value, Req, Rep, kind)                 \
+  template <>                                                          \
+  struct OpTraits<Opcode::k##name> {                                   \
+    using Request = Req;                                               \
+    using Reply = Rep;                                                 \
+    static constexpr std::string_view kName = #name;                   \
+    static constexpr bool kNotification = std::string_view(#kind) == "Notify"; \
   };
-MC_PROTO_OP(MountSegment, msg::MountSegmentRequest, Empty)
-MC_PROTO_OP(UnmountSegment, msg::UnmountSegmentRequest, Empty)
-MC_PROTO_OP(Ping, msg::PingRequest, msg::PingReply)
-MC_PROTO_OP(PutStart, msg::PutStartRequest, msg::PutStartReply)
-MC_PROTO_OP(PutEnd, msg::KeyRequest, Empty)
-MC_PROTO_OP(PutRevoke, msg::KeyRequest, Empty)
-MC_PROTO_OP(GetReplicaList, msg::KeyRequest, msg::GetReplicaListReply)
-MC_PROTO_OP(ExistKey, msg::KeyRequest, bool)
-MC_PROTO_OP(Remove, msg::RemoveRequest, Empty)
-MC_PROTO_OP(RemoveAll, Empty, msg::RemoveAllReply)
-MC_PROTO_OP(ListKeys, msg::ListKeysRequest, msg::ListKeysReply)
-MC_PROTO_OP(ClusterStatus, Empty, msg::ClusterStatusReply)
-MC_PROTO_OP(BatchPutStart, msg::Batch<msg::PutStartRequest>,
-            msg::Batch<msg::BatchItem<msg::PutStartReply>>)
-MC_PROTO_OP(BatchPutEnd, msg::Batch<msg::KeyRequest>, msg::Batch<Status>)
-MC_PROTO_OP(BatchPutRevoke, msg::Batch<msg::KeyRequest>, msg::Batch<Status>)
-MC_PROTO_OP(BatchGetReplicaList, msg::Batch<msg::KeyRequest>,
-            msg::Batch<msg::BatchItem<msg::GetReplicaListReply>>)
-MC_PROTO_OP(BatchExistKey, msg::Batch<msg::KeyRequest>, msg::Batch<msg::BatchItem<bool>>)
-MC_PROTO_OP(BatchRemove, msg::Batch<msg::RemoveRequest>, msg::Batch<Status>)
-MC_PROTO_OP(ReleaseLeases, msg::Batch<msg::KeyRequest>, Empty)  // a notification: no reply is sent
-MC_PROTO_OP(BatchPutStartEx, msg::Batch<msg::PutStartExRequest>,
-            msg::Batch<msg::BatchItem<msg::PutStartReply>>)
-MC_PROTO_OP(RemoveAllEx, msg::RemoveAllRequest, msg::RemoveAllReply)
-MC_PROTO_OP(ReportTransfers, msg::TransferReport, Empty)  // a notification: no reply is sent
-#undef MC_PROTO_OP
+MC_MASTER_OPS(MC_PROTO_OP_TRAITS)
+#undef MC_PROTO_OP_TRAITS
 
 // ---- whole payloads ---------------------------------------------------------
 template <typename T>

@@ -11,7 +11,10 @@ std::string_view OpcodeName(Opcode op) {
 #define MC_PROTO_OPCODE_NAME(name, value) \
   case Opcode::k##name:                   \
     return #name;
-    MC_PROTO_OPCODES(MC_PROTO_OPCODE_NAME)
+#define MC_PROTO_OP_NAME(name, value, Req, Rep, kind) MC_PROTO_OPCODE_NAME(name, value)
+    MC_PROTO_SESSION_OPCODES(MC_PROTO_OPCODE_NAME)
+    MC_MASTER_OPS(MC_PROTO_OP_NAME)
+#undef MC_PROTO_OP_NAME
 #undef MC_PROTO_OPCODE_NAME
   }
   return "Unknown";
@@ -20,7 +23,10 @@ std::string_view OpcodeName(Opcode op) {
 bool IsKnownOpcode(uint16_t value) {
   switch (value) {
 #define MC_PROTO_OPCODE_CASE(name, v) case v:
-    MC_PROTO_OPCODES(MC_PROTO_OPCODE_CASE)
+#define MC_PROTO_OP_CASE(name, v, Req, Rep, kind) case v:
+    MC_PROTO_SESSION_OPCODES(MC_PROTO_OPCODE_CASE)
+    MC_MASTER_OPS(MC_PROTO_OP_CASE)
+#undef MC_PROTO_OP_CASE
 #undef MC_PROTO_OPCODE_CASE
     return true;
   }
@@ -28,7 +34,15 @@ bool IsKnownOpcode(uint16_t value) {
 }
 
 bool IsNotification(Opcode op) {
-  return op == Opcode::kReleaseLeases || op == Opcode::kReportTransfers;
+  switch (op) {
+#define MC_PROTO_OP_NOTIFY(name, v, Req, Rep, kind) \
+  case Opcode::k##name:                             \
+    return std::string_view(#kind) == "Notify";
+    MC_MASTER_OPS(MC_PROTO_OP_NOTIFY)
+#undef MC_PROTO_OP_NOTIFY
+    default:
+      return false;
+  }
 }
 
 void EncodeFrameHeader(const FrameHeader& h, uint8_t out[kFrameHeaderBytes]) {

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "common/result.h"
+#include "proto/ops.h"
 
 namespace mc::proto {
 
@@ -31,53 +32,26 @@ inline constexpr uint32_t kMaxHandshakePayloadBytes = 1024;
 inline constexpr uint8_t kFlagReply = 0x01;
 inline constexpr uint8_t kKnownFlags = kFlagReply;
 
-// X(name, value): the opcodes; values are part of the wire format.
-#define MC_PROTO_OPCODES(X)      \
-  X(ConnectionError, 0x0000)     \
-  X(Hello, 0x0001)               \
-  X(Auth, 0x0002)                \
-  X(MountSegment, 0x0010)        \
-  X(UnmountSegment, 0x0011)      \
-  X(Ping, 0x0012)                \
-  X(PutStart, 0x0020)            \
-  X(PutEnd, 0x0021)              \
-  X(PutRevoke, 0x0022)           \
-  X(GetReplicaList, 0x0023)      \
-  X(ExistKey, 0x0024)            \
-  X(Remove, 0x0025)              \
-  X(RemoveAll, 0x0026)           \
-  X(ListKeys, 0x0027)            \
-  X(ClusterStatus, 0x0028)       \
-  X(BatchPutStart, 0x0040)       \
-  X(BatchPutEnd, 0x0041)         \
-  X(BatchPutRevoke, 0x0042)      \
-  X(BatchGetReplicaList, 0x0043) \
-  X(BatchExistKey, 0x0044)       \
-  X(BatchRemove, 0x0045)         \
-  X(ReleaseLeases, 0x0046)       \
-  X(BatchPutStartEx, 0x0047)     \
-  X(RemoveAllEx, 0x0048)         \
-  X(ReportTransfers, 0x0049)      \
-  X(BatchUpsertStart, 0x0060)     \
-  X(CreateCopyTask, 0x0061)       \
-  X(CreateMoveTask, 0x0062)       \
-  X(QueryTask, 0x0063)            \
-  X(TaskStart, 0x0064)            \
-  X(TaskEnd, 0x0065)              \
-  X(BatchReplicaClear, 0x0066)    \
-  X(RemoveByRegex, 0x0067)
+// X(name, value): the opcodes of the connection itself; the operations'
+// opcodes come from the table in proto/ops.h. Values are the wire format.
+#define MC_PROTO_SESSION_OPCODES(X) \
+  X(ConnectionError, 0x0000)        \
+  X(Hello, 0x0001)                  \
+  X(Auth, 0x0002)
 
 enum class Opcode : uint16_t {
 #define MC_PROTO_OPCODE_ENUM(name, value) k##name = value,
-  MC_PROTO_OPCODES(MC_PROTO_OPCODE_ENUM)
+#define MC_PROTO_OP_OPCODE_ENUM(name, value, Req, Rep, kind) k##name = value,
+  MC_PROTO_SESSION_OPCODES(MC_PROTO_OPCODE_ENUM) MC_MASTER_OPS(MC_PROTO_OP_OPCODE_ENUM)
+#undef MC_PROTO_OP_OPCODE_ENUM
 #undef MC_PROTO_OPCODE_ENUM
 };
 
 // "PutStart"; "Unknown" for a value not listed.
 std::string_view OpcodeName(Opcode op);
 bool IsKnownOpcode(uint16_t value);
-// A notification is a request the server never answers (ReleaseLeases): the
-// client does not wait, and the server drops its result, errors included.
+// A notification (Notify in proto/ops.h) is a request the server never
+// answers: the client does not wait, and the server drops its result.
 bool IsNotification(Opcode op);
 
 struct FrameHeader {

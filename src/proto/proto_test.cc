@@ -2,11 +2,16 @@
 
 #include <cstdio>
 #include <cstring>
+#include <set>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
 
 #include "proto/auth.h"
 #include "proto/codec.h"
 #include "proto/frame.h"
 #include "proto/handshake.h"
+#include "proto/ops.h"
 #include "proto/testing.h"
 
 using namespace mc;
@@ -328,3 +333,91 @@ TEST_CASE("the EXAMPLE bytes in mooncake-protocol(7) are what we send") {
   EncodeReply(Result<bool>(true), &rep);
   CHECK(frame(kFlagReply, rep) == "4d43525001012400090000000700000000000000000000000000000001");
 }
+
+// ---- the operation table (proto/ops.h) ---------------------------------------
+
+namespace {
+
+template <Opcode op>
+using OpC = std::integral_constant<Opcode, op>;
+#define MC_TEST_OP_TYPE(name, value, Req, Rep, kind) std::tuple<OpC<Opcode::k##name>>{},
+using AllOps = decltype(std::tuple_cat(MC_MASTER_OPS(MC_TEST_OP_TYPE) std::tuple<>{}));
+#undef MC_TEST_OP_TYPE
+
+struct TableRow {
+  std::string_view name;
+  uint16_t value;
+  bool notify;
+};
+constexpr TableRow kRows[] = {
+#define MC_TEST_OP_ROW(name, value, Req, Rep, kind) {#name, value, std::string_view(#kind) == "Notify"},
+    MC_MASTER_OPS(MC_TEST_OP_ROW)
+#undef MC_TEST_OP_ROW
+};
+
+// Statuses have no ==: a batch of them is compared by its bytes alone.
+template <typename T>
+constexpr bool kComparable = true;
+template <>
+constexpr bool kComparable<msg::Batch<Status>> = false;
+
+// Encodes `v`, decodes it, and checks the value came back: equal where the
+// type has ==, and in every case encoding to the same bytes again.
+template <typename T>
+void CheckIdentity(const T& v, const char* what) {
+  std::string bytes = Enc(v);
+  T back{};
+  Status st = DecodePayload(bytes, &back, what);
+  REQUIRE_MESSAGE(st.ok(), st.ToString());
+  if constexpr (kComparable<T>) CHECK(v == back);
+  CHECK(Enc(back) == bytes);
+}
+
+}  // namespace
+
+TEST_CASE("every opcode of the table round-trips between its name and its value") {
+  std::set<uint16_t> values;
+  std::set<std::string_view> names;
+  for (const TableRow& row : kRows) {
+    CAPTURE(row.name);
+    CHECK(values.insert(row.value).second);
+    CHECK(names.insert(row.name).second);
+    const auto op = static_cast<Opcode>(row.value);
+    CHECK(OpcodeName(op) == row.name);
+    CHECK(IsKnownOpcode(row.value));
+    CHECK(IsNotification(op) == row.notify);
+  }
+  // Nothing outside the table and the connection's own opcodes is known.
+  size_t known = 0;
+  for (uint32_t v = 0; v <= 0xffff; ++v) known += IsKnownOpcode(static_cast<uint16_t>(v)) ? 1 : 0;
+  CHECK(known == std::size(kRows) + 3);
+  CHECK(OpcodeName(static_cast<Opcode>(0x004a)) == "Unknown");
+  CHECK_FALSE(IsNotification(Opcode::kHello));
+}
+
+TEST_CASE_TEMPLATE_DEFINE("each operation's request and reply decode to what was encoded", Op,
+                          op_identity) {
+  constexpr Opcode op = Op::value;
+  using Traits = OpTraits<op>;
+  CAPTURE(OpcodeName(op));
+  CHECK(Traits::kName == OpcodeName(op));
+  CHECK(Traits::kNotification == IsNotification(op));
+  RandomMessages g(mc::TestSeed("proto op identity") + static_cast<uint16_t>(op));
+  for (int i = 0; i < 100; ++i) {
+    typename Traits::Request req{};
+    g.Fill(&req);
+    CheckIdentity(req, "request");
+    typename Traits::Reply rep{};
+    g.Fill(&rep);
+    CheckIdentity(rep, "reply");
+    // A reply payload carries the body after an OK status, nothing after an error.
+    std::string ok, bad;
+    EncodeReply(Result<typename Traits::Reply>(rep), &ok);
+    auto back = DecodeReply<typename Traits::Reply>(ok, "reply");
+    REQUIRE(back.ok());
+    CHECK(Enc(*back) == Enc(rep));
+    EncodeReply(Result<typename Traits::Reply>(Error(ErrorCode::OBJECT_NOT_FOUND, "gone")), &bad);
+    CHECK(DecodeReply<typename Traits::Reply>(bad, "reply").code() == ErrorCode::OBJECT_NOT_FOUND);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(op_identity, AllOps);

@@ -42,6 +42,10 @@ MC_EQ(msg::PingReply, a.remount == b.remount && a.view_version == b.view_version
 MC_EQ(msg::PutStartRequest, a.client == b.client && a.key == b.key &&
                                 a.size_bytes == b.size_bytes && a.options == b.options)
 MC_EQ(msg::PutStartReply, a.replicas == b.replicas)
+MC_EQ(msg::PutPlacement, a.preferred_segments == b.preferred_segments &&
+                            a.preferred_host == b.preferred_host &&
+                            a.soft_pin_ttl_ms == b.soft_pin_ttl_ms && a.hard_pin == b.hard_pin)
+MC_EQ(msg::PutStartExRequest, a.start == b.start && a.start.options.placement == b.start.options.placement)
 MC_EQ(msg::KeyRequest, a.client == b.client && a.key == b.key)
 MC_EQ(msg::TransferCount,
       a.path == b.path && a.dir == b.dir && a.ops == b.ops && a.bytes == b.bytes)
@@ -61,6 +65,26 @@ MC_EQ(msg::ClusterStatusReply, a.capacity_bytes == b.capacity_bytes &&
                                    a.used_bytes == b.used_bytes && a.key_count == b.key_count &&
                                    a.soft_pinned_count == b.soft_pinned_count &&
                                    a.active_clients == b.active_clients && a.segments == b.segments)
+// msg/ops_messages.h (TaskId has its own ==).
+MC_EQ(msg::CreateCopyTaskRequest, a.client == b.client && a.key == b.key && a.targets == b.targets)
+MC_EQ(msg::CreateMoveTaskRequest, a.client == b.client && a.key == b.key &&
+                                      a.source == b.source && a.target == b.target)
+MC_EQ(msg::TaskRequest, a.client == b.client && a.task == b.task)
+MC_EQ(msg::TaskInfo, a.id == b.id && a.type == b.type && a.status == b.status &&
+                         a.created_unix_ms == b.created_unix_ms &&
+                         a.updated_unix_ms == b.updated_unix_ms &&
+                         a.assigned_client == b.assigned_client && a.message == b.message &&
+                         a.key == b.key)
+MC_EQ(msg::TaskStartReply, a.key == b.key && a.size_bytes == b.size_bytes &&
+                               a.lease_ttl_us == b.lease_ttl_us && a.source == b.source &&
+                               a.targets == b.targets)
+MC_EQ(msg::TaskEndRequest, a.client == b.client && a.task == b.task && a.ok == b.ok &&
+                               a.message == b.message)
+MC_EQ(msg::ReplicaClearRequest, a.client == b.client && a.keys == b.keys &&
+                                    a.segment_name == b.segment_name)
+MC_EQ(msg::ReplicaClearReply, a.cleared == b.cleared)
+MC_EQ(msg::RemoveByRegexRequest, a.pattern == b.pattern && a.force == b.force)
+MC_EQ(msg::RemoveByRegexReply, a.removed == b.removed)
 #undef MC_EQ
 template <typename T>
 bool operator==(const msg::BatchItem<T>& a, const msg::BatchItem<T>& b) {
@@ -126,6 +150,12 @@ class RandomMessages {
     for (size_t i = Pick(5); i > 0; --i) r.segments.push_back({Str(), Str(), U64(), U64()});
     return r;
   }
+  // Any value of any wire type, its fields drawn through their Fields() list.
+  template <typename T>
+  void Fill(T* v) {
+    Filler{*this}(*v, "");
+  }
+
   template <typename F>
   auto BatchOf(F make) {
     msg::Batch<decltype(make())> v;
@@ -144,6 +174,33 @@ class RandomMessages {
   }
 
  private:
+  struct Filler {
+    RandomMessages& g;
+    void operator()(uint8_t& v, const char*) { v = static_cast<uint8_t>(g.Pick(256)); }
+    void operator()(uint32_t& v, const char*) { v = g.U32(); }
+    void operator()(uint64_t& v, const char*) { v = g.U64(); }
+    void operator()(bool& v, const char*) { v = g.Bool(); }
+    void operator()(std::string& v, const char*) { v = g.Str(); }
+    void operator()(Status& v, const char*) { v = g.St(); }
+    void operator()(msg::ReplicaStatus& v, const char*) {
+      v = g.Bool() ? msg::ReplicaStatus::kComplete : msg::ReplicaStatus::kProcessing;
+    }
+    template <HasFields T>
+    void operator()(T& v, const char*) {
+      T::Fields(v, *this);
+    }
+    template <typename T>
+    void operator()(msg::BatchItem<T>& v, const char*) {
+      (*this)(v.status, "");
+      if (v.status.ok()) (*this)(v.value, "");
+    }
+    template <typename T>
+    void operator()(std::vector<T>& v, const char* = "", size_t max_items = 8, const char* = "") {
+      v.clear();
+      for (size_t i = g.Pick(max_items < 5 ? max_items + 1 : 5); i > 0; --i) (*this)(v.emplace_back(), "");
+    }
+  };
+
   std::mt19937_64 rng_;
 };
 

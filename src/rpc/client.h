@@ -21,6 +21,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -50,33 +51,26 @@ class MasterClient {
   MasterClient(const MasterClient&) = delete;
   MasterClient& operator=(const MasterClient&) = delete;
 
-  Status MountSegment(const msg::MountSegmentRequest& req);
-  Status UnmountSegment(const msg::UnmountSegmentRequest& req);
-  Result<msg::PingReply> Ping(const msg::PingRequest& req);
-  Result<msg::PutStartReply> PutStart(const msg::PutStartRequest& req);
-  Status PutEnd(const msg::KeyRequest& req);
-  Status PutRevoke(const msg::KeyRequest& req);
-  Result<msg::GetReplicaListReply> GetReplicaList(const msg::KeyRequest& req);
-  Result<bool> ExistKey(const msg::KeyRequest& req);
-  Status Remove(const msg::RemoveRequest& req);
-  Result<msg::RemoveAllReply> RemoveAll();
-  // RemoveAll with force (leased objects too); needs a master with RemoveAllEx.
-  Result<msg::RemoveAllReply> RemoveAllForced();
-  Result<msg::ListKeysReply> ListKeys(const msg::ListKeysRequest& req);
-  Result<msg::ClusterStatusReply> ClusterStatus();
-  Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchPutStart(
-      const msg::Batch<msg::PutStartRequest>& req);
-  Result<msg::Batch<Status>> BatchPutEnd(const msg::Batch<msg::KeyRequest>& req);
-  Result<msg::Batch<Status>> BatchPutRevoke(const msg::Batch<msg::KeyRequest>& req);
-  Result<msg::Batch<msg::BatchItem<msg::GetReplicaListReply>>> BatchGetReplicaList(
-      const msg::Batch<msg::KeyRequest>& req);
-  Result<msg::Batch<msg::BatchItem<bool>>> BatchExistKey(const msg::Batch<msg::KeyRequest>& req);
-  Result<msg::Batch<Status>> BatchRemove(const msg::Batch<msg::RemoveRequest>& req);
-  // A notification: returns once the frame is sent (the master answers
-  // nothing). An error means it may not have arrived; the leases then end
-  // by time, as they would without it.
-  Status ReleaseLeases(const msg::Batch<msg::KeyRequest>& req);
-  Status ReportTransfers(const msg::TransferReport& req);
+  // The one typed call, for every operation of the table (proto/ops.h):
+  // encodes the request, sends it and decodes the reply (Empty when the
+  // operation's reply is a bare Status). A notification (OpTraits::
+  // kNotification, e.g. ReleaseLeases) returns once its frame is sent and
+  // the master answers nothing: an error means it may not have arrived.
+  template <proto::Opcode op>
+  Result<typename proto::OpTraits<op>::Reply> Invoke(
+      const typename proto::OpTraits<op>::Request& req) {
+    using Reply = typename proto::OpTraits<op>::Reply;
+    std::string payload;
+    proto::EncodePayload(req, &payload);
+    if constexpr (proto::OpTraits<op>::kNotification) {
+      static_assert(std::is_same_v<Reply, proto::Empty>, "a notification has no reply");
+      MC_RETURN_IF_ERROR(Notify(op, payload));
+      return proto::Empty{};
+    } else {
+      MC_ASSIGN_OR_RETURN(std::string reply, Call(op, payload));
+      return proto::DecodeReply<Reply>(reply, proto::OpcodeName(op));
+    }
+  }
 
   // ReleaseLeases deferred: the frame leaves in front of the next call's
   // request, in the same send (the master handles a connection's frames in
@@ -91,18 +85,8 @@ class MasterClient {
   Status Notify(proto::Opcode op, std::string_view request_payload);
 
   // Sends one request frame and returns the reply payload (status + body).
-  // The typed methods above are this plus the codecs.
+  // Invoke is this plus the codecs.
   Result<std::string> Call(proto::Opcode op, std::string_view request_payload);
-
-  // Typed form of Call for any operation.
-  template <proto::Opcode op>
-  Result<typename proto::OpTraits<op>::Reply> Invoke(
-      const typename proto::OpTraits<op>::Request& req) {
-    std::string payload;
-    proto::EncodePayload(req, &payload);
-    MC_ASSIGN_OR_RETURN(std::string reply, Call(op, payload));
-    return proto::DecodeReply<typename proto::OpTraits<op>::Reply>(reply, proto::OpcodeName(op));
-  }
 
   const std::string& master() const { return options_.master; }
 

@@ -1,71 +1,78 @@
 // Handler: what the RPC server calls for each decoded master request.
 //
-// One typed method per operation of mooncake-protocol(7). The server calls
+// One pure virtual method per row of the operation table (proto/ops.h), so
+// a handler that misses an operation does not compile. The server calls
 // them from its I/O threads, concurrently: implementations must be
 // thread-safe and should not block (they run inline on the event loop).
-// Every method has a default: single operations answer NOT_SUPPORTED, and
-// batch operations call the single form once per element, so the master
-// glue only needs the operations it supports (and can override a batch form
-// when it can do better under one lock).
+// An operation whose reply is Empty answers a Status, any other a
+// Result<Reply>; each takes its request (Empty for RemoveAll and
+// ClusterStatus). A batch form that is the single form once per element is
+// the implementation's explicit choice: EachItem below.
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include "proto/codec.h"
-#include "proto/ops_codec.h"
 
 namespace mc::rpc {
+
+// What a handler answers for `op`: Status when the reply is Empty.
+template <proto::Opcode op>
+using Answer = std::conditional_t<std::is_same_v<typename proto::OpTraits<op>::Reply, proto::Empty>,
+                                  Status, Result<typename proto::OpTraits<op>::Reply>>;
+template <proto::Opcode op>
+using RequestOf = typename proto::OpTraits<op>::Request;
 
 class Handler {
  public:
   virtual ~Handler() = default;
 
-  virtual Status MountSegment(const msg::MountSegmentRequest& req);
-  virtual Status UnmountSegment(const msg::UnmountSegmentRequest& req);
-  virtual Result<msg::PingReply> Ping(const msg::PingRequest& req);
-  virtual Result<msg::PutStartReply> PutStart(const msg::PutStartRequest& req);
-  virtual Status PutEnd(const msg::KeyRequest& req);
-  virtual Status PutRevoke(const msg::KeyRequest& req);
-  virtual Result<msg::GetReplicaListReply> GetReplicaList(const msg::KeyRequest& req);
-  virtual Result<bool> ExistKey(const msg::KeyRequest& req);
-  virtual Status Remove(const msg::RemoveRequest& req);
-  virtual Result<msg::RemoveAllReply> RemoveAll();
-  // By default RemoveAll when not forced; a forced one needs the override.
-  virtual Result<msg::RemoveAllReply> RemoveAllEx(const msg::RemoveAllRequest& req);
-  virtual Result<msg::ListKeysReply> ListKeys(const msg::ListKeysRequest& req);
-  virtual Result<msg::ClusterStatusReply> ClusterStatus();
-
-  virtual Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchPutStart(
-      const msg::Batch<msg::PutStartRequest>& req);
-  // By default BatchPutStart of the same requests, placement included (it
-  // rides in PutStartRequest::options).
-  virtual Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchPutStartEx(
-      const msg::Batch<msg::PutStartExRequest>& req);
-  virtual Result<msg::Batch<Status>> BatchPutEnd(const msg::Batch<msg::KeyRequest>& req);
-  virtual Result<msg::Batch<Status>> BatchPutRevoke(const msg::Batch<msg::KeyRequest>& req);
-  virtual Result<msg::Batch<msg::BatchItem<msg::GetReplicaListReply>>> BatchGetReplicaList(
-      const msg::Batch<msg::KeyRequest>& req);
-  virtual Result<msg::Batch<msg::BatchItem<bool>>> BatchExistKey(
-      const msg::Batch<msg::KeyRequest>& req);
-  virtual Result<msg::Batch<Status>> BatchRemove(const msg::Batch<msg::RemoveRequest>& req);
-  // A notification (the server sends no reply): the client is done reading
-  // these keys, so their leases may end early.
-  virtual Status ReleaseLeases(const msg::Batch<msg::KeyRequest>& req);
-  // A notification: what a client moved since its last report, per path.
-  virtual Status ReportTransfers(const msg::TransferReport& req);
-
-  // Replica operations (msg/ops_messages.h); NOT_SUPPORTED by default.
-  virtual Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchUpsertStart(
-      const msg::Batch<msg::PutStartExRequest>& req);
-  virtual Result<msg::TaskId> CreateCopyTask(const msg::CreateCopyTaskRequest& req);
-  virtual Result<msg::TaskId> CreateMoveTask(const msg::CreateMoveTaskRequest& req);
-  virtual Result<msg::TaskInfo> QueryTask(const msg::TaskRequest& req);
-  virtual Result<msg::TaskStartReply> TaskStart(const msg::TaskRequest& req);
-  virtual Status TaskEnd(const msg::TaskEndRequest& req);
-  virtual Result<msg::ReplicaClearReply> BatchReplicaClear(const msg::ReplicaClearRequest& req);
-  virtual Result<msg::RemoveByRegexReply> RemoveByRegex(const msg::RemoveByRegexRequest& req);
+#define MC_RPC_HANDLER_METHOD(name, value, Req, Rep, kind) \
+  virtual Answer<proto::Opcode::k##name> name(const RequestOf<proto::Opcode::k##name>& req) = 0;
+  MC_MASTER_OPS(MC_RPC_HANDLER_METHOD)
+#undef MC_RPC_HANDLER_METHOD
 };
+
+template <typename R>
+struct ResultValue;
+template <typename T>
+struct ResultValue<Result<T>> {
+  using type = T;
+};
+
+// A batch answered by `one` per element, in order: Batch<Status> when `one`
+// answers a Status, Batch<BatchItem<T>> when it answers a Result<T>. For a
+// handler whose batch form has nothing to gain over the single one.
+template <typename Req, typename F>
+auto EachItem(const msg::Batch<Req>& reqs, F one) {
+  using One = std::invoke_result_t<F&, const Req&>;
+  if constexpr (std::is_same_v<One, Status>) {
+    msg::Batch<Status> out;
+    out.reserve(reqs.size());
+    for (const Req& r : reqs) out.push_back(one(r));
+    return Result<msg::Batch<Status>>(std::move(out));
+  } else {
+    using T = typename ResultValue<One>::type;
+    msg::Batch<msg::BatchItem<T>> out;
+    out.reserve(reqs.size());
+    for (const Req& r : reqs) {
+      One a = one(r);
+      if (a.ok()) {
+        out.push_back(msg::BatchItem<T>{Status::Ok(), std::move(a).value()});
+      } else {
+        out.push_back(msg::BatchItem<T>{a.status(), T{}});
+      }
+    }
+    return Result<msg::Batch<msg::BatchItem<T>>>(std::move(out));
+  }
+}
+
+// BatchPutStartEx's requests as BatchPutStart's: the placement rides in
+// each PutStartRequest's options.
+msg::Batch<msg::PutStartRequest> WithoutEx(const msg::Batch<msg::PutStartExRequest>& req);
 
 // Decodes `payload` as the request of `op`, calls `handler` and appends the
 // encoded reply payload to `out`. A payload that does not decode gets a

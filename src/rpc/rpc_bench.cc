@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "rpc/client.h"
 #include "rpc/server.h"
+#include "rpc/testing.h"
 
 using namespace mc;
 using namespace mc::rpc;
@@ -19,7 +20,7 @@ using namespace mc::proto;
 
 namespace {
 
-class NullHandler : public Handler {
+class NullHandler : public testing::RefusingHandler {
  public:
   Result<bool> ExistKey(const msg::KeyRequest&) override { return true; }
   Result<msg::Batch<msg::BatchItem<bool>>> BatchExistKey(
@@ -42,7 +43,7 @@ void RunCase(const std::string& address, int connections, int batch, double seco
       for (int i = 0; i < batch; ++i) keys.push_back({{1, 2}, "bench/key/" + std::to_string(t * 1000 + i)});
       uint64_t n = 0, bad = 0;
       while (!stop.load(std::memory_order_relaxed)) {
-        bool ok = batch == 1 ? c.ExistKey(keys[0]).ok() : c.BatchExistKey(keys).ok();
+        bool ok = batch == 1 ? c.Invoke<Opcode::kExistKey>(keys[0]).ok() : c.Invoke<Opcode::kBatchExistKey>(keys).ok();
         ++n;
         bad += ok ? 0 : 1;
       }

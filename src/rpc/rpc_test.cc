@@ -12,12 +12,14 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 
 #include "proto/auth.h"
 #include "proto/handshake.h"
 #include "proto/testing.h"
 #include "rpc/client.h"
 #include "rpc/server.h"
+#include "rpc/testing.h"
 
 using namespace mc;
 using namespace mc::rpc;
@@ -26,7 +28,7 @@ using namespace mc::proto;
 namespace {
 
 // Answers every operation from a small in-memory key set; thread-safe.
-class TestHandler : public Handler {
+class TestHandler : public testing::ElementwiseHandler {
  public:
   Status MountSegment(const msg::MountSegmentRequest& r) override {
     return r.segment.name.empty() ? Error(ErrorCode::INVALID_PARAMS, "empty segment name")
@@ -62,7 +64,7 @@ class TestHandler : public Handler {
     std::lock_guard<std::mutex> l(mu_);
     return keys_.erase(r.key) ? Status::Ok() : Error(ErrorCode::OBJECT_NOT_FOUND, "no " + r.key);
   }
-  Result<msg::RemoveAllReply> RemoveAll() override {
+  Result<msg::RemoveAllReply> RemoveAll(const Empty&) override {
     std::lock_guard<std::mutex> l(mu_);
     msg::RemoveAllReply r{keys_.size()};
     keys_.clear();
@@ -75,7 +77,7 @@ class TestHandler : public Handler {
       if (k.rfind(r.prefix, 0) == 0 && out.keys.size() < r.limit) out.keys.push_back({k, size, 1, false});
     return out;
   }
-  Result<msg::ClusterStatusReply> ClusterStatus() override {
+  Result<msg::ClusterStatusReply> ClusterStatus(const Empty&) override {
     return msg::ClusterStatusReply{100, 10, 1, 0, 1, {{"seg", "127.0.0.1:1", 100, 10}}};
   }
   // Counts, then fails: a notification's error must not come back either.
@@ -205,57 +207,57 @@ TEST_CASE("a client calls every operation and gets typed replies and errors") {
   TestServer ts;
   MasterClient c(ts.Client());
   msg::ClientId me{7, 8};
-  CHECK(c.MountSegment({me, {"seg", "h", "e", "", 100, 1}}).ok());
-  CHECK(c.MountSegment({me, {}}).code() == ErrorCode::INVALID_PARAMS);
-  CHECK(c.UnmountSegment({me, "seg"}).code() == ErrorCode::NOT_SUPPORTED);
-  CHECK(c.Ping({me})->remount);
-  auto put = c.PutStart({me, "a", 4096, {}});
+  CHECK(c.Invoke<Opcode::kMountSegment>({me, {"seg", "h", "e", "", 100, 1}}).ok());
+  CHECK(c.Invoke<Opcode::kMountSegment>({me, {}}).code() == ErrorCode::INVALID_PARAMS);
+  CHECK(c.Invoke<Opcode::kUnmountSegment>({me, "seg"}).code() == ErrorCode::NOT_SUPPORTED);
+  CHECK(c.Invoke<Opcode::kPing>({me})->remount);
+  auto put = c.Invoke<Opcode::kPutStart>({me, "a", 4096, {}});
   REQUIRE(put.ok());
   CHECK(put->replicas.at(0).buffers.at(0).size_bytes == 4096);
-  auto again = c.PutStart({me, "a", 4096, {}});
+  auto again = c.Invoke<Opcode::kPutStart>({me, "a", 4096, {}});
   CHECK(again.code() == ErrorCode::OBJECT_ALREADY_EXISTS);
   CHECK(again.status().message() == "key 'a' exists");
-  CHECK(c.PutEnd({me, "a"}).ok());
-  CHECK(c.PutRevoke({me, "a"}).code() == ErrorCode::NOT_SUPPORTED);
-  CHECK(c.GetReplicaList({me, "a"})->size_bytes == 4096);
-  CHECK(c.GetReplicaList({me, "zz"}).code() == ErrorCode::OBJECT_NOT_FOUND);
-  CHECK(*c.ExistKey({me, "a"}));
-  CHECK_FALSE(*c.ExistKey({me, "b"}));
-  CHECK(c.ListKeys({"", 10, ""})->keys.size() == 1);
-  CHECK(c.ClusterStatus()->segments.at(0).name == "seg");
+  CHECK(c.Invoke<Opcode::kPutEnd>({me, "a"}).ok());
+  CHECK(c.Invoke<Opcode::kPutRevoke>({me, "a"}).code() == ErrorCode::NOT_SUPPORTED);
+  CHECK(c.Invoke<Opcode::kGetReplicaList>({me, "a"})->size_bytes == 4096);
+  CHECK(c.Invoke<Opcode::kGetReplicaList>({me, "zz"}).code() == ErrorCode::OBJECT_NOT_FOUND);
+  CHECK(*c.Invoke<Opcode::kExistKey>({me, "a"}));
+  CHECK_FALSE(*c.Invoke<Opcode::kExistKey>({me, "b"}));
+  CHECK(c.Invoke<Opcode::kListKeys>({"", 10, ""})->keys.size() == 1);
+  CHECK(c.Invoke<Opcode::kClusterStatus>({})->segments.at(0).name == "seg");
 
-  auto bp = c.BatchPutStart({{me, "b", 1, {}}, {me, "a", 1, {}}, {me, "c", 2, {}}});
+  auto bp = c.Invoke<Opcode::kBatchPutStart>({{me, "b", 1, {}}, {me, "a", 1, {}}, {me, "c", 2, {}}});
   REQUIRE(bp.ok());
   REQUIRE(bp->size() == 3);
   CHECK((*bp)[0].status.ok());
   CHECK((*bp)[1].status.code() == ErrorCode::OBJECT_ALREADY_EXISTS);
   CHECK((*bp)[2].value.replicas.at(0).buffers.at(0).size_bytes == 2);
-  CHECK(c.BatchPutEnd({{me, "b"}, {me, "c"}})->size() == 2);
-  CHECK(c.BatchPutRevoke({{me, "b"}})->at(0).code() == ErrorCode::NOT_SUPPORTED);
-  auto bg = c.BatchGetReplicaList({{me, "b"}, {me, "nope"}});
+  CHECK(c.Invoke<Opcode::kBatchPutEnd>({{me, "b"}, {me, "c"}})->size() == 2);
+  CHECK(c.Invoke<Opcode::kBatchPutRevoke>({{me, "b"}})->at(0).code() == ErrorCode::NOT_SUPPORTED);
+  auto bg = c.Invoke<Opcode::kBatchGetReplicaList>({{me, "b"}, {me, "nope"}});
   CHECK(bg->at(0).value.size_bytes == 1);
   CHECK(bg->at(1).status.code() == ErrorCode::OBJECT_NOT_FOUND);
-  auto be = c.BatchExistKey({{me, "b"}, {me, "nope"}});
+  auto be = c.Invoke<Opcode::kBatchExistKey>({{me, "b"}, {me, "nope"}});
   CHECK(be->at(0).value);
   CHECK_FALSE(be->at(1).value);
-  auto br = c.BatchRemove({{"b", false}, {"nope", false}});
+  auto br = c.Invoke<Opcode::kBatchRemove>({{"b", false}, {"nope", false}});
   CHECK(br->at(0).ok());
   CHECK(br->at(1).code() == ErrorCode::OBJECT_NOT_FOUND);
-  CHECK(c.Remove({"a", true}).ok());
-  CHECK(c.RemoveAll()->removed == 1);  // "c"
+  CHECK(c.Invoke<Opcode::kRemove>({"a", true}).ok());
+  CHECK(c.Invoke<Opcode::kRemoveAll>({})->removed == 1);  // "c"
   CHECK(ts.server->stats().requests == 22);
 }
 
 TEST_CASE("the right token is accepted, none or a wrong one is refused with AUTH_FAILED") {
   TestServer ts("s3cret");
-  CHECK(MasterClient(ts.Client("s3cret")).Ping({})->view_version == 42);
+  CHECK(MasterClient(ts.Client("s3cret")).Invoke<Opcode::kPing>({})->view_version == 42);
 
-  auto none = MasterClient(ts.Client("")).Ping({});
+  auto none = MasterClient(ts.Client("")).Invoke<Opcode::kPing>({});
   CHECK(none.code() == ErrorCode::AUTH_FAILED);
   CHECK(Contains(none.status().message(), "requires an auth token"));
   CHECK(Contains(none.status().message(), ts.address()));
 
-  auto wrong = MasterClient(ts.Client("guess")).Ping({});
+  auto wrong = MasterClient(ts.Client("guess")).Invoke<Opcode::kPing>({});
   CHECK(wrong.code() == ErrorCode::AUTH_FAILED);
   CHECK(Contains(wrong.status().message(), "wrong auth token"));
   CHECK(ts.server->stats().auth_failures == 2);
@@ -271,7 +273,7 @@ TEST_CASE("the right token is accepted, none or a wrong one is refused with AUTH
 
 TEST_CASE("a client with a token refuses a master that cannot prove it knows it") {
   TestServer ts("");  // no token: nothing to prove
-  auto r = MasterClient(ts.Client("s3cret")).Ping({});
+  auto r = MasterClient(ts.Client("s3cret")).Invoke<Opcode::kPing>({});
   CHECK(r.code() == ErrorCode::AUTH_FAILED);
   CHECK(Contains(r.status().message(), "cannot prove"));
 }
@@ -307,8 +309,8 @@ TEST_CASE("the auth token never appears on the wire") {
     ClientOptions o = ts.Client(token);
     o.master = "127.0.0.1:" + std::to_string(proxy_port);
     MasterClient c(o);
-    REQUIRE(c.Ping({})->view_version == 42);
-    REQUIRE(c.ExistKey({{}, "some-key"}).ok());
+    REQUIRE(c.Invoke<Opcode::kPing>({})->view_version == 42);
+    REQUIRE(c.Invoke<Opcode::kExistKey>({{}, "some-key"}).ok());
   }
   proxy.join();
   ::close(*lfd);
@@ -387,7 +389,7 @@ TEST_CASE("bad framing gets a ConnectionError and a close; bad payloads only an 
     CHECK(WaitUntil([&] { return ts.Idle(); }));
   }
   CHECK(WaitUntil([&] { return ts.Idle(); }));
-  CHECK(MasterClient(ts.Client()).Ping({}).ok());  // still serving
+  CHECK(MasterClient(ts.Client()).Invoke<Opcode::kPing>({}).ok());  // still serving
 }
 
 TEST_CASE("random bytes never crash the server or stop it serving (MC_SEED replays)") {
@@ -415,7 +417,7 @@ TEST_CASE("random bytes never crash the server or stop it serving (MC_SEED repla
     }
     raw.Send(junk);
     (void)raw.Read(20);  // whatever comes back, if anything
-    REQUIRE(good.Ping({}).ok());
+    REQUIRE(good.Invoke<Opcode::kPing>({}).ok());
   }
   CHECK(WaitUntil([&] { return ts.server->stats().active <= 1; }));
 }
@@ -436,7 +438,7 @@ TEST_CASE("a half-sent frame is cut off when the frame timeout passes (slowloris
   CHECK(WaitUntil([&] { return ts.server->stats().accepted == 2; }));
   clock.AdvanceUs(ServerOptions{}.handshake_timeout_us + 1);
   CHECK(silent.ClosedByPeer());
-  CHECK(MasterClient(ts.Client()).Ping({}).ok());
+  CHECK(MasterClient(ts.Client()).Invoke<Opcode::kPing>({}).ok());
 }
 
 TEST_CASE("a notification (ReleaseLeases) gets no reply, even when it fails, and the connection serves on") {
@@ -455,8 +457,8 @@ TEST_CASE("a notification (ReleaseLeases) gets no reply, even when it fails, and
   // MasterClient returns once it is sent; its pooled connection stays usable.
   MasterClient c(ts.Client());
   for (int i = 0; i < 3; ++i) {
-    CHECK(c.ReleaseLeases({{{1, 2}, "x"}}).ok());
-    CHECK(c.ExistKey({{1, 2}, "x"}).ok());
+    CHECK(c.Invoke<Opcode::kReleaseLeases>({{{1, 2}, "x"}}).ok());
+    CHECK(c.Invoke<Opcode::kExistKey>({{1, 2}, "x"}).ok());
   }
   CHECK(WaitUntil([&] { return ts.handler.released == 5; }));
   CHECK(ts.server->stats().accepted == 2);  // the raw peer and one pooled connection
@@ -471,9 +473,9 @@ TEST_CASE("a deferred ReleaseLeases goes in front of the next call, alone when n
   o.max_connections = 1;
   {
     MasterClient c(o);
-    REQUIRE(c.ExistKey({{1, 2}, "x"}).ok());
+    REQUIRE(c.Invoke<Opcode::kExistKey>({{1, 2}, "x"}).ok());
     c.ReleaseLeasesSoon({{{1, 2}, "a"}, {{1, 2}, "b"}});
-    REQUIRE(c.ExistKey({{1, 2}, "x"}).ok());
+    REQUIRE(c.Invoke<Opcode::kExistKey>({{1, 2}, "x"}).ok());
     CHECK(ts.handler.released == 2);  // handled before the call it preceded
     c.ReleaseLeasesSoon({{{1, 2}, "c"}});
     // No call follows: the flusher sends it on the idle connection.
@@ -516,7 +518,7 @@ TEST_CASE("a master that is down gives RPC_FAIL naming its address, quickly") {
   o.master = "127.0.0.1:" + std::to_string(port);
   o.retries = 3;
   o.initial_backoff_us = 1000;
-  auto r = MasterClient(o).Ping({});
+  auto r = MasterClient(o).Invoke<Opcode::kPing>({});
   CHECK(r.code() == ErrorCode::RPC_FAIL);
   CHECK(Contains(r.status().message(), "master unavailable at 127.0.0.1:" + std::to_string(port)));
   CHECK(Contains(r.status().message(), "3 attempts"));
@@ -531,21 +533,21 @@ TEST_CASE("a client reconnects after the master restarts, and many threads share
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
-      for (int i = 0; i < 200; ++i) ok += c.Ping({}).ok() ? 1 : 0;
+      for (int i = 0; i < 200; ++i) ok += c.Invoke<Opcode::kPing>({}).ok() ? 1 : 0;
     });
   }
   for (auto& t : threads) t.join();
   CHECK(ok == 800);
 
   ts->server->Stop();
-  CHECK(c.Ping({}).code() == ErrorCode::RPC_FAIL);
+  CHECK(c.Invoke<Opcode::kPing>({}).code() == ErrorCode::RPC_FAIL);
   ServerOptions so;
   so.address = "127.0.0.1";
   so.port = port;
   TestHandler h;
   Server again(so, &h);
   REQUIRE(again.Start().ok());
-  CHECK(c.Ping({}).ok());
+  CHECK(c.Invoke<Opcode::kPing>({}).ok());
 }
 
 TEST_CASE("connections are dealt out to the I/O threads in turn, not all to the one that woke") {
@@ -554,7 +556,7 @@ TEST_CASE("connections are dealt out to the I/O threads in turn, not all to the 
   // whichever loop waits first, usually the same one every time.
   std::vector<std::unique_ptr<MasterClient>> clients;
   for (int i = 0; i < 8; ++i) clients.push_back(std::make_unique<MasterClient>(ts.Client()));
-  for (auto& c : clients) REQUIRE(c->Ping({}).ok());
+  for (auto& c : clients) REQUIRE(c->Invoke<Opcode::kPing>({}).ok());
   std::vector<int> per_thread;
   for (auto& [id, n] : ts.handler.ping_threads) per_thread.push_back(n);
   CHECK(per_thread == std::vector<int>{4, 4});
@@ -583,14 +585,14 @@ TEST_CASE("a batch at the wire limit (65536 keys, about 8 MiB) goes through in o
   MasterClient c(ts.Client());
   msg::Batch<msg::KeyRequest> keys;
   for (size_t i = 0; i < kMaxBatchItems; ++i) keys.push_back({{}, std::string(100, 'k') + std::to_string(i)});
-  auto r = c.BatchExistKey(keys);
+  auto r = c.Invoke<Opcode::kBatchExistKey>(keys);
   REQUIRE(r.ok());
   CHECK(r->size() == kMaxBatchItems);
   keys.push_back({{}, "one too many"});
-  auto over = c.BatchExistKey(keys);
+  auto over = c.Invoke<Opcode::kBatchExistKey>(keys);
   CHECK(over.code() == ErrorCode::PROTOCOL_ERROR);
   CHECK(Contains(over.status().message(), "more items than the limit"));
-  CHECK(c.Ping({}).ok());  // the connection survived the refused batch
+  CHECK(c.Invoke<Opcode::kPing>({}).ok());  // the connection survived the refused batch
 }
 
 namespace {
@@ -634,11 +636,11 @@ TEST_CASE("a reply gate holds replies while the loop keeps serving, then release
   TestServer ts("", nullptr, &gate);
   MasterClient a(ts.Client()), b(ts.Client());
   std::atomic<int> a_done{0}, b_done{0};  // 1: ok, 2: failed
-  std::thread ta([&] { a_done = a.PutEnd({{1, 2}, "k"}).ok() ? 1 : 2; });
+  std::thread ta([&] { a_done = a.Invoke<Opcode::kPutEnd>({{1, 2}, "k"}).ok() ? 1 : 2; });
   REQUIRE(WaitUntil([&] { return gate.requests_ >= 1; }));
   CHECK(a_done == 0);  // handled, but its reply waits for the gate
   // Another connection is still served while the first reply is held.
-  std::thread tb([&] { b_done = b.ExistKey({{1, 2}, "k"}).ok() ? 1 : 2; });
+  std::thread tb([&] { b_done = b.Invoke<Opcode::kExistKey>({{1, 2}, "k"}).ok() ? 1 : 2; });
   REQUIRE(WaitUntil([&] { return gate.requests_ >= 2; }));
   CHECK(a_done == 0);
   CHECK(b_done == 0);
@@ -649,7 +651,7 @@ TEST_CASE("a reply gate holds replies while the loop keeps serving, then release
   CHECK(b_done == 1);
   // A failed gate closes the waiting connection: the caller sees RPC_FAIL.
   Status st;
-  std::thread tc([&] { st = a.PutEnd({{1, 2}, "k"}); });
+  std::thread tc([&] { st = a.Invoke<Opcode::kPutEnd>({{1, 2}, "k"}).status(); });
   REQUIRE(WaitUntil([&] { return gate.requests_ >= 3; }));
   gate.Release(/*fail=*/true);
   tc.join();
@@ -731,4 +733,28 @@ TEST_CASE("a connection's replies wait for its own requests, not for another's i
   REQUIRE(ra.ok());
   CHECK(ra->first.request_id == 2);
   server.Stop();
+}
+
+// A handler that leaves an operation out does not compile: Handler is pure.
+static_assert(std::is_abstract_v<Handler>);
+static_assert(!std::is_abstract_v<testing::RefusingHandler>);
+
+TEST_CASE("Dispatch hands every operation of the table to its own Handler method") {
+  testing::RefusingHandler h;
+  size_t ops = 0;
+#define MC_TEST_DISPATCH(name, value, Req, Rep, kind)                                 \
+  {                                                                                    \
+    std::string payload, out;                                                          \
+    EncodePayload(RequestOf<Opcode::k##name>{}, &payload);                             \
+    Dispatch(h, Opcode::k##name, payload, &out);                                       \
+    Status st = ReplyStatus(out);                                                      \
+    CHECK(st.code() == ErrorCode::NOT_SUPPORTED);                                      \
+    CHECK(st.message() == #name " is not supported by this server");                   \
+    ++ops;                                                                             \
+  }
+  MC_MASTER_OPS(MC_TEST_DISPATCH)
+#undef MC_TEST_DISPATCH
+  size_t known = 0;  // every opcode but ConnectionError, Hello and Auth is an operation
+  for (uint32_t v = 0; v <= 0xffff; ++v) known += IsKnownOpcode(static_cast<uint16_t>(v)) ? 1 : 0;
+  CHECK(ops == known - 3);
 }

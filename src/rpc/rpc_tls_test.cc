@@ -12,13 +12,15 @@
 #include "net/tls_testing.h"
 #include "rpc/client.h"
 #include "rpc/server.h"
+#include "rpc/testing.h"
 
 namespace mc::rpc {
 namespace {
 
 using net::testing::TestPki;
+using proto::Opcode;
 
-class ExistHandler : public Handler {
+class ExistHandler : public testing::ElementwiseHandler {
  public:
   Result<msg::PingReply> Ping(const msg::PingRequest&) override { return msg::PingReply{false, 1}; }
   Result<bool> ExistKey(const msg::KeyRequest& r) override { return r.key.size() % 2 == 0; }
@@ -69,12 +71,12 @@ TEST_CASE("TLS clients on several threads call a TLS master with small and megab
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 20; ++i) {
-        if (!c.Ping({{1, 2}}).ok()) ++failures;
+        if (!c.Invoke<Opcode::kPing>({{1, 2}}).ok()) ++failures;
       }
       // About 1 MiB each way: many TLS records in one frame.
       msg::Batch<msg::KeyRequest> big;
       for (int k = 0; k < 8000 + t; ++k) big.push_back({{1, 2}, std::string(100 + (k % 2), 'k')});
-      auto r = c.BatchExistKey(big);
+      auto r = c.Invoke<Opcode::kBatchExistKey>(big);
       if (!r.ok() || r->size() != big.size()) {
         ++failures;
         return;
@@ -94,7 +96,7 @@ TEST_CASE("a plaintext client of a TLS master is told TLS is required, and the m
   TestPki pki = net::testing::MakeTestPki();
   TlsServer ts(Ctx(ServerSide(pki), net::TlsRole::kServer));
   MasterClient c(ts.Client(nullptr));
-  auto r = c.Ping({{1, 2}});
+  auto r = c.Invoke<Opcode::kPing>({{1, 2}});
   REQUIRE_FALSE(r.ok());
   CHECK(r.code() == ErrorCode::PROTOCOL_ERROR);
   CHECK_MESSAGE(r.status().message().find("this master requires TLS") != std::string::npos,
@@ -107,7 +109,7 @@ TEST_CASE("a TLS client of a plaintext master fails at once saying the master do
   TestPki pki = net::testing::MakeTestPki();
   TlsServer ts(nullptr);
   MasterClient c(ts.Client(Ctx(ClientSide(pki), net::TlsRole::kClient)));
-  auto r = c.Ping({{1, 2}});
+  auto r = c.Invoke<Opcode::kPing>({{1, 2}});
   REQUIRE_FALSE(r.ok());
   CHECK(r.code() == ErrorCode::PROTOCOL_ERROR);
   CHECK_MESSAGE(r.status().message().find("does not speak TLS") != std::string::npos,
@@ -122,14 +124,14 @@ TEST_CASE("a mutual-TLS master refuses a client without a certificate and serves
   ss.verify_peer = true;
   TlsServer ts(Ctx(ss, net::TlsRole::kServer));
   MasterClient anonymous(ts.Client(Ctx(ClientSide(pki), net::TlsRole::kClient)));
-  auto r = anonymous.Ping({{1, 2}});
+  auto r = anonymous.Invoke<Opcode::kPing>({{1, 2}});
   REQUIRE_FALSE(r.ok());
   CHECK_MESSAGE(r.status().message().find("requires a client certificate") != std::string::npos,
                 r.status().message());
   CHECK(ts.TlsFailures(1) >= 1);
   MasterClient with_cert(ts.Client(Ctx({pki.client_cert, pki.client_key, pki.ca, false, "1.3"},
                                        net::TlsRole::kClient)));
-  CHECK(with_cert.Ping({{1, 2}}).ok());
+  CHECK(with_cert.Invoke<Opcode::kPing>({{1, 2}}).ok());
   net::testing::RemoveTestPki(pki);
 }
 

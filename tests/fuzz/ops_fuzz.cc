@@ -7,7 +7,7 @@
 #include <string>
 
 #include "codec_roundtrip.h"
-#include "proto/ops_codec.h"
+#include "proto/codec.h"
 
 using namespace mc;
 using namespace mc::proto;
