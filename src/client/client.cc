@@ -1,5 +1,7 @@
-// Client implementation: metadata through rpc::MasterClient, bytes through the
-// transfer engine (shm for same-host segments when enabled, else TCP).
+// Client implementation: metadata through a MasterLink (rpc::MasterClient
+// once connected), bytes through one transfer::Transport (once connected, a
+// FallbackTransport of shm for same-host segments when enabled, RDMA with
+// protocol rdma, then TCP).
 #include "client/client.h"
 
 #include "client/tls_setup.h"
@@ -16,9 +18,11 @@
 #include "common/crypto.h"
 #include "common/host_identity.h"
 #include "common/log.h"
+#include "client/master_link.h"
 #include "client/replica_order.h"
 #include "rpc/client.h"
 #include "transfer/access.h"
+#include "transfer/fallback_transport.h"
 #include "transfer/rdma_transport.h"
 #include "transfer/shm_transport.h"
 #include "transfer/tcp_transport.h"
@@ -26,8 +30,6 @@
 namespace mc::client {
 
 namespace {
-
-using proto::Opcode;
 
 Result<transfer::Endpoint> ParseEndpoint(const msg::BufferDesc& b) {
   transfer::Endpoint ep;
@@ -63,11 +65,12 @@ uint64_t TrimParts(std::vector<std::span<uint8_t>>& parts, uint64_t size) {
   return room;
 }
 
-// One planned transfer of a buffer, with the storage its TransferOp points to.
+// One planned transfer of a buffer, with the storage its TransferOp points
+// to. The endpoint has an shm path only when the buffer is read or written
+// through the same-host path.
 struct Planned {
   transfer::Endpoint endpoint;
   transfer::TransferOp op;
-  bool same_host = false;
   std::string store;  // the buffer's endpoint, "host:port"
 };
 
@@ -81,10 +84,10 @@ constexpr uint64_t kTransferReportIntervalUs = 1000000;
 
 class ClientImpl final : public Client {
  public:
-  ClientImpl(const Config& config, std::unique_ptr<rpc::MasterClient> link,
-             std::shared_ptr<net::TlsContext> tls, std::unique_ptr<transfer::RdmaTransport> rdma)
-      : config_(config), link_(std::move(link)), tcp_(TcpOptions(config, std::move(tls))),
-        shm_(ShmOptions()), rdma_(std::move(rdma)) {
+  ClientImpl(const Config& config, std::unique_ptr<MasterLink> master,
+             std::unique_ptr<transfer::Transport> transport, const Clock& clock)
+      : config_(config), master_(std::move(master)), transport_(std::move(transport)),
+        clock_(clock) {
     std::string id = RandomBytes(16);
     std::memcpy(&id_.hi, id.data(), 8);
     std::memcpy(&id_.lo, id.data() + 8, 8);
@@ -105,24 +108,23 @@ class ClientImpl final : public Client {
   Result<uint64_t> GetInto(const std::string& key, std::span<uint8_t> buffer) override;
 
   Result<msg::GetReplicaListReply> Locate(const std::string& key) override {
-    return link_->Invoke<Opcode::kGetReplicaList>(msg::KeyRequest{id_, key});
+    return master_->GetReplicaList(msg::KeyRequest{id_, key});
   }
 
   Result<bool> Exists(const std::string& key) override {
-    return link_->Invoke<Opcode::kExistKey>(msg::KeyRequest{id_, key});
+    return master_->ExistKey(msg::KeyRequest{id_, key});
   }
 
   Status Remove(const std::string& key, bool force) override {
-    auto r = link_->Invoke<Opcode::kRemove>(msg::RemoveRequest{key, force});
-    return r.ok() ? Status::Ok() : r.status();
+    return master_->Remove(msg::RemoveRequest{key, force});
   }
 
   Result<msg::ListKeysReply> List(const msg::ListKeysRequest& request) override {
-    return link_->Invoke<Opcode::kListKeys>(request);
+    return master_->ListKeys(request);
   }
 
   Result<msg::ClusterStatusReply> ClusterStatus() override {
-    return link_->Invoke<Opcode::kClusterStatus>({});
+    return master_->ClusterStatus();
   }
 
   std::vector<Status> BatchPut(const std::vector<std::string>& keys,
@@ -140,9 +142,7 @@ class ClientImpl final : public Client {
   Result<uint64_t> Size(const std::string& key) override;
   std::vector<Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;
   Result<uint64_t> RemoveAll(bool force) override {
-    MC_ASSIGN_OR_RETURN(msg::RemoveAllReply r,
-                        force ? link_->Invoke<Opcode::kRemoveAllEx>({true})
-                              : link_->Invoke<Opcode::kRemoveAll>({}));
+    MC_ASSIGN_OR_RETURN(msg::RemoveAllReply r, master_->RemoveAll(force));
     return r.removed;
   }
   msg::ClientId id() const override { return id_; }
@@ -156,11 +156,9 @@ class ClientImpl final : public Client {
     return counts_;
   }
   Status RegisterBuffer(void* addr, uint64_t len) override {
-    return rdma_ ? rdma_->RegisterBuffer(addr, len) : Status::Ok();
+    return transport_->RegisterBuffer(addr, len);
   }
-  Status UnregisterBuffer(void* addr) override {
-    return rdma_ ? rdma_->UnregisterBuffer(addr) : Status::Ok();
-  }
+  Status UnregisterBuffer(void* addr) override { return transport_->UnregisterBuffer(addr); }
 
   Result<msg::TaskId> CreateCopyTask(const std::string& key,
                                      const std::vector<std::string>& targets) override {
@@ -187,29 +185,6 @@ class ClientImpl final : public Client {
   }
 
  private:
-  static transfer::TcpTransportOptions TcpOptions(const Config& config,
-                                                 std::shared_ptr<net::TlsContext> tls) {
-    transfer::TcpTransportOptions o;
-    o.tls = std::move(tls);
-    // 1..kMaxTcpStreams: the config refuses anything else at start-up.
-    o.streams = static_cast<int>(config.client.tcp_streams);
-    o.auth_token = config.cluster.auth_token;
-    // A store that makes no progress for transfer_timeout fails the
-    // transfer (SO_SNDTIMEO/SO_RCVTIMEO), and the transport gives up on it
-    // for the rest of the batch; a get then tries the next replica.
-    o.tuning.io_timeout_us = config.client.transfer_timeout_us;
-    o.connect_timeout_us = std::min(config.client.transfer_timeout_us, kMaxConnectTimeoutUs);
-    return o;
-  }
-
-  // Same-host copies must stay inside their grants (see shm_transport.h for
-  // what that does and does not protect).
-  static transfer::ShmTransportOptions ShmOptions() {
-    transfer::ShmTransportOptions o;
-    o.check = transfer::GrantBoundsCheck([] { return SystemClock::Instance().UnixMs(); });
-    return o;
-  }
-
   bool UseShm(const msg::BufferDesc& b) const {
     return config_.cluster.shm && !b.shm_path.empty() && b.hostname == HostIdentity();
   }
@@ -229,10 +204,12 @@ class ClientImpl final : public Client {
       const std::vector<msg::PutStartRequest>& reqs);
   // Orders replicas same-host first (stable: the master's order otherwise).
   void LocalFirst(msg::GetReplicaListReply& reply) const;
-  // Runs planned ops: same-host ones over shm (falling back to TCP when the
-  // segment cannot be mapped), the rest over TCP. Stores the transport found
+  // Runs planned ops over the transport (same-host ones carry an shm path;
+  // the transport falls back as it does). Stores the transport found
   // unreachable are added to `unreachable` (when given).
   Status Run(std::vector<Planned>& planned, UnreachableStores* unreachable = nullptr);
+  // Counts a successful batch's ops by the path that moved them.
+  void CountPaths(const std::vector<transfer::TransferOp>& ops);
   // The replica lists of `reqs` in one master round trip (per-key status).
   std::vector<msg::BatchItem<msg::GetReplicaListReply>> ReplicaLists(
       const std::vector<msg::KeyRequest>& reqs);
@@ -252,11 +229,10 @@ class ClientImpl final : public Client {
   void ReportTransfers(bool force);
 
   Config config_;
-  std::unique_ptr<rpc::MasterClient> link_;
+  std::unique_ptr<MasterLink> master_;
   msg::ClientId id_;
-  transfer::TcpTransport tcp_;
-  transfer::ShmTransport shm_;
-  std::unique_ptr<transfer::RdmaTransport> rdma_;  // protocol rdma only
+  std::unique_ptr<transfer::Transport> transport_;
+  const Clock& clock_;
   mutable std::mutex path_mu_;  // guards last_path_, counts_, unreported_, last_report_us_
   std::string last_path_ = "tcp";
   PathCounts counts_;
@@ -278,7 +254,7 @@ Status ClientImpl::Plan(const msg::ReplicaDesc& replica, transfer::OpKind kind,
       return Error(ErrorCode::INVALID_REPLICA, "replica buffers exceed the object size");
     }
     MC_ASSIGN_OR_RETURN(transfer::Endpoint ep, ParseEndpoint(b));
-    const bool same_host = UseShm(b);
+    if (!UseShm(b)) ep.shm_path.clear();
     // Every piece carries the whole buffer's grant: the store checks that
     // the grant covers the piece, so a split needs no new grant.
     for (uint64_t done = 0; done < b.size_bytes;) {
@@ -292,7 +268,6 @@ Status ClientImpl::Plan(const msg::ReplicaDesc& replica, transfer::OpKind kind,
       const uint64_t len = std::min(b.size_bytes - done, parts[part].size() - in_part);
       Planned p;
       p.endpoint = ep;
-      p.same_host = same_host;
       p.store = b.endpoint;
       p.op.kind = kind;
       p.op.remote_offset = b.offset + done;
@@ -310,110 +285,60 @@ Status ClientImpl::Plan(const msg::ReplicaDesc& replica, transfer::OpKind kind,
 }
 
 Status ClientImpl::Run(std::vector<Planned>& planned, UnreachableStores* unreachable) {
-  std::vector<transfer::TransferOp> shm_ops, tcp_ops;
-  std::vector<Planned*> shm_src, tcp_src;
+  std::vector<transfer::TransferOp> ops;
+  ops.reserve(planned.size());
   for (Planned& p : planned) {
     p.op.endpoint = &p.endpoint;
-    if (p.same_host) {
-      shm_ops.push_back(p.op);
-      shm_src.push_back(&p);
-    } else {
-      tcp_ops.push_back(p.op);
-      tcp_src.push_back(&p);
-    }
+    ops.push_back(p.op);
   }
-  bool used_shm = false;
-  for (size_t i = 0; i < shm_ops.size(); i += transfer::kMaxBatchOps) {
-    size_t n = std::min(transfer::kMaxBatchOps, shm_ops.size() - i);
-    Status st = shm_.Batch(std::span(shm_ops).subspan(i, n));
-    for (size_t j = i; j < i + n; ++j) {
-      if (shm_ops[j].status.ok()) {
-        used_shm = true;
-      } else {
-        // The segment could not be mapped (another user, store restarted):
-        // TCP gives the same bytes under the store's own checks.
-        MC_LOG(DEBUG) << "shm transfer failed, using tcp: " << shm_ops[j].status.ToString();
-        tcp_ops.push_back(shm_src[j]->op);
-        tcp_src.push_back(shm_src[j]);
-      }
-    }
-    (void)st;
-  }
-  // protocol rdma: one-sided WRITE/READ; a store that serves no RDMA
-  // answers NOT_SUPPORTED and its ops go over TCP.
-  std::vector<transfer::TransferOp> over_tcp;
-  std::vector<Planned*> over_tcp_src;
-  size_t rdma_moved = 0, fallback = 0;
-  if (rdma_ != nullptr && !tcp_ops.empty()) {
-    for (size_t i = 0; i < tcp_ops.size(); i += transfer::kMaxBatchOps) {
-      size_t n = std::min(transfer::kMaxBatchOps, tcp_ops.size() - i);
-      (void)rdma_->Batch(std::span(tcp_ops).subspan(i, n));
-    }
-    for (size_t j = 0; j < tcp_ops.size(); ++j) {
-      const auto& op = tcp_ops[j];
-      if (op.status.ok()) {
-        ++rdma_moved;
-      } else if (op.status.code() == ErrorCode::NOT_SUPPORTED) {
-        over_tcp.push_back(op);
-        over_tcp_src.push_back(tcp_src[j]);
-        ++fallback;
-      } else {
-        return Error(ErrorCode::TRANSFER_FAIL, op.status.message());
-      }
-    }
-  } else {
-    over_tcp = std::move(tcp_ops);
-    over_tcp_src = std::move(tcp_src);
-  }
-  for (size_t i = 0; i < over_tcp.size(); i += transfer::kMaxBatchOps) {
-    size_t n = std::min(transfer::kMaxBatchOps, over_tcp.size() - i);
-    Status st = tcp_.Batch(std::span(over_tcp).subspan(i, n));
-    if (st.ok()) continue;
-    if (unreachable != nullptr) {
-      for (size_t j = i; j < i + n; ++j) {
-        if (!over_tcp[j].peer_unreachable) continue;
-        unreachable->try_emplace(over_tcp_src[j]->store, over_tcp[j].status);
-      }
+  const Status st = transport_->Batch(ops);
+  if (!st.ok()) {
+    for (size_t i = 0; unreachable != nullptr && i < ops.size(); ++i) {
+      if (ops[i].peer_unreachable) unreachable->try_emplace(planned[i].store, ops[i].status);
     }
     return Error(ErrorCode::TRANSFER_FAIL, st.message());
   }
-  {
-    std::lock_guard<std::mutex> lock(path_mu_);
-    auto add = [&](msg::TransferPath path, const transfer::TransferOp& op) {
-      const size_t dir = static_cast<size_t>(op.kind == transfer::OpKind::kWrite
-                                                 ? msg::TransferDir::kPut
-                                                 : msg::TransferDir::kGet);
-      Moved& m = unreported_[static_cast<size_t>(path)][dir];
-      ++m.ops;
-      m.bytes += op.len;
-    };
-    for (const auto& op : shm_ops) {
-      if (op.status.ok()) add(msg::TransferPath::kShm, op);
-    }
-    if (rdma_ != nullptr) {
-      for (const auto& op : tcp_ops) {
-        if (op.status.ok()) add(msg::TransferPath::kRdma, op);
-      }
-    }
-    for (const auto& op : over_tcp) add(msg::TransferPath::kTcp, op);
-    const size_t shm_moved = planned.size() - rdma_moved - over_tcp.size();
-    counts_.same_host += shm_moved;
-    counts_.rdma += rdma_moved;
-    counts_.tcp += over_tcp.size();
-    counts_.tcp_fallback += fallback;
-    if (rdma_moved > 0) last_path_ = over_tcp.empty() ? "rdma" : "rdma+tcp";
-    else if (used_shm && over_tcp.empty()) last_path_ = "same-host";
-    else last_path_ = "tcp";
-  }
+  CountPaths(ops);
   ReportTransfers(/*force=*/false);
   return Status::Ok();
+}
+
+void ClientImpl::CountPaths(const std::vector<transfer::TransferOp>& ops) {
+  PathCounts moved;
+  std::lock_guard<std::mutex> lock(path_mu_);
+  for (const transfer::TransferOp& op : ops) {
+    msg::TransferPath path = msg::TransferPath::kTcp;
+    if (op.moved_by == "shm") {
+      path = msg::TransferPath::kShm;
+      ++moved.same_host;
+    } else if (op.moved_by == "rdma") {
+      path = msg::TransferPath::kRdma;
+      ++moved.rdma;
+    } else {
+      ++moved.tcp;
+      // Its store serves no RDMA (NOT_SUPPORTED), so it went over TCP.
+      if (op.passed_on_by == "rdma") ++moved.tcp_fallback;
+    }
+    const msg::TransferDir dir =
+        op.kind == transfer::OpKind::kWrite ? msg::TransferDir::kPut : msg::TransferDir::kGet;
+    Moved& m = unreported_[static_cast<size_t>(path)][static_cast<size_t>(dir)];
+    ++m.ops;
+    m.bytes += op.len;
+  }
+  counts_.same_host += moved.same_host;
+  counts_.rdma += moved.rdma;
+  counts_.tcp += moved.tcp;
+  counts_.tcp_fallback += moved.tcp_fallback;
+  if (moved.rdma > 0) last_path_ = moved.tcp == 0 ? "rdma" : "rdma+tcp";
+  else if (moved.same_host > 0 && moved.tcp == 0) last_path_ = "same-host";
+  else last_path_ = "tcp";
 }
 
 void ClientImpl::ReportTransfers(bool force) {
   msg::TransferReport report{id_, {}};
   {
     std::lock_guard<std::mutex> lock(path_mu_);
-    const uint64_t now = SystemClock::Instance().NowUs();
+    const uint64_t now = clock_.NowUs();
     if (!force && now - last_report_us_ < kTransferReportIntervalUs) return;
     last_report_us_ = now;
     for (size_t path = 0; path < msg::kTransferPaths; ++path) {
@@ -429,7 +354,7 @@ void ClientImpl::ReportTransfers(bool force) {
   if (report.counts.empty()) return;
   // Counting is best effort: a master that is away, or predates the
   // notification, loses this report and nothing else.
-  Status st = link_->Invoke<Opcode::kReportTransfers>(report).status();
+  Status st = master_->ReportTransfers(report);
   if (!st.ok()) {
     MC_LOG(DEBUG) << "transfer report not sent: " << st.ToString();
   }
@@ -492,13 +417,13 @@ std::vector<Status> ClientImpl::BatchPutParts(const std::vector<std::string>& ke
       end_idx.push_back(i);
     }
   }
-  if (!revoke.empty()) (void)link_->Invoke<Opcode::kBatchPutRevoke>(revoke);
+  if (!revoke.empty()) (void)master_->BatchPutRevoke(revoke);
   if (!end.empty()) {
     if (end.size() == 1) {
-      auto r = link_->Invoke<Opcode::kPutEnd>(end[0]);
-      if (!r.ok()) out[end_idx[0]] = r.status();
+      Status st = master_->PutEnd(end[0]);
+      if (!st.ok()) out[end_idx[0]] = st;
     } else {
-      auto r = link_->Invoke<Opcode::kBatchPutEnd>(end);
+      auto r = master_->BatchPutEnd(end);
       for (size_t j = 0; j < end.size(); ++j) {
         out[end_idx[j]] = r.ok() ? (*r)[j] : r.status();
       }
@@ -521,12 +446,12 @@ Result<std::vector<msg::BatchItem<msg::PutStartReply>>> ClientImpl::StartPuts(
     std::vector<msg::PutStartExRequest> ex;
     ex.reserve(reqs.size());
     for (const auto& q : reqs) ex.push_back({q});
-    auto r = link_->Invoke<Opcode::kBatchPutStartEx>(ex);
+    auto r = master_->BatchPutStartEx(ex);
     if (r.ok() || r.code() != ErrorCode::NOT_SUPPORTED) return r;
   }
-  if (reqs.size() > 1) return link_->Invoke<Opcode::kBatchPutStart>(reqs);
+  if (reqs.size() > 1) return master_->BatchPutStart(reqs);
   std::vector<msg::BatchItem<msg::PutStartReply>> started(1);
-  auto r = link_->Invoke<Opcode::kPutStart>(reqs[0]);
+  auto r = master_->PutStart(reqs[0]);
   if (r.ok()) started[0].value = std::move(*r);
   else started[0].status = r.status();
   return started;
@@ -587,7 +512,7 @@ Status ClientImpl::RunTask(const msg::TaskId& task) {
 }
 
 Result<uint64_t> ClientImpl::GetInto(const std::string& key, std::span<uint8_t> buffer) {
-  auto reply = link_->Invoke<Opcode::kGetReplicaList>(msg::KeyRequest{id_, key});
+  auto reply = master_->GetReplicaList(msg::KeyRequest{id_, key});
   if (!reply.ok()) {
     if (reply.code() == ErrorCode::OBJECT_NOT_FOUND) return Error(reply.code(), "not found");
     return reply.status();
@@ -606,12 +531,12 @@ std::vector<msg::BatchItem<msg::GetReplicaListReply>> ClientImpl::ReplicaLists(
     const std::vector<msg::KeyRequest>& reqs) {
   std::vector<msg::BatchItem<msg::GetReplicaListReply>> lists(reqs.size());
   if (reqs.size() == 1) {
-    auto r = link_->Invoke<Opcode::kGetReplicaList>(reqs[0]);
+    auto r = master_->GetReplicaList(reqs[0]);
     if (r.ok()) lists[0].value = std::move(*r);
     else lists[0].status = r.status();
     return lists;
   }
-  auto r = link_->Invoke<Opcode::kBatchGetReplicaList>(reqs);
+  auto r = master_->BatchGetReplicaList(reqs);
   if (!r.ok()) {
     for (auto& l : lists) l.status = r.status();
     return lists;
@@ -682,7 +607,7 @@ void ClientImpl::ReleaseLeases(
   }
   if (granted == 0) return;
   reqs.resize(granted);
-  link_->ReleaseLeasesSoon(reqs);
+  master_->ReleaseLeasesSoon(reqs);
 }
 
 std::vector<Result<std::vector<uint8_t>>> ClientImpl::BatchGet(const std::vector<std::string>& keys) {
@@ -742,7 +667,7 @@ std::vector<Status> ClientImpl::BatchRemove(const std::vector<std::string>& keys
   std::vector<msg::RemoveRequest> reqs;
   reqs.reserve(keys.size());
   for (const auto& k : keys) reqs.push_back({k, force});
-  auto r = link_->Invoke<Opcode::kBatchRemove>(reqs);
+  auto r = master_->BatchRemove(reqs);
   if (!r.ok()) return std::vector<Status>(keys.size(), r.status());
   return std::move(*r);
 }
@@ -751,7 +676,7 @@ std::vector<Result<bool>> ClientImpl::BatchExists(const std::vector<std::string>
   std::vector<msg::KeyRequest> reqs;
   for (const auto& k : keys) reqs.push_back({id_, k});
   std::vector<Result<bool>> out;
-  auto r = link_->Invoke<Opcode::kBatchExistKey>(reqs);
+  auto r = master_->BatchExistKey(reqs);
   for (size_t i = 0; i < keys.size(); ++i) {
     if (!r.ok()) {
       out.emplace_back(r.status());
@@ -762,6 +687,57 @@ std::vector<Result<bool>> ClientImpl::BatchExists(const std::vector<std::string>
     }
   }
   return out;
+}
+
+transfer::TcpTransportOptions TcpOptions(const Config& config,
+                                               std::shared_ptr<net::TlsContext> tls) {
+  transfer::TcpTransportOptions o;
+  o.tls = std::move(tls);
+  // 1..kMaxTcpStreams: the config refuses anything else at start-up.
+  o.streams = static_cast<int>(config.client.tcp_streams);
+  o.auth_token = config.cluster.auth_token;
+  // A store that makes no progress for transfer_timeout fails the
+  // transfer (SO_SNDTIMEO/SO_RCVTIMEO), and the transport gives up on it
+  // for the rest of the batch; a get then tries the next replica.
+  o.tuning.io_timeout_us = config.client.transfer_timeout_us;
+  o.connect_timeout_us = std::min(config.client.transfer_timeout_us, kMaxConnectTimeoutUs);
+  return o;
+}
+
+// Same-host copies must stay inside their grants (see shm_transport.h for
+// what that does and does not protect).
+transfer::ShmTransportOptions ShmOptions() {
+  transfer::ShmTransportOptions o;
+  o.check = transfer::GrantBoundsCheck([] { return SystemClock::Instance().UnixMs(); });
+  return o;
+}
+
+// The data path: same-host ops over shm, then RDMA (protocol rdma), then
+// TCP, each passing on what it cannot move.
+std::unique_ptr<transfer::Transport> DataPath(const Config& config,
+                                              std::shared_ptr<net::TlsContext> tls,
+                                              std::unique_ptr<transfer::RdmaTransport> rdma) {
+  std::vector<transfer::FallbackTransport::Layer> layers;
+  layers.push_back({std::make_unique<transfer::ShmTransport>(ShmOptions()),
+                    [](const transfer::TransferOp& op) { return !op.endpoint->shm_path.empty(); },
+                    [](const Status& st) {
+                      // The segment could not be mapped (another user, store
+                      // restarted): TCP gives the same bytes under the
+                      // store's own checks.
+                      MC_LOG(DEBUG) << "shm transfer failed, using tcp: " << st.ToString();
+                      return true;
+                    }});
+  if (rdma != nullptr) {
+    // One-sided WRITE/READ; a store that serves no RDMA answers
+    // NOT_SUPPORTED and its ops go over TCP.
+    layers.push_back({std::move(rdma), nullptr, [](const Status& st) {
+                        return st.code() == ErrorCode::NOT_SUPPORTED;
+                      }});
+  }
+  layers.push_back(
+      {std::make_unique<transfer::TcpTransport>(TcpOptions(config, std::move(tls))), nullptr,
+       nullptr});
+  return std::make_unique<transfer::FallbackTransport>(std::move(layers));
 }
 
 }  // namespace
@@ -779,10 +755,11 @@ rpc::ClientOptions MasterClientOptions(const ClusterConfig& cluster,
 
 Result<std::unique_ptr<Client>> Client::Connect(const Config& config) {
   MC_ASSIGN_OR_RETURN(std::shared_ptr<net::TlsContext> tls, ClientTls(config.tls));
-  auto link = std::make_unique<rpc::MasterClient>(MasterClientOptions(config.cluster, tls));
+  auto link = RpcMasterLink(
+      std::make_unique<rpc::MasterClient>(MasterClientOptions(config.cluster, tls)));
   // One cheap call proves the master is reachable and accepts our token, so
   // errors surface here with a clear message rather than mid-operation.
-  MC_RETURN_IF_ERROR(link->Invoke<Opcode::kClusterStatus>({}).status());
+  MC_RETURN_IF_ERROR(link->ClusterStatus().status());
   std::unique_ptr<transfer::RdmaTransport> rdma;
   if (config.cluster.protocol == "rdma") {
     transfer::RdmaTransportOptions o;
@@ -796,7 +773,14 @@ Result<std::unique_ptr<Client>> Client::Connect(const Config& config) {
     }
     rdma = std::move(*made);
   }
-  return std::unique_ptr<Client>(new ClientImpl(config, std::move(link), std::move(tls), std::move(rdma)));
+  return Make(config, std::move(link), DataPath(config, std::move(tls), std::move(rdma)));
+}
+
+std::unique_ptr<Client> Client::Make(const Config& config, std::unique_ptr<MasterLink> master,
+                                     std::unique_ptr<transfer::Transport> transport,
+                                     const Clock* clock) {
+  return std::make_unique<ClientImpl>(config, std::move(master), std::move(transport),
+                                      clock != nullptr ? *clock : SystemClock::Instance());
 }
 
 }  // namespace mc::client

@@ -18,7 +18,16 @@
 #include "msg/ops_messages.h"
 #include "rpc/client.h"
 
+namespace mc {
+class Clock;
+}
+namespace mc::transfer {
+class Transport;
+}
+
 namespace mc::client {
+
+class MasterLink;  // client/master_link.h
 
 // Options of the master RPC connection from the cluster config; `tls`: a
 // client TLS context (client/tls_setup.h), null for plain TCP.
@@ -33,6 +42,17 @@ class Client {
   // handshake, auth). RPC_FAIL "master unavailable at H:P" when it cannot
   // be reached; INVALID_PARAMS naming the file for a bad TLS file.
   static Result<std::unique_ptr<Client>> Connect(const Config& config);
+  // A client over the parts Connect makes from `config` (tests inject an
+  // in-process master and an in-memory transport). `master`: the calls to
+  // the master. `transport` moves every transfer and names the layer that
+  // moved each op in TransferOp::moved_by ("shm", "rdma", "tcp") and the one
+  // that passed it on in passed_on_by, as transfer::FallbackTransport does;
+  // ops of same-host buffers carry the segment's shm path, the others none.
+  // `clock` times the transfer reports (null: the system clock; otherwise
+  // it must outlive the client).
+  static std::unique_ptr<Client> Make(const Config& config, std::unique_ptr<MasterLink> master,
+                                      std::unique_ptr<transfer::Transport> transport,
+                                      const Clock* clock = nullptr);
 
   // Stores `value` under `key`. OBJECT_ALREADY_EXISTS if the key exists,
   // NO_AVAILABLE_HANDLE if the pool has no room even after eviction.

@@ -26,6 +26,10 @@ Status Transport::Read(const Endpoint& ep, uint64_t remote_offset, void* dst, si
   return Batch(std::span<TransferOp>(&op, 1));
 }
 
+Status Transport::RegisterBuffer(void*, uint64_t) { return Status::Ok(); }
+
+Status Transport::UnregisterBuffer(void*) { return Status::Ok(); }
+
 Status ValidateBatch(std::span<const TransferOp> ops) {
   if (ops.size() > kMaxBatchOps) {
     return Error(ErrorCode::INVALID_PARAMS, "batch of " + std::to_string(ops.size()) +

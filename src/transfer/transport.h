@@ -2,7 +2,9 @@
 // own memory and a store's segment. Data never flows through the master.
 //
 // Implementations: TcpTransport (any host), ShmTransport (same host, maps the
-// segment file), RdmaTransport (one-sided RDMA WRITE/READ, rdma_engine.h). Every
+// segment file), RdmaTransport (one-sided RDMA WRITE/READ, rdma_engine.h),
+// and FallbackTransport, which offers each op to several of them in turn
+// (the client's shm, then RDMA, then TCP). Every
 // implementation is thread-safe: concurrent callers may share one instance.
 //
 // Access rules: a caller may only write inside a buffer the master allocated
@@ -17,6 +19,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 
@@ -66,6 +69,11 @@ struct TransferOp {
   // connect failed, or it made no progress for the transport's timeout),
   // rather than refusing the op. Trying it again soon would only wait again.
   bool peer_unreachable = false;
+  // Set by FallbackTransport (fallback_transport.h): the name() of the
+  // transport that moved the op (empty when none did), and of the last one
+  // that failed it and passed it on to the next (empty when none did).
+  std::string_view moved_by;
+  std::string_view passed_on_by;
 };
 
 // Upper bound of ops in one Batch call.
@@ -80,6 +88,11 @@ class Transport {
   // first failure (by op index). A failed op may have moved part of its
   // bytes; WRITE and READ are idempotent, so retrying the op is safe.
   virtual Status Batch(std::span<TransferOp> ops) = 0;
+
+  // Makes [addr, addr + len) ready for transfers without a registration
+  // each (RDMA registers it on every NIC). OK and nothing to do elsewhere.
+  virtual Status RegisterBuffer(void* addr, uint64_t len);
+  virtual Status UnregisterBuffer(void* addr);
 
   Status Write(const Endpoint& ep, uint64_t remote_offset, const void* src, size_t len,
                const Grant& grant = {});

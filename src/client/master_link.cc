@@ -1,0 +1,85 @@
+// RpcMasterLink: MasterLink over rpc::MasterClient, one call each.
+#include "client/master_link.h"
+
+#include "rpc/client.h"
+
+namespace mc::client {
+
+namespace {
+
+using proto::Opcode;
+
+Status StatusOf(const Result<proto::Empty>& r) { return r.ok() ? Status::Ok() : r.status(); }
+
+class RpcLink final : public MasterLink {
+ public:
+  explicit RpcLink(std::unique_ptr<rpc::MasterClient> client) : rpc_(std::move(client)) {}
+
+  Result<msg::PutStartReply> PutStart(const msg::PutStartRequest& req) override {
+    return rpc_->Invoke<Opcode::kPutStart>(req);
+  }
+  Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchPutStart(
+      const msg::Batch<msg::PutStartRequest>& req) override {
+    return rpc_->Invoke<Opcode::kBatchPutStart>(req);
+  }
+  Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchPutStartEx(
+      const msg::Batch<msg::PutStartExRequest>& req) override {
+    return rpc_->Invoke<Opcode::kBatchPutStartEx>(req);
+  }
+  Status PutEnd(const msg::KeyRequest& req) override {
+    return StatusOf(rpc_->Invoke<Opcode::kPutEnd>(req));
+  }
+  Result<msg::Batch<Status>> BatchPutEnd(const msg::Batch<msg::KeyRequest>& req) override {
+    return rpc_->Invoke<Opcode::kBatchPutEnd>(req);
+  }
+  Result<msg::Batch<Status>> BatchPutRevoke(const msg::Batch<msg::KeyRequest>& req) override {
+    return rpc_->Invoke<Opcode::kBatchPutRevoke>(req);
+  }
+  Result<msg::GetReplicaListReply> GetReplicaList(const msg::KeyRequest& req) override {
+    return rpc_->Invoke<Opcode::kGetReplicaList>(req);
+  }
+  Result<msg::Batch<msg::BatchItem<msg::GetReplicaListReply>>> BatchGetReplicaList(
+      const msg::Batch<msg::KeyRequest>& req) override {
+    return rpc_->Invoke<Opcode::kBatchGetReplicaList>(req);
+  }
+  void ReleaseLeasesSoon(const msg::Batch<msg::KeyRequest>& req) override {
+    rpc_->ReleaseLeasesSoon(req);
+  }
+  Result<bool> ExistKey(const msg::KeyRequest& req) override {
+    return rpc_->Invoke<Opcode::kExistKey>(req);
+  }
+  Result<msg::Batch<msg::BatchItem<bool>>> BatchExistKey(
+      const msg::Batch<msg::KeyRequest>& req) override {
+    return rpc_->Invoke<Opcode::kBatchExistKey>(req);
+  }
+  Status Remove(const msg::RemoveRequest& req) override {
+    return StatusOf(rpc_->Invoke<Opcode::kRemove>(req));
+  }
+  Result<msg::Batch<Status>> BatchRemove(const msg::Batch<msg::RemoveRequest>& req) override {
+    return rpc_->Invoke<Opcode::kBatchRemove>(req);
+  }
+  Result<msg::RemoveAllReply> RemoveAll(bool force) override {
+    if (force) return rpc_->Invoke<Opcode::kRemoveAllEx>(msg::RemoveAllRequest{true});
+    return rpc_->Invoke<Opcode::kRemoveAll>({});
+  }
+  Result<msg::ListKeysReply> ListKeys(const msg::ListKeysRequest& req) override {
+    return rpc_->Invoke<Opcode::kListKeys>(req);
+  }
+  Result<msg::ClusterStatusReply> ClusterStatus() override {
+    return rpc_->Invoke<Opcode::kClusterStatus>({});
+  }
+  Status ReportTransfers(const msg::TransferReport& report) override {
+    return StatusOf(rpc_->Invoke<Opcode::kReportTransfers>(report));
+  }
+
+ private:
+  std::unique_ptr<rpc::MasterClient> rpc_;
+};
+
+}  // namespace
+
+std::unique_ptr<MasterLink> RpcMasterLink(std::unique_ptr<rpc::MasterClient> client) {
+  return std::make_unique<RpcLink>(std::move(client));
+}
+
+}  // namespace mc::client
