@@ -162,25 +162,25 @@ class ClientImpl final : public Client {
 
   Result<msg::TaskId> CreateCopyTask(const std::string& key,
                                      const std::vector<std::string>& targets) override {
-    return link_->Invoke<Opcode::kCreateCopyTask>({id_, key, targets});
+    return master_->CreateCopyTask({id_, key, targets});
   }
   Result<msg::TaskId> CreateMoveTask(const std::string& key, const std::string& source,
                                      const std::string& target) override {
-    return link_->Invoke<Opcode::kCreateMoveTask>({id_, key, source, target});
+    return master_->CreateMoveTask({id_, key, source, target});
   }
   Status RunTask(const msg::TaskId& task) override;
   Result<msg::TaskInfo> QueryTask(const msg::TaskId& task) override {
-    return link_->Invoke<Opcode::kQueryTask>({id_, task});
+    return master_->QueryTask({id_, task});
   }
   Result<std::vector<std::string>> BatchReplicaClear(const std::vector<std::string>& keys,
                                                      const std::string& segment_name) override {
     MC_ASSIGN_OR_RETURN(msg::ReplicaClearReply r,
-                        link_->Invoke<Opcode::kBatchReplicaClear>({id_, keys, segment_name}));
+                        master_->BatchReplicaClear({id_, keys, segment_name}));
     return r.cleared;
   }
   Result<uint64_t> RemoveByRegex(const std::string& pattern, bool force) override {
     MC_ASSIGN_OR_RETURN(msg::RemoveByRegexReply r,
-                        link_->Invoke<Opcode::kRemoveByRegex>({pattern, force}));
+                        master_->RemoveByRegex({pattern, force}));
     return r.removed;
   }
 
@@ -438,7 +438,7 @@ Result<std::vector<msg::BatchItem<msg::PutStartReply>>> ClientImpl::StartPuts(
     std::vector<msg::PutStartExRequest> ex;
     ex.reserve(reqs.size());
     for (const auto& q : reqs) ex.push_back({q});
-    return link_->Invoke<Opcode::kBatchUpsertStart>(ex);
+    return master_->BatchUpsertStart(ex);
   }
   if (!reqs[0].options.placement.empty()) {
     // Placement wishes travel only in BatchPutStartEx. A master without it
@@ -486,7 +486,7 @@ Status ClientImpl::ReadObject(const msg::GetReplicaListReply& reply, const Parts
 }
 
 Status ClientImpl::RunTask(const msg::TaskId& task) {
-  MC_ASSIGN_OR_RETURN(msg::TaskStartReply start, link_->Invoke<Opcode::kTaskStart>({id_, task}));
+  MC_ASSIGN_OR_RETURN(msg::TaskStartReply start, master_->TaskStart({id_, task}));
   Status copied = Status::Ok();
   if (!start.targets.empty()) {
     // Staged through memory here: the source and the targets may be on
@@ -504,10 +504,9 @@ Status ClientImpl::RunTask(const msg::TaskId& task) {
     if (copied.ok()) copied = Run(planned);
   }
   // Done reading the source: its lease may end (a moved source is freed then).
-  link_->ReleaseLeasesSoon({{id_, start.key}});
-  Status ended = link_->Invoke<Opcode::kTaskEnd>(
-                         {id_, task, copied.ok(), copied.ok() ? "" : copied.ToString()})
-                     .status();
+  master_->ReleaseLeasesSoon({{id_, start.key}});
+  Status ended =
+      master_->TaskEnd({id_, task, copied.ok(), copied.ok() ? "" : copied.ToString()});
   return copied.ok() ? ended : copied;
 }
 
