@@ -160,6 +160,30 @@ class ClientImpl final : public Client {
   }
   Status UnregisterBuffer(void* addr) override { return transport_->UnregisterBuffer(addr); }
 
+  Result<msg::TaskId> CreateCopyTask(const std::string& key,
+                                     const std::vector<std::string>& targets) override {
+    return master_->CreateCopyTask({id_, key, targets});
+  }
+  Result<msg::TaskId> CreateMoveTask(const std::string& key, const std::string& source,
+                                     const std::string& target) override {
+    return master_->CreateMoveTask({id_, key, source, target});
+  }
+  Status RunTask(const msg::TaskId& task) override;
+  Result<msg::TaskInfo> QueryTask(const msg::TaskId& task) override {
+    return master_->QueryTask({id_, task});
+  }
+  Result<std::vector<std::string>> BatchReplicaClear(const std::vector<std::string>& keys,
+                                                     const std::string& segment_name) override {
+    MC_ASSIGN_OR_RETURN(msg::ReplicaClearReply r,
+                        master_->BatchReplicaClear({id_, keys, segment_name}));
+    return r.cleared;
+  }
+  Result<uint64_t> RemoveByRegex(const std::string& pattern, bool force) override {
+    MC_ASSIGN_OR_RETURN(msg::RemoveByRegexReply r,
+                        master_->RemoveByRegex({pattern, force}));
+    return r.removed;
+  }
+
  private:
   bool UseShm(const msg::BufferDesc& b) const {
     return config_.cluster.shm && !b.shm_path.empty() && b.hostname == HostIdentity();
@@ -410,6 +434,12 @@ std::vector<Status> ClientImpl::BatchPutParts(const std::vector<std::string>& ke
 
 Result<std::vector<msg::BatchItem<msg::PutStartReply>>> ClientImpl::StartPuts(
     const std::vector<msg::PutStartRequest>& reqs) {
+  if (reqs[0].options.upsert) {
+    std::vector<msg::PutStartExRequest> ex;
+    ex.reserve(reqs.size());
+    for (const auto& q : reqs) ex.push_back({q});
+    return master_->BatchUpsertStart(ex);
+  }
   if (!reqs[0].options.placement.empty()) {
     // Placement wishes travel only in BatchPutStartEx. A master without it
     // (NOT_SUPPORTED) gets the plain puts: placed as it would anyway.
@@ -453,6 +483,31 @@ Status ClientImpl::ReadObject(const msg::GetReplicaListReply& reply, const Parts
     if (last.ok()) break;
   }
   return last;
+}
+
+Status ClientImpl::RunTask(const msg::TaskId& task) {
+  MC_ASSIGN_OR_RETURN(msg::TaskStartReply start, master_->TaskStart({id_, task}));
+  Status copied = Status::Ok();
+  if (!start.targets.empty()) {
+    // Staged through memory here: the source and the targets may be on
+    // different stores, and a store moves bytes only to or from a client.
+    std::vector<uint8_t> bytes(start.size_bytes);
+    const Parts parts{std::span<uint8_t>(bytes)};
+    UnreachableStores unreachable;
+    const msg::GetReplicaListReply source{{start.source}, start.size_bytes, start.lease_ttl_us};
+    copied = ReadObject(source, parts, &unreachable);
+    std::vector<Planned> planned;
+    for (const msg::ReplicaDesc& target : start.targets) {
+      if (copied.ok()) copied = Plan(target, transfer::OpKind::kWrite, parts, start.size_bytes,
+                                     &planned);
+    }
+    if (copied.ok()) copied = Run(planned);
+  }
+  // Done reading the source: its lease may end (a moved source is freed then).
+  master_->ReleaseLeasesSoon({{id_, start.key}});
+  Status ended =
+      master_->TaskEnd({id_, task, copied.ok(), copied.ok() ? "" : copied.ToString()});
+  return copied.ok() ? ended : copied;
 }
 
 Result<uint64_t> ClientImpl::GetInto(const std::string& key, std::span<uint8_t> buffer) {

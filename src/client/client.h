@@ -15,6 +15,7 @@
 #include "common/result.h"
 #include "config/config.h"
 #include "msg/messages.h"
+#include "msg/ops_messages.h"
 #include "rpc/client.h"
 
 namespace mc {
@@ -119,6 +120,21 @@ class Client {
   // into it need no per-transfer registration. OK and nothing to do on TCP.
   virtual Status RegisterBuffer(void* addr, uint64_t len) = 0;
   virtual Status UnregisterBuffer(void* addr) = 0;
+
+  // ---- replica operations (msg/ops_messages.h) ----
+  // Puts with options.upsert replace an existing object: readers see the
+  // old bytes or the new ones, never a mix (mooncake-python(3)).
+  // Copy and move tasks run in this client: Create* registers the task at
+  // the master, RunTask copies the bytes (TaskStart, read, write, TaskEnd).
+  virtual Result<msg::TaskId> CreateCopyTask(const std::string& key,
+                                             const std::vector<std::string>& targets) = 0;
+  virtual Result<msg::TaskId> CreateMoveTask(const std::string& key, const std::string& source,
+                                             const std::string& target) = 0;
+  virtual Status RunTask(const msg::TaskId& task) = 0;
+  virtual Result<msg::TaskInfo> QueryTask(const msg::TaskId& task) = 0;
+  virtual Result<std::vector<std::string>> BatchReplicaClear(const std::vector<std::string>& keys,
+                                                             const std::string& segment_name) = 0;
+  virtual Result<uint64_t> RemoveByRegex(const std::string& pattern, bool force) = 0;
 };
 
 }  // namespace mc::client

@@ -71,12 +71,67 @@ class RpcLink final : public MasterLink {
   Status ReportTransfers(const msg::TransferReport& report) override {
     return StatusOf(rpc_->Invoke<Opcode::kReportTransfers>(report));
   }
+  Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchUpsertStart(
+      const msg::Batch<msg::PutStartExRequest>& req) override {
+    return rpc_->Invoke<Opcode::kBatchUpsertStart>(req);
+  }
+  Result<msg::TaskId> CreateCopyTask(const msg::CreateCopyTaskRequest& req) override {
+    return rpc_->Invoke<Opcode::kCreateCopyTask>(req);
+  }
+  Result<msg::TaskId> CreateMoveTask(const msg::CreateMoveTaskRequest& req) override {
+    return rpc_->Invoke<Opcode::kCreateMoveTask>(req);
+  }
+  Result<msg::TaskInfo> QueryTask(const msg::TaskRequest& req) override {
+    return rpc_->Invoke<Opcode::kQueryTask>(req);
+  }
+  Result<msg::TaskStartReply> TaskStart(const msg::TaskRequest& req) override {
+    return rpc_->Invoke<Opcode::kTaskStart>(req);
+  }
+  Status TaskEnd(const msg::TaskEndRequest& req) override {
+    return StatusOf(rpc_->Invoke<Opcode::kTaskEnd>(req));
+  }
+  Result<msg::ReplicaClearReply> BatchReplicaClear(const msg::ReplicaClearRequest& req) override {
+    return rpc_->Invoke<Opcode::kBatchReplicaClear>(req);
+  }
+  Result<msg::RemoveByRegexReply> RemoveByRegex(const msg::RemoveByRegexRequest& req) override {
+    return rpc_->Invoke<Opcode::kRemoveByRegex>(req);
+  }
 
  private:
   std::unique_ptr<rpc::MasterClient> rpc_;
 };
 
 }  // namespace
+
+namespace {
+Status Unsupported(const char* op) {
+  return Error(ErrorCode::NOT_SUPPORTED, std::string(op) + " is not served by this master link");
+}
+}  // namespace
+
+Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> MasterLink::BatchUpsertStart(
+    const msg::Batch<msg::PutStartExRequest>&) {
+  return Unsupported("BatchUpsertStart");
+}
+Result<msg::TaskId> MasterLink::CreateCopyTask(const msg::CreateCopyTaskRequest&) {
+  return Unsupported("CreateCopyTask");
+}
+Result<msg::TaskId> MasterLink::CreateMoveTask(const msg::CreateMoveTaskRequest&) {
+  return Unsupported("CreateMoveTask");
+}
+Result<msg::TaskInfo> MasterLink::QueryTask(const msg::TaskRequest&) {
+  return Unsupported("QueryTask");
+}
+Result<msg::TaskStartReply> MasterLink::TaskStart(const msg::TaskRequest&) {
+  return Unsupported("TaskStart");
+}
+Status MasterLink::TaskEnd(const msg::TaskEndRequest&) { return Unsupported("TaskEnd"); }
+Result<msg::ReplicaClearReply> MasterLink::BatchReplicaClear(const msg::ReplicaClearRequest&) {
+  return Unsupported("BatchReplicaClear");
+}
+Result<msg::RemoveByRegexReply> MasterLink::RemoveByRegex(const msg::RemoveByRegexRequest&) {
+  return Unsupported("RemoveByRegex");
+}
 
 std::unique_ptr<MasterLink> RpcMasterLink(std::unique_ptr<rpc::MasterClient> client) {
   return std::make_unique<RpcLink>(std::move(client));

@@ -9,6 +9,7 @@
 
 #include "common/result.h"
 #include "msg/messages.h"
+#include "msg/ops_messages.h"
 
 namespace mc::rpc {
 class MasterClient;
@@ -49,6 +50,18 @@ class MasterLink {
   virtual Result<msg::ClusterStatusReply> ClusterStatus() = 0;
   // A notification: what the client moved, by path and direction.
   virtual Status ReportTransfers(const msg::TransferReport& report) = 0;
+
+  // Replica operations (msg/ops_messages.h). NOT_SUPPORTED unless the link
+  // serves them (RpcMasterLink does).
+  virtual Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchUpsertStart(
+      const msg::Batch<msg::PutStartExRequest>& req);
+  virtual Result<msg::TaskId> CreateCopyTask(const msg::CreateCopyTaskRequest& req);
+  virtual Result<msg::TaskId> CreateMoveTask(const msg::CreateMoveTaskRequest& req);
+  virtual Result<msg::TaskInfo> QueryTask(const msg::TaskRequest& req);
+  virtual Result<msg::TaskStartReply> TaskStart(const msg::TaskRequest& req);
+  virtual Status TaskEnd(const msg::TaskEndRequest& req);
+  virtual Result<msg::ReplicaClearReply> BatchReplicaClear(const msg::ReplicaClearRequest& req);
+  virtual Result<msg::RemoveByRegexReply> RemoveByRegex(const msg::RemoveByRegexRequest& req);
 };
 
 // The link over the master RPC protocol.

@@ -35,6 +35,8 @@ constexpr Entry kEntries[] = {
     {ErrorCode::PROTOCOL_ERROR, "PROTOCOL_ERROR"},
     {ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS, "UNAVAILABLE_IN_CURRENT_STATUS"},
     {ErrorCode::NOT_SUPPORTED, "NOT_SUPPORTED"},
+    {ErrorCode::TASK_NOT_FOUND, "TASK_NOT_FOUND"},
+    {ErrorCode::TASK_PENDING_LIMIT_EXCEEDED, "TASK_PENDING_LIMIT_EXCEEDED"},
 };
 }  // namespace
 

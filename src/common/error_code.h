@@ -37,6 +37,8 @@ enum class ErrorCode : int32_t {
   PROTOCOL_ERROR = -903,
   UNAVAILABLE_IN_CURRENT_STATUS = -1010,
   NOT_SUPPORTED = -1012,
+  TASK_NOT_FOUND = -1400,
+  TASK_PENDING_LIMIT_EXCEEDED = -1401,
 };
 
 // "OBJECT_NOT_FOUND" etc.; "UNKNOWN_ERROR" for a value not listed above.

@@ -119,6 +119,7 @@ void MasterState::EraseObject(ObjectIt it, RemoveReason reason, bool notify) {
   if (listener_ != nullptr && rec.complete()) {
     listener_->OnObjectRemoved(it->key(), rec.listener_tag, reason);
   }
+  if (!pending_upserts_.empty()) DiscardPendingUpsert(rec.slot);
   free_slots_.push_back(rec.slot);
   slot_nodes_[rec.slot] = nullptr;
   ++slot_generations_[rec.slot];
@@ -281,32 +282,26 @@ msg::PingReply MasterState::Ping(const msg::PingRequest& req, uint64_t now_us) {
 
 // ---- puts --------------------------------------------------------------------
 
-Result<msg::PutStartReply> MasterState::PutStart(const msg::PutStartRequest& req,
-                                                   uint64_t now_us) {
-  auto fail = [&](Status s) {
-    return Count(counters_.put_start, Result<msg::PutStartReply>(std::move(s)));
-  };
-  if (Status s = CheckKey(req.key); !s.ok()) return fail(std::move(s));
+Status MasterState::CheckPutShape(const msg::PutStartRequest& req) const {
+  MC_RETURN_IF_ERROR(CheckKey(req.key));
   const uint32_t replicas = req.options.replicas;
   if (req.size_bytes == 0 || replicas == 0 || replicas > kMaxReplicas)
-    return fail(Error(ErrorCode::INVALID_PARAMS,
-                      "put of " + Quoted(req.key) + ": size " + std::to_string(req.size_bytes) +
-                          " and replicas " + std::to_string(replicas) +
-                          " must be positive (replicas at most " +
-                          std::to_string(kMaxReplicas) + ")"));
+    return Error(ErrorCode::INVALID_PARAMS,
+                 "put of " + Quoted(req.key) + ": size " + std::to_string(req.size_bytes) +
+                     " and replicas " + std::to_string(replicas) +
+                     " must be positive (replicas at most " + std::to_string(kMaxReplicas) + ")");
   if (uint64_t{Stripes(req.size_bytes)} * replicas > kMaxBuffersPerObject)
-    return fail(Error(ErrorCode::INVALID_PARAMS,
-                      "put of " + Quoted(req.key) + ": " + std::to_string(req.size_bytes) +
-                          " bytes x " + std::to_string(replicas) + " replicas needs more than " +
-                          std::to_string(kMaxBuffersPerObject) + " stripes"));
-  if (objects_.find(req.key) != objects_.end())
-    return fail(Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key " + Quoted(req.key) + " exists"));
-  auto placed = PlaceOrEvict(req.key, req.size_bytes, replicas, now_us, req.options.placement);
-  if (!placed.ok()) return fail(placed.status());
-  ObjectIt it = InsertObject(req.key);
-  ObjectRecord& rec = it->record;
+    return Error(ErrorCode::INVALID_PARAMS,
+                 "put of " + Quoted(req.key) + ": " + std::to_string(req.size_bytes) +
+                     " bytes x " + std::to_string(replicas) + " replicas needs more than " +
+                     std::to_string(kMaxBuffersPerObject) + " stripes");
+  return Status::Ok();
+}
+
+void MasterState::SetNewVersion(ObjectRecord& rec, const msg::PutStartRequest& req,
+                                const std::vector<uint64_t>& placed, uint64_t now_us) {
   rec.size_bytes = req.size_bytes;
-  rec.replicas = static_cast<uint8_t>(replicas);
+  rec.replicas = static_cast<uint8_t>(req.options.replicas);
   const msg::PutPlacement& want = req.options.placement;
   // A hard pin is a soft pin that never expires and that eviction skips.
   rec.flags = req.options.soft_pin || want.hard_pin ? ObjectRecord::kSoftPin : 0;
@@ -315,12 +310,32 @@ Result<msg::PutStartReply> MasterState::PutStart(const msg::PutStartRequest& req
                           ? std::min<uint64_t>(want.soft_pin_ttl_ms, UINT64_MAX / 2000) * 1000
                           : 0;
   rec.deadline_us = now_us + options_.put_timeout_us;
-  rec.SetBuffers(placed->data(), static_cast<uint32_t>(placed->size()));
+  rec.SetBuffers(placed.data(), static_cast<uint32_t>(placed.size()));
+}
+
+msg::PutStartReply MasterState::InsertPut(const msg::PutStartRequest& req,
+                                          const std::vector<uint64_t>& placed, uint64_t now_us) {
+  ObjectIt it = InsertObject(req.key);
+  ObjectRecord& rec = it->record;
+  SetNewVersion(rec, req, placed, now_us);
   put_owners_[rec.slot] = req.client;
   put_deadlines_.push_back({rec.deadline_us, IdOf(rec)});
   std::push_heap(put_deadlines_.begin(), put_deadlines_.end(), std::greater<>());
-  return Count(counters_.put_start, Result<msg::PutStartReply>(
-                                        msg::PutStartReply{DescribeReplicas(rec)}));
+  return msg::PutStartReply{DescribeReplicas(rec)};
+}
+
+Result<msg::PutStartReply> MasterState::PutStart(const msg::PutStartRequest& req,
+                                                   uint64_t now_us) {
+  auto fail = [&](Status s) {
+    return Count(counters_.put_start, Result<msg::PutStartReply>(std::move(s)));
+  };
+  if (Status s = CheckPutShape(req); !s.ok()) return fail(std::move(s));
+  if (objects_.find(req.key) != objects_.end())
+    return fail(Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key " + Quoted(req.key) + " exists"));
+  auto placed = PlaceOrEvict(req.key, req.size_bytes, req.options.replicas, now_us,
+                             req.options.placement);
+  if (!placed.ok()) return fail(placed.status());
+  return Count(counters_.put_start, Result<msg::PutStartReply>(InsertPut(req, *placed, now_us)));
 }
 
 Status MasterState::DoPutEnd(const msg::KeyRequest& req, uint64_t now_us) {
@@ -329,9 +344,20 @@ Status MasterState::DoPutEnd(const msg::KeyRequest& req, uint64_t now_us) {
     return Error(ErrorCode::OBJECT_NOT_FOUND,
                  "put of " + Quoted(req.key) + " is unknown (revoked, timed out or lost)");
   ObjectRecord& rec = it->record;
-  if (rec.complete()) return Status::Ok();
+  if (rec.complete()) {
+    // An upsert's new version becomes the object; a retried end, or one of
+    // an upsert superseded by a later one, changes nothing.
+    (void)EndPendingUpsert(it, req, now_us);
+    return Status::Ok();
+  }
   MC_RETURN_IF_ERROR(CheckPutOwner(rec, req, "end"));
   put_owners_.erase(rec.slot);
+  Complete(it, now_us);
+  return Status::Ok();
+}
+
+void MasterState::Complete(ObjectIt it, uint64_t now_us) {
+  ObjectRecord& rec = it->record;
   rec.flags |= ObjectRecord::kComplete;
   rec.deadline_us = 0;  // no lease yet
   if (rec.has(ObjectRecord::kSoftPin)) {
@@ -344,7 +370,6 @@ Status MasterState::DoPutEnd(const msg::KeyRequest& req, uint64_t now_us) {
   }
   policy_->OnInsert(IdOf(rec), std::hash<std::string_view>()(it->key()), rec.size_bytes);
   if (listener_ != nullptr) rec.listener_tag = listener_->OnObjectCommitted(Dump(it));
-  return Status::Ok();
 }
 
 Status MasterState::CheckPutOwner(const ObjectRecord& rec, const msg::KeyRequest& req,
@@ -366,9 +391,11 @@ Status MasterState::DoPutRevoke(const msg::KeyRequest& req, uint64_t now_us) {
   auto it = objects_.find(req.key);
   if (it == objects_.end())
     return Error(ErrorCode::OBJECT_NOT_FOUND, "put of " + Quoted(req.key) + " is unknown");
-  if (it->record.complete())
+  if (it->record.complete()) {
+    if (RevokePendingUpsert(it, req)) return Status::Ok();
     return Error(ErrorCode::INVALID_WRITE,
                  "put of " + Quoted(req.key) + " already ended; remove the key instead");
+  }
   MC_RETURN_IF_ERROR(CheckPutOwner(it->record, req, "revoke"));
   EraseObject(it, RemoveReason::kRemoved, false);
   return Status::Ok();

@@ -45,6 +45,7 @@
 #include "master/segment_allocator.h"
 #include "master/state_listener.h"
 #include "msg/messages.h"
+#include "msg/ops_messages.h"
 
 namespace mc::master {
 
@@ -65,6 +66,9 @@ struct Options {
   uint64_t stripe_size_bytes = kDefaultStripeSizeBytes;
   uint32_t max_batch = kDefaultMaxBatch;        // at most kMaxBatchItems (checked by the config)
   uint32_t max_key_bytes = kDefaultMaxKeyBytes;  // at most kMaxStringBytes (checked by the config)
+  // The high half of every copy/move task id (the low half counts), so ids
+  // of a restarted master differ from the old one's: the process picks it.
+  uint64_t task_id_seed = 0;
 };
 
 struct TickReport {
@@ -126,6 +130,48 @@ class MasterState {
   // fails: a key not found, never leased by that client, or whose lease
   // ran out is skipped.
   void ReleaseLeases(const std::vector<msg::KeyRequest>& reqs, uint64_t now_us);
+
+  // ---- master_state_ops.cc: upserts, copy/move tasks, clears ----
+  //
+  // Upsert: an absent key is put as by PutStart (OBJECT_ALREADY_EXISTS
+  // never); a key still being written is taken from its writer (whose
+  // buffers stay allocated until its write grants expire). For a complete
+  // key the new version is placed beside the old one, which stays readable;
+  // PutEnd by the upserting client swaps them at once (a new ObjectId, so no
+  // lease or read of the old version counts for the new) and the old buffers
+  // stay allocated until the old version's lease ends (Tick frees them).
+  // PutRevoke drops the new version. A second upsert supersedes a first not
+  // ended yet; the first writer's PutEnd then succeeds as a no-op.
+  Result<msg::PutStartReply> UpsertStart(const msg::PutStartRequest& req, uint64_t now_us);
+  Result<std::vector<msg::BatchItem<msg::PutStartReply>>> BatchUpsertStart(
+      const std::vector<msg::PutStartRequest>& reqs, uint64_t now_us);
+
+  // Copy and move tasks, run by the client that created them: TaskStart
+  // places the target replicas and leases the source, the client copies the
+  // bytes, TaskEnd adds the targets to the object (a move then retires the
+  // source replica until its lease ends). An object upserted or removed in
+  // between fails the task. A task not started or ended within
+  // put_timeout_us fails at Tick. `unix_ms`: the wall clock, for TaskInfo.
+  Result<msg::TaskId> CreateCopyTask(const msg::CreateCopyTaskRequest& req, uint64_t now_us,
+                                     uint64_t unix_ms);
+  Result<msg::TaskId> CreateMoveTask(const msg::CreateMoveTaskRequest& req, uint64_t now_us,
+                                     uint64_t unix_ms);
+  Result<msg::TaskInfo> QueryTask(const msg::TaskRequest& req, uint64_t now_us) const;
+  Result<msg::TaskStartReply> TaskStart(const msg::TaskRequest& req, uint64_t now_us);
+  Status TaskEnd(const msg::TaskEndRequest& req, uint64_t now_us);
+
+  // The keys whose replicas on req.segment_name (all of them when empty)
+  // were cleared; leased, in-flight and missing keys are skipped.
+  msg::ReplicaClearReply BatchReplicaClear(const msg::ReplicaClearRequest& req,
+                                             uint64_t now_us);
+  // Removes the complete keys the ECMAScript pattern finds a match in
+  // (leased ones only with force: their buffers are retired until the lease
+  // ends); keys with a copy/move task running are skipped. INVALID_PARAMS
+  // for a pattern that does not compile.
+  Result<msg::RemoveByRegexReply> RemoveByRegex(const msg::RemoveByRegexRequest& req,
+                                                 uint64_t now_us);
+  // Bytes held by replaced or moved replicas until their readers' leases end.
+  uint64_t retired_bytes() const;
 
   TickReport Tick(uint64_t now_us);
 
@@ -196,6 +242,13 @@ class MasterState {
   bool Leased(const ObjectRecord& rec, uint64_t now_us) const;
   bool Pinned(const ObjectRecord& rec, uint64_t now_us) const;
   bool OwnerAlive(const Segment& seg, uint64_t now_us) const;
+  Status CheckPutShape(const msg::PutStartRequest& req) const;
+  // Fills a new version (in flight) of `req`'s object from `placed`.
+  void SetNewVersion(ObjectRecord& rec, const msg::PutStartRequest& req,
+                     const std::vector<uint64_t>& placed, uint64_t now_us);
+  // `req.key` must be absent.
+  msg::PutStartReply InsertPut(const msg::PutStartRequest& req,
+                               const std::vector<uint64_t>& placed, uint64_t now_us);
   Status DoPutEnd(const msg::KeyRequest& req, uint64_t now_us);
   Status DoPutRevoke(const msg::KeyRequest& req, uint64_t now_us);
   // OK when `client` started the in-flight put in `rec`.
@@ -218,7 +271,10 @@ class MasterState {
                 uint64_t* largest_hole);
   uint64_t EvictBytes(uint64_t target_bytes, uint64_t now_us, uint64_t* keys);
   void DropSegments(const std::vector<uint32_t>& ids);
-  void DropReplicasOn(ObjectIt it, const std::vector<bool>& dropping);
+  // Drops the replicas with a buffer on a segment marked in `dropping`;
+  // `segments_stay`: those segments are not going away, so every buffer of
+  // a dropped replica is freed (else theirs leave with the segments).
+  void DropReplicasOn(ObjectIt it, const std::vector<bool>& dropping, bool segments_stay = false);
   uint64_t ExpireClients(uint64_t now_us, uint64_t* segments);
   uint64_t DiscardZombiePuts(uint64_t now_us);
   uint64_t ExpirePins(uint64_t now_us);
@@ -228,6 +284,45 @@ class MasterState {
   Status CheckSlots() const;
   Status CheckSegments() const;
   Status CheckBuffers() const;
+
+  // master_state_ops.cc
+  struct Pending;  // an upsert's new version, not readable yet
+  struct Task;
+  struct Retired {  // buffers kept allocated until readers are done
+    uint64_t free_at_us;
+    uint32_t segment;
+    uint64_t offset;
+    uint64_t size_bytes;
+    bool operator>(const Retired& o) const { return free_at_us > o.free_at_us; }
+  };
+  // Keeps `rec`'s buffers allocated until `free_at_us` (frees them now when
+  // that has passed); buffers on segments marked in `dropping` are skipped.
+  void RetireBuffers(const ObjectRecord& rec, uint64_t free_at_us, uint64_t now_us,
+                     const std::vector<bool>* dropping = nullptr);
+  void FreeRetired(uint64_t now_us);
+  // Erases the object, retiring its buffers until its lease ends.
+  void RetireObject(ObjectIt it, RemoveReason reason, uint64_t now_us);
+  // Marks a just-written object complete: pins, policy, listener.
+  void Complete(ObjectIt it, uint64_t now_us);
+  // PutEnd / PutRevoke of an upsert's pending version, if `req` has one.
+  bool EndPendingUpsert(ObjectIt it, const msg::KeyRequest& req, uint64_t now_us);
+  bool RevokePendingUpsert(ObjectIt it, const msg::KeyRequest& req);
+  // The object in slot `slot` leaves: its pending upsert's buffers are
+  // retired until that upsert's deadline (its writer's grants expire then).
+  void DiscardPendingUpsert(uint32_t slot);
+  Result<msg::PutStartReply> UpsertExisting(ObjectIt it, const msg::PutStartRequest& req,
+                                            uint64_t now_us);
+  Result<std::vector<uint64_t>> PlaceOn(uint32_t segment, uint64_t size_bytes);
+  Result<msg::TaskId> AddTask(msg::TaskType type, ObjectIt it, const msg::ClientId& client,
+                              std::string source, std::vector<std::string> targets,
+                              uint64_t now_us, uint64_t unix_ms);
+  void FailTask(Task& task, std::string why, uint64_t now_us);
+  Status FinishTask(Task& task, uint64_t now_us);
+  void ExpireTasks(uint64_t now_us);
+  // DropSegments' part: forget retired buffers, pending upserts and task
+  // targets on the dropped segments.
+  void DropPendingOn(const std::vector<bool>& dropping);
+  bool HasRunningTask(ObjectId id) const;
 
   Options options_;
   std::unique_ptr<EvictionPolicy> policy_;
@@ -280,6 +375,12 @@ class MasterState {
   bool bulk_loading_ = false;
   size_t bulk_buffers_ = 0;  // buffers of the objects in bulk_nodes_
   std::vector<ObjectIndex::Node*> bulk_nodes_;  // loaded, linked by FinishBulkLoad
+
+  std::unordered_map<uint32_t, std::unique_ptr<Pending>> pending_upserts_;  // by slot
+  std::vector<Retired> retired_;  // min-heap by free_at_us
+  uint64_t retired_bytes_ = 0;
+  std::map<msg::TaskId, std::unique_ptr<Task>> tasks_;
+  uint64_t next_task_ = 0;
 
   uint64_t allocated_bytes_ = 0;
   uint64_t capacity_bytes_ = 0;

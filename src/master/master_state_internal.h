@@ -26,6 +26,25 @@ struct MasterState::Client {
   bool remount_pending = false;
 };
 
+// An upsert's new version: written by `owner`, readable at its PutEnd.
+struct MasterState::Pending {
+  ObjectRecord rec;  // deadline_us: when the put times out
+  msg::ClientId owner;
+};
+
+struct MasterState::Task {
+  msg::TaskInfo info;            // created_unix_ms fixed; updated_* derived
+  ObjectId object = 0;           // the version it copies; another one fails it
+  std::string source;            // move: the segment whose replica leaves
+  std::vector<std::string> targets;
+  ObjectRecord placed;           // TaskStart's target replicas, being written
+  uint64_t created_us = 0;
+  uint64_t deadline_us = 0;      // not started / ended by then: failed
+  void Touch(uint64_t now_us) {
+    info.updated_unix_ms = info.created_unix_ms + (now_us - created_us) / 1000;
+  }
+};
+
 // "0123..." (32 hex digits) for messages.
 std::string ClientName(const msg::ClientId& id);
 

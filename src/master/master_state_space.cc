@@ -95,6 +95,7 @@ Result<std::vector<uint64_t>> MasterState::PlaceOrEvict(std::string_view key,
                                                         uint64_t now_us,
                                                         const msg::PutPlacement& placement) {
   std::vector<uint64_t> packed;
+  if (!retired_.empty()) FreeRetired(now_us);
   if (TryPlace(size_bytes, replicas, now_us, placement, &packed)) return packed;
   // Refuse without evicting when even an empty pool could not hold it.
   const std::vector<uint32_t> cands = CandidateSegments(now_us);
@@ -151,7 +152,10 @@ bool MasterState::EvictOne(uint64_t now_us, bool allow_pinned, uint64_t* freed_b
       auto it = FindById(id);
       if (it == objects_.end()) return true;  // stale: let the policy drop it
       const ObjectRecord& rec = it->record;
+      // An object being upserted is in flight too: its writer's PutEnd
+      // would find nothing to replace.
       return rec.complete() && !Leased(rec, now_us) &&
+             (pending_upserts_.empty() || !pending_upserts_.contains(rec.slot)) &&
              (allow_pinned ? rec.pin_expiry_us != ObjectRecord::kHardPin : !Pinned(rec, now_us));
     });
     if (!victim) return false;
@@ -184,6 +188,7 @@ void MasterState::DropSegments(const std::vector<uint32_t>& ids) {
   if (ids.empty()) return;
   std::vector<bool> dropping(segments_.size(), false);
   for (uint32_t id : ids) dropping[id] = true;
+  DropPendingOn(dropping);
   for (auto it = objects_.begin(); it != objects_.end();) {
     auto next = std::next(it);
     DropReplicasOn(it, dropping);
@@ -205,7 +210,8 @@ void MasterState::DropSegments(const std::vector<uint32_t>& ids) {
   MC_DEBUG_CHECK_OK(CheckInvariants());
 }
 
-void MasterState::DropReplicasOn(ObjectIt it, const std::vector<bool>& dropping) {
+void MasterState::DropReplicasOn(ObjectIt it, const std::vector<bool>& dropping,
+                                 bool segments_stay) {
   ObjectRecord& rec = it->record;
   const uint64_t* b = rec.buffers();
   bool touched = false;
@@ -221,17 +227,18 @@ void MasterState::DropReplicasOn(ObjectIt it, const std::vector<bool>& dropping)
       const uint32_t i = r * stripes + s;
       if (!lost) {
         kept.push_back(b[i]);
-      } else if (!dropping[BufferSegment(b[i])]) {  // a surviving stripe of a lost replica
+      } else if (segments_stay || !dropping[BufferSegment(b[i])]) {  // a stripe that stays
         segments_[BufferSegment(b[i])]->allocator.Free(BufferOffset(b[i]), BufferSize(rec, i));
         allocated_bytes_ -= SegmentAllocator::AlignUp(BufferSize(rec, i));
       }
     }
   }
-  // The lost buffers' bytes leave with their segments' allocators.
+  // Unless the segments stay, the lost buffers' bytes leave with their
+  // segments' allocators.
   rec.SetBuffers(kept.data(), static_cast<uint32_t>(kept.size()));
   rec.replicas = static_cast<uint8_t>(kept.size() / stripes);
   if (rec.replicas == 0) {
-    EraseObject(it, RemoveReason::kReplicasLost, true);
+    EraseObject(it, segments_stay ? RemoveReason::kRemoved : RemoveReason::kReplicasLost, true);
   } else if (rec.complete() && listener_ != nullptr) {
     rec.listener_tag = listener_->OnObjectCommitted(Dump(it));
   }
@@ -307,6 +314,8 @@ TickReport MasterState::Tick(uint64_t now_us) {
   TickReport report;
   report.expired_clients = ExpireClients(now_us, &report.unmounted_segments);
   report.discarded_puts = DiscardZombiePuts(now_us);
+  FreeRetired(now_us);
+  ExpireTasks(now_us);
   report.expired_pins = ExpirePins(now_us);
   SweepReads(now_us);
   const uint64_t target = BackgroundEvictionBytes({.capacity_bytes = capacity_bytes_,

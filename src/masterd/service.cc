@@ -37,7 +37,7 @@ MasterService::MasterService(const MasterConfig& config, const Clock& clock,
     : config_(config),
       clock_(clock),
       state_(std::make_unique<master::MasterState>(
-          MasterOptions(config), master::MakeEvictionPolicy("adaptive", 0, master::IdSpace::kSlotted), listener)) {}
+          StateOptions(config), master::MakeEvictionPolicy("adaptive", 0, master::IdSpace::kSlotted), listener)) {}
 
 void MasterService::Sign(msg::ReplicaDesc* replica, bool write, uint64_t now_wall_ms) {
   // A write grant ends no later than the put's deadline (an unfinished put's

@@ -61,6 +61,20 @@ class MasterService final : public rpc::Handler {
   // Adds a client's report to the per-path totals; rows of a path or
   // direction this master does not know are ignored.
   Status ReportTransfers(const msg::TransferReport& req) override;
+  // service_ops.cc: the replica operations (MasterState's, with grants:
+  // write grants for an upsert's and a task's new buffers, a read grant for
+  // a task's source replica).
+  Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchUpsertStart(
+      const msg::Batch<msg::PutStartExRequest>& req) override;
+  Result<msg::TaskId> CreateCopyTask(const msg::CreateCopyTaskRequest& req) override;
+  Result<msg::TaskId> CreateMoveTask(const msg::CreateMoveTaskRequest& req) override;
+  Result<msg::TaskInfo> QueryTask(const msg::TaskRequest& req) override;
+  Result<msg::TaskStartReply> TaskStart(const msg::TaskRequest& req) override;
+  Status TaskEnd(const msg::TaskEndRequest& req) override;
+  Result<msg::ReplicaClearReply> BatchReplicaClear(const msg::ReplicaClearRequest& req) override;
+  Result<msg::RemoveByRegexReply> RemoveByRegex(const msg::RemoveByRegexRequest& req) override;
+  // MasterOptions with a random high half for task ids (task_id_seed).
+  static master::Options StateOptions(const MasterConfig& config);
 
   // What clients reported moving since the master started, by path and
   // direction (msg::TransferPath, msg::TransferDir).

@@ -8,23 +8,11 @@
 #include "masterd/admin_http.h"
 #include "masterd/journal.h"
 #include "masterd/journal_test_util.h"
+#include "masterd/service_test_util.h"
 
 using namespace mc;
 
-namespace {
-
-msg::MountSegmentRequest Mount(const char* name, const std::string& key) {
-  msg::MountSegmentRequest m;
-  m.client = {1, 2};
-  m.segment.name = name;
-  m.segment.endpoint = "127.0.0.1:1";
-  m.segment.size_bytes = 64ull << 20;
-  m.segment.incarnation = 9;
-  m.segment.access_key = key;
-  return m;
-}
-
-}  // namespace
+using masterd::testing::Mount;
 
 TEST_CASE("buffers handed out carry capabilities the store can check") {
   ManualClock clock;

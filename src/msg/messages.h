@@ -130,6 +130,9 @@ struct PutOptions {
   uint32_t replicas = 1;
   bool soft_pin = false;
   PutPlacement placement;  // not part of PutOptions' own encoding
+  // Not on the wire: the client starts the put with BatchUpsertStart, which
+  // replaces an existing object instead of refusing it.
+  bool upsert = false;
   template <typename S, typename F>
   static void Fields(S& s, F&& f) {
     f(s.replicas, "options.replicas");

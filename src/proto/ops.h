@@ -48,5 +48,15 @@
   /* RemoveAll, with force: leased objects too */                                               \
   X(RemoveAllEx, 0x0048, msg::RemoveAllRequest, msg::RemoveAllReply, Call)                      \
   /* what a client moved since its last report, per data path and direction */                  \
-  X(ReportTransfers, 0x0049, msg::TransferReport, Empty, Notify)
+  X(ReportTransfers, 0x0049, msg::TransferReport, Empty, Notify)                               \
+  /* replica operations (msg/ops_messages.h): an upsert's start, ended by PutEnd */          \
+  X(BatchUpsertStart, 0x0060, msg::Batch<msg::PutStartExRequest>,                               \
+    msg::Batch<msg::BatchItem<msg::PutStartReply>>, Call)                                       \
+  X(CreateCopyTask, 0x0061, msg::CreateCopyTaskRequest, msg::TaskId, Call)                      \
+  X(CreateMoveTask, 0x0062, msg::CreateMoveTaskRequest, msg::TaskId, Call)                      \
+  X(QueryTask, 0x0063, msg::TaskRequest, msg::TaskInfo, Call)                                   \
+  X(TaskStart, 0x0064, msg::TaskRequest, msg::TaskStartReply, Call)                             \
+  X(TaskEnd, 0x0065, msg::TaskEndRequest, Empty, Call)                                          \
+  X(BatchReplicaClear, 0x0066, msg::ReplicaClearRequest, msg::ReplicaClearReply, Call)          \
+  X(RemoveByRegex, 0x0067, msg::RemoveByRegexRequest, msg::RemoveByRegexReply, Call)
 // clang-format on

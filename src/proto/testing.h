@@ -65,6 +65,26 @@ MC_EQ(msg::ClusterStatusReply, a.capacity_bytes == b.capacity_bytes &&
                                    a.used_bytes == b.used_bytes && a.key_count == b.key_count &&
                                    a.soft_pinned_count == b.soft_pinned_count &&
                                    a.active_clients == b.active_clients && a.segments == b.segments)
+// msg/ops_messages.h (TaskId has its own ==).
+MC_EQ(msg::CreateCopyTaskRequest, a.client == b.client && a.key == b.key && a.targets == b.targets)
+MC_EQ(msg::CreateMoveTaskRequest, a.client == b.client && a.key == b.key &&
+                                      a.source == b.source && a.target == b.target)
+MC_EQ(msg::TaskRequest, a.client == b.client && a.task == b.task)
+MC_EQ(msg::TaskInfo, a.id == b.id && a.type == b.type && a.status == b.status &&
+                         a.created_unix_ms == b.created_unix_ms &&
+                         a.updated_unix_ms == b.updated_unix_ms &&
+                         a.assigned_client == b.assigned_client && a.message == b.message &&
+                         a.key == b.key)
+MC_EQ(msg::TaskStartReply, a.key == b.key && a.size_bytes == b.size_bytes &&
+                               a.lease_ttl_us == b.lease_ttl_us && a.source == b.source &&
+                               a.targets == b.targets)
+MC_EQ(msg::TaskEndRequest, a.client == b.client && a.task == b.task && a.ok == b.ok &&
+                               a.message == b.message)
+MC_EQ(msg::ReplicaClearRequest, a.client == b.client && a.keys == b.keys &&
+                                    a.segment_name == b.segment_name)
+MC_EQ(msg::ReplicaClearReply, a.cleared == b.cleared)
+MC_EQ(msg::RemoveByRegexRequest, a.pattern == b.pattern && a.force == b.force)
+MC_EQ(msg::RemoveByRegexReply, a.removed == b.removed)
 #undef MC_EQ
 template <typename T>
 bool operator==(const msg::BatchItem<T>& a, const msg::BatchItem<T>& b) {

@@ -5,9 +5,9 @@
 // or PROTOCOL_ERROR; a value must re-encode and decode to the same bytes
 // (canonical encoding). Run: tests/fuzz/run_fuzz.sh frame_fuzz.
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
+#include "codec_roundtrip.h"
 #include "proto/codec.h"
 #include "proto/frame.h"
 #include "proto/handshake.h"
@@ -15,36 +15,8 @@
 using namespace mc;
 using namespace mc::proto;
 
-namespace {
-
-template <typename T>
-void Check(std::string_view bytes) {
-  T v{};
-  Status st = DecodePayload(bytes, &v, "fuzz");
-  if (!st.ok()) {
-    if (st.code() != ErrorCode::PROTOCOL_ERROR) std::abort();
-    return;
-  }
-  std::string again;
-  EncodePayload(v, &again);
-  T w{};
-  if (!DecodePayload(again, &w, "fuzz").ok()) std::abort();
-  std::string third;
-  EncodePayload(w, &third);
-  if (third != again) std::abort();
-}
-
-template <typename T>
-void CheckReply(std::string_view bytes) {
-  auto r = DecodeReply<T>(bytes, "fuzz");
-  if (r.ok()) {
-    std::string again;
-    EncodeReply(r, &again);
-    if (!DecodeReply<T>(again, "fuzz").ok()) std::abort();
-  }
-}
-
-}  // namespace
+using mc::fuzz::Check;
+using mc::fuzz::CheckReply;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

@@ -14,3 +14,12 @@ __all__ = ["BufferHandle", "Descriptor", "DiskDescriptor", "MemoryDescriptor",
            "MooncakeDistributedStore", "ObjectDataType", "ReplicaDescriptor", "ReplicaStatus",
            "ReplicateConfig", "SoftPinAction", "bind_to_numa_node", "get_alloc_func_addr",
            "get_free_func_addr"]
+
+# Copy/move tasks (query_task), with the enums' values at module level as
+# the reference exports them.
+from mooncake._store import (  # noqa: E402
+    FAILED, PENDING, PROCESSING, REPLICA_COPY, REPLICA_MOVE, SUCCESS, QueryTaskResponse,
+    TaskStatus, TaskType)
+
+__all__ += ["QueryTaskResponse", "TaskStatus", "TaskType", "REPLICA_COPY", "REPLICA_MOVE",
+            "PENDING", "PROCESSING", "SUCCESS", "FAILED"]

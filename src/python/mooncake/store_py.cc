@@ -78,5 +78,6 @@ PYBIND11_MODULE(_store, m) {
   DefineZeroCopyMethods(c);
   DefineQueryMethods(c);
   DefineSessionMethods(c);
+  DefineOpsMethods(m, c);
   py::module_::import("atexit").attr("register")(py::cpp_function(&CloseAllAtExit));
 }

@@ -87,5 +87,8 @@ void DefineZeroCopyMethods(StoreClass& c);
 void DefineQueryMethods(StoreClass& c);
 // Ranged reads and put/get sessions (store_py_session.cc).
 void DefineSessionMethods(StoreClass& c);
+// Upserts and replica operations, with their module-level types TaskType,
+// TaskStatus and QueryTaskResponse (store_py_ops.cc).
+void DefineOpsMethods(py::module_& m, StoreClass& c);
 
 }  // namespace mooncake_py

@@ -199,6 +199,62 @@ class Store {
   // `grace_period_seconds`; SEGMENT_NOT_FOUND for a name it does not own.
   int UnmountSegment(const std::vector<std::string>& segment_ids, uint64_t grace_period_seconds);
 
+  // ---- engine_ops.cc: upserts and replica operations ----
+  // An upsert stores the object whether or not the key exists: a reader
+  // gets the old bytes or the new ones, never a mix (mooncake-python(3)).
+  // Same codes as the puts; an empty value is 0 and stores nothing (as the
+  // reference's); prefer_alloc_in_same_node is INVALID_PARAMS (reference).
+  int Upsert(const std::string& key, std::span<const uint8_t> value,
+             const ReplicateConfig& config = {});
+  int UpsertParts(const std::string& key, const std::vector<std::span<const uint8_t>>& parts,
+                  const ReplicateConfig& config = {});
+  // One code for the batch: 0, or the first failure.
+  int UpsertBatch(const std::vector<std::string>& keys,
+                  const std::vector<std::span<const uint8_t>>& values,
+                  const ReplicateConfig& config = {});
+  int UpsertFrom(const std::string& key, const void* ptr, size_t size,
+                 const ReplicateConfig& config = {});
+  std::vector<int> BatchUpsertFrom(const std::vector<std::string>& keys,
+                                   const std::vector<void*>& ptrs,
+                                   const std::vector<size_t>& sizes,
+                                   const ReplicateConfig& config = {});
+
+  // A copy or move task's id (the reference's UUID) and what query_task
+  // reports; type and status are numbered as the reference's TaskType
+  // (REPLICA_COPY 0, REPLICA_MOVE 1) and TaskStatus (PENDING 0,
+  // PROCESSING 1, FAILED 2, SUCCESS 3).
+  struct TaskId {
+    uint64_t first = 0;
+    uint64_t second = 0;
+  };
+  struct TaskInfo {
+    TaskId id;
+    int type = 0;
+    int status = 0;
+    int64_t created_at_ms_epoch = 0;
+    int64_t last_updated_at_ms_epoch = 0;
+    TaskId assigned_client;
+    std::string message;
+  };
+  // Copies `key` to each target segment / moves its replica on `source` to
+  // `target`. The task runs in this process before the call returns (the
+  // reference's runs later in the source's owner); 0 and the task's id once
+  // the master accepted it, even when the copy then failed (query_task
+  // says so), else a negative code and a zero id.
+  int CreateCopyTask(const std::string& key, const std::vector<std::string>& targets,
+                     TaskId* id);
+  int CreateMoveTask(const std::string& key, const std::string& source,
+                     const std::string& target, TaskId* id);
+  // 0, or TASK_NOT_FOUND (-1400) and the like.
+  int QueryTask(const TaskId& id, TaskInfo* out);
+  // The keys whose replicas on `segment_name` (all of them when empty) were
+  // removed; leased, in-flight and missing keys are left alone.
+  std::vector<std::string> BatchReplicaClear(const std::vector<std::string>& keys,
+                                             const std::string& segment_name);
+  // Objects removed, or negative (INVALID_PARAMS for a pattern that is not
+  // an ECMAScript regular expression).
+  int64_t RemoveByRegex(const std::string& pattern, bool force = false);
+
   struct Impl;
 
  private:
