@@ -6,5 +6,13 @@ MooncakeDistributedStore, ReplicateConfig`` and run unchanged. The API and
 its return conventions are listed in mooncake-python(3).
 """
 from mooncake._store import BufferHandle, MooncakeDistributedStore, ReplicateConfig
+from mooncake import tensor_methods as _tensor_methods
+from mooncake.tensor_parallel import ParallelAxis, ReadTarget, TensorParallelism
 
-__all__ = ["BufferHandle", "MooncakeDistributedStore", "ReplicateConfig"]
+# The tensor methods (put_tensor, get_tensor_into, ...) are Python over the
+# byte methods; torch is imported when one is first called.
+_tensor_methods.attach(MooncakeDistributedStore)
+_tensor_metadata_size = _tensor_methods._tensor_metadata_size
+
+__all__ = ["BufferHandle", "MooncakeDistributedStore", "ParallelAxis", "ReadTarget",
+           "ReplicateConfig", "TensorParallelism"]
