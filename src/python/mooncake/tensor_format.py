@@ -14,6 +14,7 @@ mooncake.store`` works without it; a tensor call then raises ImportError
 naming the Debian package.
 """
 import ctypes
+import functools
 import struct
 
 TORCH_PACKAGE = "python3-torch"
@@ -77,6 +78,7 @@ def torch():
     return _torch
 
 
+@functools.lru_cache(maxsize=None)
 def _dtype_tables():
     t = torch()
     by_dtype, by_code = {}, {}
@@ -210,6 +212,7 @@ def quant_repr(dtype):
     return getattr(torch(), q[0]) if q else None
 
 
+@functools.lru_cache(maxsize=None)
 def element_size(dtype):
     return torch().empty((), dtype=quant_repr(dtype) or dtype).element_size()
 
