@@ -6,13 +6,13 @@ MooncakeDistributedStore, ReplicateConfig`` and run unchanged. The API and
 its return conventions are listed in mooncake-python(3).
 """
 from mooncake._store import BufferHandle, MooncakeDistributedStore, ReplicateConfig
-from mooncake import tensor_methods as _tensor_methods
-from mooncake.tensor_parallel import ParallelAxis, ReadTarget, TensorParallelism
-
 # The tensor methods (put_tensor, get_tensor_into, ...) are Python over the
-# byte methods; torch is imported when one is first called.
+# byte methods (mooncake/tensor_methods.py); torch is imported when one is
+# first called, so this import works without it.
+from mooncake import tensor_methods as _tensor_methods
+from mooncake.tensor_parallel import ParallelAxis, ReadTarget, TensorParallelism  # noqa: F401
+
 _tensor_methods.attach(MooncakeDistributedStore)
 _tensor_metadata_size = _tensor_methods._tensor_metadata_size
 
-__all__ = ["BufferHandle", "MooncakeDistributedStore", "ParallelAxis", "ReadTarget",
-           "ReplicateConfig", "TensorParallelism"]
+__all__ = ["BufferHandle", "MooncakeDistributedStore", "ReplicateConfig"]
