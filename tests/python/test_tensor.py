@@ -428,3 +428,40 @@ print("ok")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=60, env=os.environ.copy())
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+@has_upsert
+def test_readers_racing_upsert_tensor_see_one_whole_tensor(store, cluster):
+    # Two tensors that differ in every byte; a torn read would mix them.
+    k = key("race")
+    versions = [torch.full((64, 1024), float(v)) for v in (1, 2)]
+    assert store.upsert_tensor(k, versions[0]) == 0
+    reader = MooncakeDistributedStore()
+    assert reader.setup(*setup_args(cluster)) == 0
+    seen, errors, done = set(), [], []
+
+    def read():
+        while not done:
+            t = reader.get_tensor(k)
+            if t is None:
+                errors.append("miss")
+                return
+            values = set(t.unique().tolist())
+            if len(values) != 1:
+                errors.append(values)
+                return
+            seen.update(values)
+
+    import threading
+    threads = [threading.Thread(target=read) for _ in range(2)]
+    for th in threads:
+        th.start()
+    try:
+        for i in range(40):
+            assert store.upsert_tensor(k, versions[i % 2]) == 0
+    finally:
+        done.append(True)
+        for th in threads:
+            th.join(timeout=60)
+        reader.close()
+    assert not errors and seen <= {1.0, 2.0} and seen
