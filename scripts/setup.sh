@@ -17,6 +17,7 @@ PACKAGES=(
   debhelper lintian systemd zsh bash-completion python3-yaml python3-kubernetes
   clang libclang-rt-14-dev
   pybind11-dev python3-pybind11 python3-dev python3-pytest python3-mesonpy python3-redis python3-pip
+  python3-torch python3-numpy
 )
 
 need_install=()

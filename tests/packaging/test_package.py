@@ -73,6 +73,7 @@ expected_in = {
     "libmooncake-dev": ["/usr/include/mooncake/client.h", f"{libdir}/libmooncake.so",
                         f"{libdir}/libmooncake.a", f"{libdir}/pkgconfig/mooncake.pc"],
     "python3-mooncake": [f"{pydir}/__init__.py", f"{pydir}/store.py", f"{pydir}/{ext}",
+                         f"{pydir}/tensor_methods.py", f"{pydir}/tensor_format.py",
                          "/usr/share/man/man3/mooncake-python.3.gz"],
 }
 for p, want in expected_in.items():

@@ -9,6 +9,14 @@ from mooncake._store import (  # noqa: F401
     BufferHandle, Descriptor, DiskDescriptor, MemoryDescriptor, MooncakeDistributedStore,
     ObjectDataType, ReplicaDescriptor, ReplicaStatus, ReplicateConfig, SoftPinAction,
     bind_to_numa_node, get_alloc_func_addr, get_free_func_addr)
+# The tensor methods (put_tensor, get_tensor_into, ...) are Python over the
+# byte methods (mooncake/tensor_methods.py); torch is imported when one is
+# first called, so this import works without it.
+from mooncake import tensor_methods as _tensor_methods
+from mooncake.tensor_parallel import ParallelAxis, ReadTarget, TensorParallelism  # noqa: F401
+
+_tensor_methods.attach(MooncakeDistributedStore)
+_tensor_metadata_size = _tensor_methods._tensor_metadata_size
 
 __all__ = ["BufferHandle", "Descriptor", "DiskDescriptor", "MemoryDescriptor",
            "MooncakeDistributedStore", "ObjectDataType", "ReplicaDescriptor", "ReplicaStatus",
@@ -22,4 +30,5 @@ from mooncake._store import (  # noqa: E402
     TaskStatus, TaskType)
 
 __all__ += ["QueryTaskResponse", "TaskStatus", "TaskType", "REPLICA_COPY", "REPLICA_MOVE",
-            "PENDING", "PROCESSING", "SUCCESS", "FAILED"]
+            "PENDING", "PROCESSING", "SUCCESS", "FAILED", "ParallelAxis", "ReadTarget",
+            "TensorParallelism"]
