@@ -8,10 +8,8 @@ namespace mc::master {
 using eviction::kNoSlot;
 
 ProbationPolicy::ProbationPolicy(size_t capacity_hint_objects, IdSpace ids)
-    : index_(ids == IdSpace::kSlotted), capacity_hint_objects_(capacity_hint_objects) {}
-
-size_t ProbationPolicy::ghost_limit() const {
-  return kGhostsPerObject * std::max({index_.size(), capacity_hint_objects_, kMinGhosts});
+    : index_(ids == IdSpace::kSlotted), capacity_hint_objects_(capacity_hint_objects) {
+  SizeGhosts();
 }
 
 bool ProbationPolicy::OnProbation(ObjectId id) const {
@@ -19,27 +17,11 @@ bool ProbationPolicy::OnProbation(ObjectId id) const {
   return slot != kNoSlot && nodes_[slot].queue == kProbation;
 }
 
-bool ProbationPolicy::ConsumeGhost(uint64_t key_hash) {
-  uint32_t g = ghost_index_.Find(key_hash);
-  if (g == kNoSlot) return false;
-  ghost_nodes_.Unlink(ghost_list_, g);
-  ghost_nodes_.Free(g);
-  ghost_index_.Erase(key_hash);
-  return true;
-}
-
-void ProbationPolicy::AddGhost(uint64_t key_hash) {
-  if (ghost_index_.Find(key_hash) != kNoSlot) return;  // two objects of one hash
-  uint32_t g = ghost_nodes_.Allocate();
-  ghost_nodes_[g].key_hash = key_hash;
-  ghost_nodes_.PushMru(ghost_list_, g);
-  ghost_index_.Insert(key_hash, g);
-  while (ghost_index_.size() > ghost_limit()) {
-    uint32_t old = ghost_list_.lru;
-    ghost_index_.Erase(ghost_nodes_[old].key_hash);
-    ghost_nodes_.Unlink(ghost_list_, old);
-    ghost_nodes_.Free(old);
-  }
+void ProbationPolicy::SizeGhosts() {
+  // Regrown (forgetting every ghost) only when the pool has doubled since.
+  const size_t want = std::max({index_.size(), capacity_hint_objects_, kMinGhosts}) *
+                      kGhostsPerObject / 2;
+  if (want > 2 * ghosts_.entries() || ghosts_.entries() == 0) ghosts_.Resize(want);
 }
 
 void ProbationPolicy::OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_bytes) {
@@ -50,7 +32,7 @@ void ProbationPolicy::OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_byt
   n.key_hash = key_hash;
   n.size_bytes = size_bytes;
   // Back soon after probation let it go: it has shown it is reused.
-  n.queue = ConsumeGhost(key_hash) ? kMain : kProbation;
+  n.queue = ghosts_.Contains(key_hash) ? kMain : kProbation;
   nodes_.PushMru(List(n.queue), slot);
   index_.Insert(id, slot);
 }
@@ -104,7 +86,10 @@ std::optional<ObjectId> ProbationPolicy::NextVictim(
     if (slot == kNoSlot) continue;
     const Node n = nodes_[slot];
     Drop(slot);
-    if (n.queue == kProbation) AddGhost(n.key_hash);
+    if (n.queue == kProbation) {
+      SizeGhosts();
+      ghosts_.Add(n.key_hash);
+    }
     ++stats_.victims;
     return n.id;
   }
@@ -112,8 +97,7 @@ std::optional<ObjectId> ProbationPolicy::NextVictim(
 }
 
 size_t ProbationPolicy::memory_bytes() const {
-  return nodes_.memory_bytes() + ghost_nodes_.memory_bytes() + index_.memory_bytes() +
-         ghost_index_.memory_bytes();
+  return nodes_.memory_bytes() + index_.memory_bytes() + ghosts_.memory_bytes();
 }
 
 }  // namespace mc::master

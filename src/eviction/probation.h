@@ -18,10 +18,12 @@
 // from main's. A victim costs O(objects skipped because `evictable` rejected
 // them), at most kMaxSkipsPerQueue per queue before the walk goes on past
 // them only if no queue offered one. O(1) per insert/access/remove. About 48
-// bytes per live object (node and index) plus 40 per ghost, ghosts at most
-// kGhostsPerObject per tracked object. Not thread-safe.
+// bytes per live object (node and index) plus about 3 for the ghosts (a
+// GhostFilter remembering kGhostsPerObject keys per tracked object, one to
+// two generations of kGhostsPerObject / 2 each). Not thread-safe.
 #pragma once
 
+#include "eviction/ghost_filter.h"
 #include "eviction/policy.h"
 #include "eviction/table.h"
 
@@ -48,8 +50,10 @@ class ProbationPolicy final : public EvictionPolicy {
 
   // True while `id` is tracked and still on probation.
   bool OnProbation(ObjectId id) const;
-  size_t ghosts() const { return ghost_index_.size(); }
-  size_t ghost_limit() const;
+  // Whether a key evicted from probation is still remembered.
+  bool IsGhost(uint64_t key_hash) const { return ghosts_.Contains(key_hash); }
+  // Keys remembered per generation (ghosts live one to two generations).
+  size_t ghost_generation() const { return ghosts_.entries(); }
   size_t memory_bytes() const;
 
  private:
@@ -62,25 +66,17 @@ class ProbationPolicy final : public EvictionPolicy {
     uint32_t next = eviction::kNoSlot;
     Queue queue = kProbation;
   };
-  struct Ghost {
-    uint64_t key_hash = 0;
-    uint64_t size_bytes = 0;
-    uint32_t prev = eviction::kNoSlot;
-    uint32_t next = eviction::kNoSlot;
-  };
 
   eviction::NodeList& List(Queue q) { return q == kProbation ? probation_ : main_; }
   uint32_t FindEvictable(const eviction::NodeList& list,
                          const std::function<bool(ObjectId)>& evictable, size_t max_steps);
-  bool ConsumeGhost(uint64_t key_hash);
-  void AddGhost(uint64_t key_hash);
   void Drop(uint32_t slot);
+  void SizeGhosts();
 
-  eviction::NodeList probation_, main_, ghost_list_;
+  eviction::NodeList probation_, main_;
   eviction::NodePool<Node> nodes_;
-  eviction::NodePool<Ghost> ghost_nodes_;
-  eviction::IdIndex index_;          // id -> node slot
-  eviction::SlotIndex ghost_index_;  // key hash -> ghost slot
+  eviction::IdIndex index_;  // id -> node slot
+  eviction::GhostFilter ghosts_;
   size_t capacity_hint_objects_;
   EvictionStats stats_;
 };
