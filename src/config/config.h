@@ -44,6 +44,7 @@ struct MasterConfig {
   uint64_t default_kv_soft_pin_ttl_us = 1800000000;   // plain numbers: ms
   double eviction_high_watermark_ratio = 0.90;
   double eviction_ratio = 0.05;
+  std::string eviction_policy = "probation";          // probation | adaptive | lru
   uint64_t client_ttl_us = 10000000;                  // plain numbers: s
   uint64_t put_timeout_us = 30000000;                 // plain numbers: s
   uint64_t stripe_size_bytes = 16ull << 20;

@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/test_seed.h"
@@ -34,7 +35,74 @@ std::string Line(const std::vector<uint64_t>& ids) {
   return s + "]}\n";
 }
 
+// A cache of `capacity` objects driven through the seam, one key at a time,
+// as the master would: a hit is an access; a miss is reported, then the key
+// is put, evicting first when full.
+class SeamCache {
+ public:
+  SeamCache(EvictionPolicy& p, size_t capacity) : p_(p), capacity_(capacity) {}
+  bool Reference(uint64_t key) {
+    auto it = ids_.find(key);
+    if (it != ids_.end()) {
+      p_.OnAccess(it->second);
+      ++hits_;
+      return true;
+    }
+    p_.OnMiss(key);
+    if (ids_.size() == capacity_) {
+      auto v = p_.NextVictim(kAll);
+      REQUIRE(v.has_value());
+      REQUIRE(keys_.count(*v) == 1);
+      ids_.erase(keys_[*v]);
+      keys_.erase(*v);
+    }
+    ids_[key] = next_;
+    keys_[next_] = key;
+    p_.OnInsert(next_++, key, 1);
+    return false;
+  }
+  uint64_t hits() const { return hits_; }
+
+ private:
+  EvictionPolicy& p_;
+  size_t capacity_;
+  std::unordered_map<uint64_t, ObjectId> ids_;
+  std::unordered_map<ObjectId, uint64_t> keys_;
+  ObjectId next_ = 1;
+  uint64_t hits_ = 0;
+};
+
 }  // namespace
+
+TEST_CASE("the duel follows probation against scans and plain recency against long gaps") {
+  constexpr size_t kCapacity = 1000;
+  {
+    // A hot set read between long one-off scans: LRU lets each scan flush
+    // it, probation keeps it.
+    ProbationPolicy p(0);
+    SeamCache c(p, kCapacity);
+    uint64_t fresh = 1 << 20;
+    for (int round = 0; round < 50; ++round) {
+      for (uint64_t k = 0; k < 300; ++k) c.Reference(k);
+      for (int i = 0; i < 1500; ++i) c.Reference(fresh++);
+    }
+    CHECK_FALSE(p.evicting_by_recency());
+    CHECK(p.stats().victims_by_recency < p.stats().victims);
+  }
+  {
+    // Every key is read once more a quarter of a cache later (half a cache
+    // of other keys between): LRU hits them all, a probation of a tenth of
+    // the cache none.
+    ProbationPolicy p(0);
+    SeamCache c(p, kCapacity);
+    for (uint64_t k = 0; k < 50 * kCapacity; ++k) {
+      c.Reference(k);
+      if (k >= kCapacity / 4) c.Reference(k - kCapacity / 4);
+    }
+    CHECK(p.evicting_by_recency());
+    CHECK(c.hits() > 45 * kCapacity);
+  }
+}
 
 TEST_CASE("the factory knows probation and lists it first as the master's default") {
   CHECK(MakeEvictionPolicy("probation", 0)->name() == "probation");
@@ -45,7 +113,7 @@ TEST_CASE("the factory knows probation and lists it first as the master's defaul
 }
 
 TEST_CASE("one-hit objects go before objects that were read again, however recent") {
-  ProbationPolicy p(0);
+  ProbationPolicy p(0, IdSpace::kAny, /*duel=*/false);
   for (ObjectId id = 1; id <= 20; ++id) p.OnInsert(id, 100 + id, 1);
   // The oldest two are read again: they leave probation.
   p.OnAccess(1);
@@ -61,7 +129,7 @@ TEST_CASE("one-hit objects go before objects that were read again, however recen
 }
 
 TEST_CASE("a long one-off chain cannot push out what is read repeatedly") {
-  ProbationPolicy p(0);
+  ProbationPolicy p(0, IdSpace::kAny, /*duel=*/false);
   const ObjectId kHot = 10;
   for (ObjectId id = 1; id <= kHot; ++id) {
     p.OnInsert(id, id, 1);
@@ -81,7 +149,7 @@ TEST_CASE("a long one-off chain cannot push out what is read repeatedly") {
 }
 
 TEST_CASE("a key put back after probation let it go is admitted to main") {
-  ProbationPolicy p(0);
+  ProbationPolicy p(0, IdSpace::kAny, /*duel=*/false);
   for (ObjectId id = 1; id <= 10; ++id) p.OnInsert(id, /*key_hash=*/id, 1);
   CHECK_FALSE(p.IsGhost(1));
   CHECK(p.NextVictim(kAll) == ObjectId{1});
@@ -95,7 +163,7 @@ TEST_CASE("a key put back after probation let it go is admitted to main") {
 TEST_CASE("a prefix chain touched tail first loses its tail before its head") {
   // The master applies a batch last key first, so a chain's head is touched
   // last; both queues then give up the tail first.
-  ProbationPolicy p(0);
+  ProbationPolicy p(0, IdSpace::kAny, /*duel=*/false);
   const std::vector<ObjectId> chain = {1, 2, 3, 4, 5};  // head 1
   for (size_t i = chain.size(); i-- > 0;) p.OnInsert(chain[i], chain[i], 1);
   CHECK(Drain(p) == std::vector<ObjectId>{5, 4, 3, 2, 1});
@@ -105,7 +173,7 @@ TEST_CASE("a prefix chain touched tail first loses its tail before its head") {
 }
 
 TEST_CASE("a victim costs a bounded walk while evictable objects are near the ends") {
-  ProbationPolicy p(0);
+  ProbationPolicy p(0, IdSpace::kAny, /*duel=*/false);
   for (ObjectId id = 1; id <= 1000; ++id) p.OnInsert(id, id, 1);
   for (ObjectId id = 1; id <= 1000; id += 2) p.OnAccess(id);  // odd ids: main
   // The least recent few of each queue (fewer than the bound) are leased.
@@ -120,7 +188,7 @@ TEST_CASE("a victim costs a bounded walk while evictable objects are near the en
     steps = p.stats().victim_steps;
   }
   // Past the bound only when the ends hold nothing evictable: still found.
-  ProbationPolicy q(0);
+  ProbationPolicy q(0, IdSpace::kAny, /*duel=*/false);
   for (ObjectId id = 1; id <= 200; ++id) q.OnInsert(id, id, 1);
   CHECK(q.NextVictim([](ObjectId id) { return id == 150; }) == ObjectId{150});
   CHECK(q.NextVictim([](ObjectId) { return false; }) == std::nullopt);
@@ -129,7 +197,7 @@ TEST_CASE("a victim costs a bounded walk while evictable objects are near the en
 
 TEST_CASE("ghosts are forgotten after two generations and cost a few bytes an object") {
   constexpr size_t kObjects = 100000;
-  ProbationPolicy p(0, IdSpace::kSlotted);
+  ProbationPolicy p(0, IdSpace::kSlotted, /*duel=*/false);
   for (ObjectId slot = 0; slot < kObjects; ++slot) p.OnInsert(ObjectId{1} << 32 | slot, slot, 4096);
   // Churn as the master does: each new object takes the slot its victim
   // freed, one generation on. Every victim is a one-hit object: a ghost.
