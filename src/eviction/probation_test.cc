@@ -3,7 +3,6 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <random>
 #include <set>
 #include <string>
@@ -282,28 +281,5 @@ TEST_CASE("Belady bounds exact LRU and every policy on seeded synthetic traces")
       REQUIRE(r.ok());
       CHECK(belady >= *r);
     }
-  }
-}
-
-// The shared trace at the suite's pool sizes (see trace_test.cc): probation
-// beats exact LRU and closes more of the gap to Belady than adaptive does at
-// the 4096 blocks.
-TEST_CASE("probation eviction beats exact LRU and adaptive on the shared trace") {
-  const char* src = std::getenv("MOONCAKE_SRC");
-  std::string path = std::string(src ? src : ".") + "/../shared/traces/synthetic_trace.jsonl";
-  if (!std::filesystem::exists(path)) {
-    MESSAGE("skipped: " << path << " is absent (../shared is not beside this checkout)");
-    return;
-  }
-  mc::Result<Trace> t = LoadTrace(path);
-  REQUIRE(t.ok());
-  for (size_t capacity : {2048, 4096, 8192, 16384}) {
-    auto probation = PolicyHitRatio(*t, "probation", capacity);
-    auto adaptive = PolicyHitRatio(*t, "adaptive", capacity);
-    REQUIRE(probation.ok());
-    REQUIRE(adaptive.ok());
-    CAPTURE(capacity);
-    CHECK(*probation > ExactLruHitRatio(*t, capacity));
-    if (capacity == 4096) CHECK(*probation > *adaptive);
   }
 }
