@@ -98,9 +98,11 @@ void PrintTrace(const TraceSummary& t) {
   std::printf("%-10s %10s %11s %10s %12s %15s\n", "policy", "hit ratio", "gap closed", "victims",
               "ns/eviction", "steps/eviction");
   for (const PolicyFigure& p : t.policies) {
-    std::printf("%-10s %10.4f %10.1f%% %10llu %12.0f %15.2f\n", p.name.c_str(), p.hit_ratio,
+    char steps[32] = "-";  // not counted by this policy
+    if (p.steps_per_eviction > 0) std::snprintf(steps, sizeof steps, "%.2f", p.steps_per_eviction);
+    std::printf("%-10s %10.4f %10.1f%% %10llu %12.0f %15s\n", p.name.c_str(), p.hit_ratio,
                 100 * p.gap_closed, static_cast<unsigned long long>(p.victims), p.ns_per_eviction,
-                p.steps_per_eviction);
+                steps);
   }
 }
 
