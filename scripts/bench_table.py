@@ -156,9 +156,9 @@ print(f"\nTrace replay of `{os.path.basename(trace)}` with {block_size} blocks, 
       "exact LRU is given. At a pace the rounds keep up with, the policy would work with "
       "about 90% of the pool against exact LRU's 100% (trace_sim --puts-per-tick models "
       "that).\n")
-print("| pool blocks | high watermark | hit ratio | exact LRU | difference (lowest, highest) "
-      "| requests/s | GB moved | failed puts |")
-print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+print("| pool blocks | high watermark | hit ratio | exact LRU | Belady | gap closed "
+      "| difference (lowest, highest) | requests/s | GB moved | failed puts |")
+print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for blocks in (2048, 4096, 8192, 16384):
     for wm in ("0.9", "1.0"):
         found = [os.path.join(work, f"trace_{blocks}_wm{wm}.{i}.json")
@@ -170,5 +170,28 @@ for blocks in (2048, 4096, 8192, 16384):
         t = docs[(len(docs) - 1) // 2]  # the median run (the lower one of an even count)
         diffs = [d["hit_ratio"] - d["lru_hit_ratio"] for d in docs]
         print(f"| {t['capacity_blocks']} | {wm} | {t['hit_ratio']:.4f} | {t['lru_hit_ratio']:.4f} | "
+              f"{t.get('belady_hit_ratio', 0):.4f} | {100 * t.get('gap_closed', 0):.1f}% | "
               f"{diffs[(len(docs) - 1) // 2]:+.4f} ({diffs[0]:+.4f}, {diffs[-1]:+.4f}) | "
               f"{t['requests_per_s']:,.0f} | {t['bytes_moved'] / 1e9:.2f} | {t['failed_blocks']} |")
+
+# The policies the master can run, replayed offline over the same trace
+# (deterministic: any run's file has the same figures but the timings).
+offline = []
+for blocks in (2048, 4096, 8192, 16384):
+    found = sorted(glob.glob(os.path.join(work, f"trace_{blocks}_wm1.0.*.json")))
+    if found:
+        offline.append(json.load(open(found[0]))["trace"])
+if offline and offline[0].get("policies"):
+    print("\nEach policy the master can run (`--eviction-policy`), replayed offline over the "
+          "same trace at each pool size through the master's interface, as `mooncake bench "
+          "--trace` prints it: hit ratio, share of the exact-LRU-to-Belady gap closed, and the "
+          "cost of choosing victims.\n")
+    print("| pool blocks | exact LRU | Belady | policy | hit ratio | gap closed | ns/eviction "
+          "| steps/eviction |")
+    print("| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
+    for t in offline:
+        for p in t["policies"]:
+            print(f"| {t['capacity_blocks']} | {t['lru_hit_ratio']:.4f} | "
+                  f"{t['belady_hit_ratio']:.4f} | {p['name']} | {p['hit_ratio']:.4f} | "
+                  f"{100 * p['gap_closed']:.1f}% | {p['ns_per_eviction']:.0f} | "
+                  f"{p['steps_per_eviction']:.2f} |")

@@ -84,12 +84,26 @@ void PrintTrace(const TraceSummary& t) {
               t.file.c_str(), static_cast<unsigned long long>(t.requests),
               static_cast<unsigned long long>(t.blocks), static_cast<unsigned long long>(t.block_size),
               static_cast<unsigned long long>(t.capacity_blocks));
-  std::printf("prefix hit ratio %.4f (exact LRU of the same capacity: %.4f)\n", t.hit_ratio,
-              t.lru_hit_ratio);
+  std::printf("prefix hit ratio %.4f (exact LRU of the same capacity: %.4f, Belady: %.4f; "
+              "this run closes %.1f%% of the gap)\n",
+              t.hit_ratio, t.lru_hit_ratio, t.belady_hit_ratio, 100 * t.gap_closed);
   std::printf("stored %llu blocks, %llu failed; %.3f GB moved in %.2f s (%.0f requests/s)\n",
               static_cast<unsigned long long>(t.stored_blocks),
               static_cast<unsigned long long>(t.failed_blocks), double(t.bytes_moved) / 1e9, t.seconds,
               t.seconds > 0 ? double(t.requests) / t.seconds : 0.0);
+  if (t.policies.empty()) return;
+  std::printf("\npolicies replayed offline at %llu blocks (exact LRU %.4f, Belady %.4f):\n",
+              static_cast<unsigned long long>(t.capacity_blocks), t.lru_hit_ratio,
+              t.belady_hit_ratio);
+  std::printf("%-10s %10s %11s %10s %12s %15s\n", "policy", "hit ratio", "gap closed", "victims",
+              "ns/eviction", "steps/eviction");
+  for (const PolicyFigure& p : t.policies) {
+    char steps[32] = "-";  // not counted by this policy
+    if (p.steps_per_eviction > 0) std::snprintf(steps, sizeof steps, "%.2f", p.steps_per_eviction);
+    std::printf("%-10s %10.4f %10.1f%% %10llu %12.0f %15s\n", p.name.c_str(), p.hit_ratio,
+                100 * p.gap_closed, static_cast<unsigned long long>(p.victims), p.ns_per_eviction,
+                steps);
+  }
 }
 
 std::string ToJson(const std::vector<SetupField>& setup, const std::vector<OpResult>& results,
@@ -123,14 +137,26 @@ std::string ToJson(const std::vector<SetupField>& setup, const std::vector<OpRes
   if (trace) {
     const TraceSummary& t = *trace;
     j += ",\n  \"trace\": {\"file\": " + Quoted(t.file) + ", \"hit_ratio\": " + Num(t.hit_ratio) +
-         ", \"lru_hit_ratio\": " + Num(t.lru_hit_ratio) + ", \"requests\": " + std::to_string(t.requests) +
+         ", \"lru_hit_ratio\": " + Num(t.lru_hit_ratio) +
+         ", \"belady_hit_ratio\": " + Num(t.belady_hit_ratio) + ", \"gap_closed\": " + Num(t.gap_closed) +
+         ", \"requests\": " + std::to_string(t.requests) +
          ", \"blocks\": " + std::to_string(t.blocks) + ", \"hit_blocks\": " + std::to_string(t.hit_blocks) +
          ", \"stored_blocks\": " + std::to_string(t.stored_blocks) +
          ", \"failed_blocks\": " + std::to_string(t.failed_blocks) +
          ", \"block_size\": " + std::to_string(t.block_size) +
          ", \"capacity_blocks\": " + std::to_string(t.capacity_blocks) +
          ", \"bytes_moved\": " + std::to_string(t.bytes_moved) + ", \"seconds\": " + Num(t.seconds) +
-         ", \"requests_per_s\": " + Num(t.seconds > 0 ? double(t.requests) / t.seconds : 0.0) + "}";
+         ", \"requests_per_s\": " + Num(t.seconds > 0 ? double(t.requests) / t.seconds : 0.0) +
+         ", \"policies\": [";
+    for (size_t i = 0; i < t.policies.size(); ++i) {
+      const PolicyFigure& p = t.policies[i];
+      j += std::string(i ? ", " : "") + "{\"name\": " + Quoted(p.name) + ", \"hit_ratio\": " +
+           Num(p.hit_ratio) + ", \"gap_closed\": " + Num(p.gap_closed) +
+           ", \"victims\": " + std::to_string(p.victims) +
+           ", \"ns_per_eviction\": " + Num(p.ns_per_eviction) +
+           ", \"steps_per_eviction\": " + Num(p.steps_per_eviction) + "}";
+    }
+    j += "]}";
   }
   j += "\n}\n";
   return j;

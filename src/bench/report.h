@@ -20,6 +20,17 @@ struct SetupField {
   bool numeric = false;
 };
 
+// One eviction policy replayed offline over the trace at the pool's
+// capacity (trace_replay's PolicyCache, the master's tail-first touches).
+struct PolicyFigure {
+  std::string name;
+  double hit_ratio = 0;
+  double gap_closed = 0;  // of the exact-LRU-to-Belady gap
+  uint64_t victims = 0;
+  double ns_per_eviction = 0;  // wall time of NextVictim calls
+  double steps_per_eviction = 0;  // objects examined per victim (0: not counted)
+};
+
 struct TraceSummary {
   std::string file;
   uint64_t requests = 0;
@@ -33,6 +44,9 @@ struct TraceSummary {
   double seconds = 0;
   double hit_ratio = 0;
   double lru_hit_ratio = 0;
+  double belady_hit_ratio = 0;  // Belady's MIN, the offline optimum
+  double gap_closed = 0;        // share of the LRU-to-Belady gap this run closed
+  std::vector<PolicyFigure> policies;
 };
 
 void PrintSetup(const std::vector<SetupField>& setup);

@@ -80,6 +80,11 @@ const Setting kSettings[] = {
     {.section = kMaster, .key = "eviction_ratio", .type = Type::kRatio,
      .field = MC_FIELD(master.eviction_ratio),
      .help = "Most of the capacity one background eviction round frees"},
+    {.section = kMaster, .key = "eviction_policy", .type = Type::kString,
+     .field = MC_FIELD(master.eviction_policy),
+     .help = "Which objects eviction drops first: probation (new objects wait in a small"
+             " queue until read again), adaptive (ARC with a duel against LRU) or lru",
+     .choices = "probation|adaptive|lru"},
     {.section = kMaster, .key = "client_ttl", .type = Type::kDuration,
      .field = MC_FIELD(master.client_ttl_us),
      .help = "A client silent this long is dead: its segments are unmounted",

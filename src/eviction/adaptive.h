@@ -31,7 +31,7 @@
 
 namespace mc::master {
 
-class AdaptivePolicy final : public EvictionPolicy {
+class AdaptivePolicy final : public ShadowablePolicy {
  public:
   // Ghosts are at most `capacity_hint_objects`, or, if it is 0, at most the
   // high-water mark of tracked objects (and never fewer than this floor, so a
@@ -55,7 +55,7 @@ class AdaptivePolicy final : public EvictionPolicy {
   size_t tracked() const override { return live_index_.size(); }
   EvictionStats stats() const override { return stats_; }
 
-  bool Tracks(ObjectId id) const { return live_index_.Find(id) != eviction::kNoSlot; }
+  bool Tracks(ObjectId id) const override { return live_index_.Find(id) != eviction::kNoSlot; }
   // True while the duel says plain recency is winning.
   bool evicting_by_recency() const { return duel_ && duel_->prefer_recency(); }
   size_t ghosts() const { return ghost_index_.size(); }
@@ -63,7 +63,7 @@ class AdaptivePolicy final : public EvictionPolicy {
   // T1's target size in bytes, for tests and metrics.
   uint64_t target_recent_bytes() const { return target_t1_bytes_; }
   // Heap bytes held by the policy (for the per-object memory budget).
-  size_t memory_bytes() const;
+  size_t memory_bytes() const override;
 
  private:
   enum ListId : uint8_t { kT1, kT2, kB1, kB2 };

@@ -7,7 +7,10 @@
 namespace mc::master {
 
 PolicyDuel::PolicyDuel()
-    : arc_(std::make_unique<AdaptivePolicy>(0, /*duel=*/false)) {}
+    : PolicyDuel([] { return std::make_unique<AdaptivePolicy>(0, /*duel=*/false); }) {}
+
+PolicyDuel::PolicyDuel(std::function<std::unique_ptr<ShadowablePolicy>()> make_challenger)
+    : make_challenger_(std::move(make_challenger)), challenger_(make_challenger_()) {}
 PolicyDuel::~PolicyDuel() = default;
 
 void PolicyDuel::SetCapacity(size_t cache_objects) {
@@ -28,15 +31,15 @@ void PolicyDuel::SetTrackedHighWater(size_t objects) {
   lru_index_ = {};
   lru_nodes_ = {};
   lru_list_ = {};
-  arc_ = std::make_unique<AdaptivePolicy>(0, /*duel=*/false);
+  challenger_ = make_challenger_();
   if (cache_objects_ != SIZE_MAX) SetCapacity(cache_objects_);
 }
 
 void PolicyDuel::OnReference(uint64_t key_hash) {
   if (!Sampled(key_hash)) return;
   int lru_hit = LruReference(key_hash) ? 1 : 0;
-  int arc_hit = ArcReference(key_hash) ? 1 : 0;
-  score_ = std::clamp(score_ + lru_hit - arc_hit, -score_limit_, score_limit_);
+  int challenger_hit = ChallengerReference(key_hash) ? 1 : 0;
+  score_ = std::clamp(score_ + lru_hit - challenger_hit, -score_limit_, score_limit_);
 }
 
 bool PolicyDuel::LruReference(uint64_t key_hash) {
@@ -59,15 +62,15 @@ bool PolicyDuel::LruReference(uint64_t key_hash) {
   return false;
 }
 
-bool PolicyDuel::ArcReference(uint64_t key_hash) {
-  if (arc_->Tracks(key_hash)) {
-    arc_->OnAccess(key_hash);
+bool PolicyDuel::ChallengerReference(uint64_t key_hash) {
+  if (challenger_->Tracks(key_hash)) {
+    challenger_->OnAccess(key_hash);
     return true;
   }
-  while (arc_->tracked() > 0 && arc_->tracked() >= capacity_objects_) {
-    arc_->NextVictim([](ObjectId) { return true; });
+  while (challenger_->tracked() > 0 && challenger_->tracked() >= capacity_objects_) {
+    challenger_->NextVictim([](ObjectId) { return true; });
   }
-  arc_->OnInsert(key_hash, key_hash, 1);
+  challenger_->OnInsert(key_hash, key_hash, 1);
   return false;
 }
 
@@ -80,12 +83,12 @@ void PolicyDuel::OnMiss(uint64_t key_hash) {
     lru_nodes_.PushMru(lru_list_, slot);
     lru_hit = 1;
   }
-  int arc_hit = 0;
-  if (arc_->Tracks(key_hash)) {
-    arc_->OnAccess(key_hash);
-    arc_hit = 1;
+  int challenger_hit = 0;
+  if (challenger_->Tracks(key_hash)) {
+    challenger_->OnAccess(key_hash);
+    challenger_hit = 1;
   }
-  score_ = std::clamp(score_ + lru_hit - arc_hit, -score_limit_, score_limit_);
+  score_ = std::clamp(score_ + lru_hit - challenger_hit, -score_limit_, score_limit_);
 }
 
 void PolicyDuel::OnRemove(uint64_t key_hash) {
@@ -96,11 +99,11 @@ void PolicyDuel::OnRemove(uint64_t key_hash) {
     lru_nodes_.Unlink(lru_list_, slot);
     lru_nodes_.Free(slot);
   }
-  arc_->OnRemove(key_hash);
+  challenger_->OnRemove(key_hash);
 }
 
 size_t PolicyDuel::memory_bytes() const {
-  return lru_nodes_.memory_bytes() + lru_index_.memory_bytes() + arc_->memory_bytes();
+  return lru_nodes_.memory_bytes() + lru_index_.memory_bytes() + challenger_->memory_bytes();
 }
 
 }  // namespace mc::master

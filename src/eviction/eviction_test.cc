@@ -29,8 +29,9 @@ std::vector<ObjectId> Drain(EvictionPolicy& p) {
 
 }  // namespace
 
-TEST_CASE("the factory knows lru and adaptive and nothing else") {
+TEST_CASE("the factory knows lru, adaptive and probation and nothing else") {
   CHECK(MakeEvictionPolicy("lru", 0)->name() == "lru");
+  CHECK(MakeEvictionPolicy("probation", 0)->name() == "probation");
   CHECK(MakeEvictionPolicy("adaptive", 0)->name() == "adaptive");
   CHECK(MakeEvictionPolicy("lfu", 0) == nullptr);
 }

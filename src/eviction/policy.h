@@ -28,6 +28,9 @@ struct EvictionStats {
   uint64_t victims_by_recency = 0;
   // Times the adaptive policy went from ARC's lists to plain recency or back.
   uint64_t mode_switches = 0;
+  // Objects NextVictim examined to find its victims (its cost; 0 for
+  // policies that do not count).
+  uint64_t victim_steps = 0;
 };
 
 class EvictionPolicy {
@@ -67,7 +70,12 @@ enum class IdSpace : uint8_t {
   kSlotted,
 };
 
-// "lru" (approximate LRU) or "adaptive" (the default); nullptr if unknown.
+// The names MakeEvictionPolicy knows, the master's default first.
+inline constexpr std::string_view kEvictionPolicyNames[] = {"probation", "adaptive", "lru"};
+
+// "probation" (the default: new objects on probation in a small queue, see
+// probation.h), "adaptive" (ARC with a duel against LRU) or "lru"
+// (approximate LRU); nullptr if unknown.
 // `capacity_hint_objects` sizes ghost history; 0 lets the policy grow it with
 // the number of tracked objects.
 std::unique_ptr<EvictionPolicy> MakeEvictionPolicy(std::string_view name,

@@ -102,6 +102,12 @@ std::unique_ptr<PrefixCache> MakePolicyCache(std::unique_ptr<master::EvictionPol
                                              const PoolModel& pool = {});
 
 double ExactLruHitRatio(const Trace& trace, size_t capacity_blocks);
+// Belady's MIN over the same replay (belady.cc): the offline optimum, the
+// other end of the yardstick.
+double BeladyHitRatio(const Trace& trace, size_t capacity_blocks);
+// Share of the LRU-to-Belady gap `policy` closes (0 when there is no gap;
+// negative when the policy is below LRU).
+double GapClosed(double lru, double belady, double policy);
 // `policy_name` as MakeEvictionPolicy takes it (sized with capacity_blocks);
 // an unknown name is an INVALID_PARAMS error.
 Result<double> PolicyHitRatio(const Trace& trace, std::string_view policy_name,

@@ -1,6 +1,7 @@
 #include "masterd/service.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 #include "common/capability.h"
@@ -32,12 +33,27 @@ master::Options MasterOptions(const MasterConfig& c) {
   return o;
 }
 
+namespace {
+
+// The config's choices are the factory's names, so the policy exists.
+std::unique_ptr<master::EvictionPolicy> MakePolicy(const MasterConfig& config) {
+  auto policy = master::MakeEvictionPolicy(config.eviction_policy, 0, master::IdSpace::kSlotted);
+  if (!policy) {
+    std::fprintf(stderr, "mooncake master: unknown eviction policy '%s'\n",
+                 config.eviction_policy.c_str());
+    std::abort();
+  }
+  return policy;
+}
+
+}  // namespace
+
 MasterService::MasterService(const MasterConfig& config, const Clock& clock,
                              master::StateListener* listener)
     : config_(config),
       clock_(clock),
       state_(std::make_unique<master::MasterState>(
-          StateOptions(config), master::MakeEvictionPolicy("adaptive", 0, master::IdSpace::kSlotted), listener)) {}
+          StateOptions(config), MakePolicy(config), listener)) {}
 
 void MasterService::Sign(msg::ReplicaDesc* replica, bool write, uint64_t now_wall_ms) {
   // A write grant ends no later than the put's deadline (an unfinished put's

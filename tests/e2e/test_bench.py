@@ -131,6 +131,17 @@ try:
         check(abs(t["hit_ratio"] - 4 / 9) < 1e-6, f"trace: prefix hit ratio 4/9 ({t['hit_ratio']})")
         check(abs(t["lru_hit_ratio"] - 4 / 9) < 1e-6, "trace: exact LRU with room for all also 4/9")
         check(t["capacity_blocks"] == 128 * 1024 // 4, "trace: capacity is pool bytes / block size")
+        check(abs(t.get("belady_hit_ratio", -1) - 4 / 9) < 1e-6,
+              "trace: Belady with room for all also 4/9")
+        check(t.get("gap_closed") == 0, "trace: no gap between LRU and Belady, none closed")
+        names = [p.get("name") for p in t.get("policies", [])]
+        check(names == ["probation", "adaptive", "lru"],
+              f"trace: every policy the master can run is replayed offline ({names})")
+        check(all(abs(p["hit_ratio"] - 4 / 9) < 1e-6 and p["victims"] == 0
+                  for p in t.get("policies", [])),
+              "trace: with room for all, every policy hits 4/9 and evicts nothing")
+        check("Belady" in r.stdout.decode() and "ns/eviction" in r.stdout.decode(),
+              "trace: the printed summary shows Belady and the cost per eviction")
 
     # ---- side by side with a local redis-server -------------------------------
     redis_bin = shutil.which("redis-server")

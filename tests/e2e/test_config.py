@@ -150,6 +150,9 @@ fails_with(["master", "--print-config", "--fsync", "never"],
            "--fsync: 'never': unknown fsync (use one of always,everysec)", what="unknown fsync mode")
 fails_with(["master", "--config", write("fsync.toml", "[master]\nfsync = \"no\"\n")],
            "fsync.toml:2: [master] fsync: 'no': unknown fsync", what="TOML unknown fsync mode")
+fails_with(["master", "--print-config", "--eviction-policy", "lfu"],
+           "--eviction-policy: 'lfu': unknown eviction_policy (use one of probation,adaptive,lru)",
+           what="unknown eviction policy")
 fails_with(["master", "--print-config", "--rpc-port", "0"], "--rpc-port: '0': port 0 is not allowed",
            what="port 0 where it does not pick")
 bad_json = write("bad.json", json.dumps({"global_segment_size": "12xb"}))
