@@ -94,16 +94,12 @@ Status MasterState::CheckSegments() const {
 }
 
 // Every buffer lies in used space of a live segment, no two overlap, and
-// per segment they add up to exactly the allocator's used bytes.
+// per segment they add up to exactly the allocator's used bytes. Buffers
+// are held by objects, by upserts' versions not ended yet, by copy/move
+// tasks' targets being written, and by retired buffers kept for readers.
 Status MasterState::CheckBuffers() const {
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> used(segments_.size());
-  for (auto it = objects_.begin(); it != objects_.end(); ++it) {
-    const ObjectRecord& rec = it->record;
-    const std::string what = "object '" + std::string(it->key()) + "'";
-    if (rec.buffer_count != uint32_t{rec.replicas} * Stripes(rec.size_bytes)) {
-      return Broken(what + " has " + std::to_string(rec.buffer_count) + " buffers for " +
-                    std::to_string(rec.replicas) + " replicas");
-    }
+  auto add = [&](const ObjectRecord& rec, const std::string& what) -> Status {
     for (uint32_t i = 0; i < rec.buffer_count; ++i) {
       const uint64_t b = rec.buffers()[i];
       const uint32_t id = BufferSegment(b);
@@ -115,7 +111,33 @@ Status MasterState::CheckBuffers() const {
       }
       used[id].emplace_back(BufferOffset(b), SegmentAllocator::AlignUp(BufferSize(rec, i)));
     }
+    return Status::Ok();
+  };
+  for (auto it = objects_.begin(); it != objects_.end(); ++it) {
+    const ObjectRecord& rec = it->record;
+    const std::string what = "object '" + std::string(it->key()) + "'";
+    if (rec.buffer_count != uint32_t{rec.replicas} * Stripes(rec.size_bytes)) {
+      return Broken(what + " has " + std::to_string(rec.buffer_count) + " buffers for " +
+                    std::to_string(rec.replicas) + " replicas");
+    }
+    MC_RETURN_IF_ERROR(add(rec, what));
   }
+  for (const auto& [slot, pending] : pending_upserts_) {
+    MC_RETURN_IF_ERROR(add(pending->rec, "the upsert in slot " + std::to_string(slot)));
+  }
+  for (const auto& [id, task] : tasks_) {
+    MC_RETURN_IF_ERROR(add(task->placed, "a copy/move task"));
+  }
+  uint64_t retired = 0;
+  for (const Retired& r : retired_) {
+    retired += SegmentAllocator::AlignUp(r.size_bytes);
+    if (r.segment >= segments_.size() || segments_[r.segment] == nullptr) continue;
+    if (!segments_[r.segment]->allocator.IsUsed(r.offset, r.size_bytes)) {
+      return Broken("a retired buffer in free space of '" + segments_[r.segment]->desc.name + "'");
+    }
+    used[r.segment].emplace_back(r.offset, SegmentAllocator::AlignUp(r.size_bytes));
+  }
+  if (retired != retired_bytes_) return Broken("retired counter is not the retired buffers' sum");
   uint64_t allocated = 0;
   for (uint32_t id = 0; id < used.size(); ++id) {
     if (segments_[id] == nullptr) continue;
