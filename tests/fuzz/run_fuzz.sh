@@ -45,7 +45,7 @@ config="src/config/registry.cc src/config/json_reader.cc src/config/sources.cc
 declare -A srcs libs
 srcs[frame_fuzz]="src/common/byte_io.cc src/proto/frame.cc src/proto/codec.cc src/proto/handshake.cc
                   src/msg/messages.cc"
-srcs[ops_fuzz]="src/proto/byte_io.cc src/proto/frame.cc src/proto/codec.cc src/msg/messages.cc"
+srcs[ops_fuzz]="src/common/byte_io.cc src/proto/frame.cc src/proto/codec.cc src/msg/messages.cc"
 srcs[data_wire_fuzz]="src/transfer/data_protocol.cc src/transfer/access.cc
                       src/transfer/transport.cc $crypto"
 libs[data_wire_fuzz]="-lcrypto"
@@ -56,7 +56,8 @@ srcs[descriptor_fuzz]="src/store/segment_descriptor.cc src/common/json_escape.cc
 srcs[config_toml_fuzz]="$config"
 srcs[config_json_fuzz]="$config"
 srcs[trace_fuzz]="src/eviction/trace.cc src/eviction/trace_replay.cc src/eviction/lru.cc
-                  src/eviction/adaptive.cc src/eviction/duel.cc src/eviction/factory.cc"
+                  src/eviction/adaptive.cc src/eviction/duel.cc src/eviction/factory.cc
+                  src/eviction/probation.cc src/eviction/belady.cc"
 
 build_dir="${FUZZ_BUILD_DIR:-/tmp/mooncake-fuzz-build-$(id -u)}"
 mkdir -p "$build_dir"
