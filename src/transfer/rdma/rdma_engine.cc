@@ -513,6 +513,36 @@ void RdmaEngine::ExpireBatch(BatchCtx& ctx) {
   }
 }
 
+void RdmaEngine::RebuildStarvedLinks(BatchCtx& ctx, std::span<TransferOp> ops,
+                                     std::set<std::string>& rebuilt,
+                                     std::unique_lock<std::mutex>& lock) {
+  for (size_t idx : std::vector<size_t>(ctx.queue.begin(), ctx.queue.end())) {
+    const size_t op = ctx.slices[idx].op;
+    std::shared_ptr<Link> link = ctx.op_link[op];
+    if (link->sched.AnyHealthy()) continue;
+    if (!rebuilt.insert(link->key).second) {
+      if (link == ctx.op_link[op]) {
+        FailSlice(ctx, ctx.slices[idx], "RDMA connection to " + link->key +
+                                              " failed again after a rebuild");
+      }
+      continue;
+    }
+    lock.unlock();
+    auto fresh = GetLink(*ops[op].endpoint, true);
+    lock.lock();
+    for (size_t j = 0; j < ops.size(); ++j) {
+      if (ctx.op_link[j] != link) continue;
+      if (fresh.ok()) ctx.op_link[j] = *fresh;
+      else ctx.op_error[j] = "RDMA reconnect to " + link->key + ": " + fresh.status().message();
+    }
+    if (!fresh.ok()) {
+      for (size_t q : ctx.queue) {
+        if (ctx.op_link[ctx.slices[q].op] == link) FailSlice(ctx, ctx.slices[q], "");
+      }
+    }
+  }
+}
+
 Status RdmaEngine::Batch(std::span<TransferOp> ops) {
   MC_RETURN_IF_ERROR(ValidateBatch(ops));
   auto ctx = std::make_shared<BatchCtx>();
@@ -542,32 +572,7 @@ Status RdmaEngine::Batch(std::span<TransferOp> ops) {
   for (size_t i = 0; i < ctx->slices.size(); ++i) ctx->queue.push_back(i);
   while (ctx->remaining > 0 && !ctx->expired) {
     PostQueued(*ctx, ctx);
-    // A link with slices waiting and no QP left is rebuilt once per batch.
-    for (size_t idx : std::vector<size_t>(ctx->queue.begin(), ctx->queue.end())) {
-      const size_t op = ctx->slices[idx].op;
-      std::shared_ptr<Link> link = ctx->op_link[op];
-      if (link->sched.AnyHealthy()) continue;
-      if (!rebuilt.insert(link->key).second) {
-        if (link == ctx->op_link[op]) {
-          FailSlice(*ctx, ctx->slices[idx], "RDMA connection to " + link->key +
-                                                " failed again after a rebuild");
-        }
-        continue;
-      }
-      lock.unlock();
-      auto fresh = GetLink(*ops[op].endpoint, true);
-      lock.lock();
-      for (size_t j = 0; j < ops.size(); ++j) {
-        if (ctx->op_link[j] != link) continue;
-        if (fresh.ok()) ctx->op_link[j] = *fresh;
-        else ctx->op_error[j] = "RDMA reconnect to " + link->key + ": " + fresh.status().message();
-      }
-      if (!fresh.ok()) {
-        for (size_t q : ctx->queue) {
-          if (ctx->op_link[ctx->slices[q].op] == link) FailSlice(*ctx, ctx->slices[q], "");
-        }
-      }
-    }
+    RebuildStarvedLinks(*ctx, ops, rebuilt, lock);
     if (ctx->remaining == 0) break;
     if (clock_->NowUs() >= deadline) {
       ExpireBatch(*ctx);

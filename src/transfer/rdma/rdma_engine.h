@@ -135,6 +135,10 @@ class RdmaEngine {
   void OnCompletion(size_t device, const Completion& c);             // mu_ held
   void PollLoop(size_t device);
   void ExpireBatch(BatchCtx& ctx);  // mu_ held
+  // Rebuilds, once per batch, each link that has slices waiting and no
+  // healthy QP left; mu_ held through `lock`, dropped while connecting.
+  void RebuildStarvedLinks(BatchCtx& ctx, std::span<TransferOp> ops, std::set<std::string>& rebuilt,
+                           std::unique_lock<std::mutex>& lock);
 
   std::vector<std::unique_ptr<VerbsDevice>> devices_;
   ConnectorFactory connect_;
