@@ -14,18 +14,14 @@
 #include "eviction/adaptive.h"
 #include "eviction/lru.h"
 #include "eviction/policy.h"
+#include "eviction/testing_policy.h"
 
 using namespace mc::master;
 
 namespace {
 
-const auto kAll = [](ObjectId) { return true; };
-
-std::vector<ObjectId> Drain(EvictionPolicy& p) {
-  std::vector<ObjectId> out;
-  while (auto v = p.NextVictim(kAll)) out.push_back(*v);
-  return out;
-}
+const auto kAll = EveryObject;
+const auto Drain = DrainVictims;
 
 }  // namespace
 

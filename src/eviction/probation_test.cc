@@ -11,6 +11,7 @@
 
 #include "common/test_seed.h"
 #include "eviction/policy.h"
+#include "eviction/testing_policy.h"
 #include "eviction/probation.h"
 #include "eviction/trace.h"
 #include "eviction/trace_synth.h"
@@ -20,13 +21,8 @@ using namespace mc::bench;
 
 namespace {
 
-const auto kAll = [](ObjectId) { return true; };
-
-std::vector<ObjectId> Drain(EvictionPolicy& p) {
-  std::vector<ObjectId> out;
-  while (auto v = p.NextVictim(kAll)) out.push_back(*v);
-  return out;
-}
+const auto kAll = EveryObject;
+const auto Drain = DrainVictims;
 
 std::string Line(const std::vector<uint64_t>& ids) {
   std::string s = "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [";

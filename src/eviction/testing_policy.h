@@ -4,6 +4,7 @@
 
 #include <list>
 #include <unordered_map>
+#include <vector>
 
 #include "eviction/policy.h"
 
@@ -42,5 +43,14 @@ class ExactLruPolicy final : public EvictionPolicy {
   std::list<ObjectId> order_;  // most recent first
   std::unordered_map<ObjectId, std::list<ObjectId>::iterator> where_;
 };
+
+// Tests: every object counts as evictable, and a policy's victims in order
+// until it has none.
+inline bool EveryObject(ObjectId) { return true; }
+inline std::vector<ObjectId> DrainVictims(EvictionPolicy& p) {
+  std::vector<ObjectId> out;
+  while (auto v = p.NextVictim(EveryObject)) out.push_back(*v);
+  return out;
+}
 
 }  // namespace mc::master
