@@ -47,7 +47,7 @@ struct MasterConfig {
   uint64_t default_kv_soft_pin_ttl_us = kDefaultKvSoftPinTtlUs;   // plain numbers: ms
   double eviction_high_watermark_ratio = kDefaultEvictionHighWatermarkRatio;
   double eviction_ratio = kDefaultEvictionRatio;
-  std::string eviction_policy = "probation";  // probation | adaptive | lru
+  std::string eviction_policy = "adaptive";  // adaptive | probation | lru
   uint64_t client_ttl_us = kDefaultClientTtlUs;                  // plain numbers: s
   uint64_t put_timeout_us = kDefaultPutTimeoutUs;                // plain numbers: s
   uint64_t stripe_size_bytes = kDefaultStripeSizeBytes;

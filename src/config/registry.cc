@@ -82,8 +82,8 @@ const Setting kSettings[] = {
      .help = "Most of the capacity one background eviction round frees"},
     {.section = kMaster, .key = "eviction_policy", .type = Type::kString,
      .field = MC_FIELD(master.eviction_policy),
-     .help = "Which objects eviction drops first: probation (new objects wait in a small"
-             " queue until read again), adaptive (ARC with a duel against LRU) or lru",
+     .help = "Which objects eviction drops first: adaptive (ARC with a duel against LRU),"
+             " probation (new objects wait in a small queue until read again) or lru",
      .choices = "probation|adaptive|lru"},
     {.section = kMaster, .key = "client_ttl", .type = Type::kDuration,
      .field = MC_FIELD(master.client_ttl_us),

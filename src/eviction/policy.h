@@ -73,8 +73,8 @@ enum class IdSpace : uint8_t {
 // The names MakeEvictionPolicy knows, the master's default first.
 inline constexpr std::string_view kEvictionPolicyNames[] = {"probation", "adaptive", "lru"};
 
-// "probation" (the default: new objects on probation in a small queue, see
-// probation.h), "adaptive" (ARC with a duel against LRU) or "lru"
+// "adaptive" (the master's default: ARC with a duel against LRU),
+// "probation" (new objects on probation in a small queue, see probation.h) or "lru"
 // (approximate LRU); nullptr if unknown.
 // `capacity_hint_objects` sizes ghost history; 0 lets the policy grow it with
 // the number of tracked objects.

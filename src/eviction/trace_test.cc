@@ -128,7 +128,7 @@ TEST_CASE("adaptive eviction beats exact LRU on the shared trace at every suite 
   }
 }
 
-// The probation policy (the master's default) beats exact LRU at the same
+// The probation policy (--eviction-policy probation) beats exact LRU at the same
 // sizes and closes more of the gap to Belady than adaptive at 4096 blocks.
 TEST_CASE("probation eviction beats exact LRU and adaptive on the shared trace") {
   std::optional<Trace> t = SharedTrace();
