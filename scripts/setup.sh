@@ -18,6 +18,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   pybind11-dev python3-pybind11 python3-dev python3-pytest python3-mesonpy python3-redis python3-pip
   python3-torch python3-numpy
+  etcd-server etcd-client liburing-dev fio
 )
 
 need_install=()
