@@ -19,6 +19,7 @@
 
 #include "eviction/oracle.h"
 #include "eviction/trace.h"
+#include "eviction/trace_stats.h"
 #include "eviction/trace_synth.h"
 
 namespace {
@@ -95,6 +96,23 @@ void PrintYardsticks(const Trace& trace, const PoolModel& pool,
   }
 }
 
+// The chain structure behind the figures (trace_stats.h).
+void PrintChains(const Trace& trace) {
+  const ChainFigures f = SummarizeChains(trace);
+  std::printf("\nchains (requests by first block): %llu, %llu never continued (%llu blocks of %llu "
+              "distinct)\n",
+              (unsigned long long)f.chains, (unsigned long long)f.one_shot_chains,
+              (unsigned long long)f.one_shot_blocks, (unsigned long long)f.new_blocks);
+  std::printf("%6s %10s %10s %22s\n", "turn", "requests", "continued", "median gap (new blocks)");
+  for (size_t k = 0; k < f.turns.size(); ++k) {
+    const TurnFigures& t = f.turns[k];
+    if (t.requests == 0) continue;
+    std::printf("%5zu%s %10llu %9.0f%% %22llu\n", k + 1, k + 1 == f.turns.size() ? "+" : " ",
+                (unsigned long long)t.requests, 100.0 * double(t.continued) / double(t.requests),
+                (unsigned long long)t.median_gap_new_blocks);
+  }
+}
+
 int RunOne(const Trace& trace, const std::string& source, const PoolModel& pool,
            const std::vector<uint64_t>& capacities) {
   std::printf("trace: %s\nrequests: %zu  blocks: %llu  distinct blocks: %llu\n", source.c_str(),
@@ -115,6 +133,7 @@ int RunOne(const Trace& trace, const std::string& source, const PoolModel& pool,
                 (unsigned long long)trace.total_blocks);
   }
   PrintYardsticks(trace, pool, capacities);
+  PrintChains(trace);
   return 0;
 }
 
