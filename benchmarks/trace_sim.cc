@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "eviction/oracle.h"
 #include "eviction/trace.h"
+#include "eviction/trace_stats.h"
 #include "eviction/trace_synth.h"
 
 namespace {
@@ -73,6 +75,44 @@ void PrintPool(const PoolModel& pool) {
     std::printf("pool: a read leases a block for %llu puts\n", (unsigned long long)pool.lease_puts);
 }
 
+// Each policy the master can run against both ends of the yardstick, and
+// how far perfect admission alone would take LRU (oracle.h).
+void PrintYardsticks(const Trace& trace, const PoolModel& pool,
+                     const std::vector<uint64_t>& capacities) {
+  std::printf("\ngap closed = (policy - exact_lru) / (belady - exact_lru)\n");
+  std::printf("%10s %10s %10s", "capacity", "exact_lru", "belady");
+  for (std::string_view name : mc::master::kEvictionPolicyNames)
+    std::printf(" %17.*s", int(name.size()), name.data());
+  std::printf(" %17s %17s\n", "oracle:no-dead", "oracle:no-1shot");
+  for (uint64_t c : capacities) {
+    const double lru = ExactLruHitRatio(trace, c), belady = BeladyHitRatio(trace, c);
+    std::printf("%10llu %10.4f %10.4f", (unsigned long long)c, lru, belady);
+    auto cell = [&](double h) { std::printf(" %8.4f (%5.1f%%)", h, 100 * GapClosed(lru, belady, h)); };
+    for (std::string_view name : mc::master::kEvictionPolicyNames)
+      cell(Must(PolicyHitRatio(trace, name, c, TouchOrder::kHeadLast, pool)));
+    cell(DeadBlockBypassLruHitRatio(trace, c));
+    cell(OneShotChainBypassLruHitRatio(trace, c));
+    std::printf("\n");
+  }
+}
+
+// The chain structure behind the figures (trace_stats.h).
+void PrintChains(const Trace& trace) {
+  const ChainFigures f = SummarizeChains(trace);
+  std::printf("\nchains (requests by first block): %llu, %llu never continued (%llu blocks of %llu "
+              "distinct)\n",
+              (unsigned long long)f.chains, (unsigned long long)f.one_shot_chains,
+              (unsigned long long)f.one_shot_blocks, (unsigned long long)f.new_blocks);
+  std::printf("%6s %10s %10s %22s\n", "turn", "requests", "continued", "median gap (new blocks)");
+  for (size_t k = 0; k < f.turns.size(); ++k) {
+    const TurnFigures& t = f.turns[k];
+    if (t.requests == 0) continue;
+    std::printf("%5zu%s %10llu %9.0f%% %22llu\n", k + 1, k + 1 == f.turns.size() ? "+" : " ",
+                (unsigned long long)t.requests, 100.0 * double(t.continued) / double(t.requests),
+                (unsigned long long)t.median_gap_new_blocks);
+  }
+}
+
 int RunOne(const Trace& trace, const std::string& source, const PoolModel& pool,
            const std::vector<uint64_t>& capacities) {
   std::printf("trace: %s\nrequests: %zu  blocks: %llu  distinct blocks: %llu\n", source.c_str(),
@@ -92,6 +132,8 @@ int RunOne(const Trace& trace, const std::string& source, const PoolModel& pool,
                 exact, lru, adaptive, adaptive_chain, trace.requests.size(),
                 (unsigned long long)trace.total_blocks);
   }
+  PrintYardsticks(trace, pool, capacities);
+  PrintChains(trace);
   return 0;
 }
 

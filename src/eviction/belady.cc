@@ -9,14 +9,12 @@
 #include <queue>
 #include <unordered_map>
 
+#include "eviction/oracle.h"
 #include "eviction/trace.h"
 
 namespace mc::bench {
-namespace {
 
-constexpr uint64_t kNever = UINT64_MAX;
-
-// next_use[r][i]: index of the next request after r holding block i of r.
+// next[r][i]: index of the next request after r holding block i of r.
 std::vector<std::vector<uint64_t>> NextUses(const Trace& trace) {
   std::vector<std::vector<uint64_t>> next(trace.requests.size());
   std::unordered_map<uint64_t, uint64_t> seen_at;  // block -> later request
@@ -25,12 +23,15 @@ std::vector<std::vector<uint64_t>> NextUses(const Trace& trace) {
     next[r].resize(ids.size());
     for (size_t i = 0; i < ids.size(); ++i) {
       auto it = seen_at.find(ids[i]);
-      next[r][i] = it == seen_at.end() ? kNever : it->second;
+      next[r][i] = it == seen_at.end() ? kNeverAgain : it->second;
     }
     for (uint64_t b : ids) seen_at[b] = r;
   }
   return next;
 }
+
+namespace {
+
 
 class BeladyCache final : public PrefixCache {
  public:

@@ -3,6 +3,7 @@
 #include <list>
 #include <unordered_map>
 
+#include "eviction/oracle.h"
 #include "eviction/trace.h"
 #include "eviction/watermark.h"
 
@@ -11,7 +12,10 @@ namespace {
 
 class ExactLruCache final : public PrefixCache {
  public:
-  explicit ExactLruCache(size_t capacity_blocks) : capacity_(capacity_blocks) {}
+  // `admit` (empty: admit all) is AdmissionMask's: admit[r][i] says whether
+  // block i of the r-th request may be stored.
+  explicit ExactLruCache(size_t capacity_blocks, AdmissionMask admit = {})
+      : capacity_(capacity_blocks), admit_(std::move(admit)) {}
 
   size_t LookupPrefix(std::span<const uint64_t> blocks) override {
     size_t n = 0;
@@ -20,8 +24,12 @@ class ExactLruCache final : public PrefixCache {
   }
 
   void Store(std::span<const uint64_t> blocks) override {
-    for (uint64_t b : blocks) {
+    // Store gets the request's blocks after its cached prefix.
+    const size_t offset = admit_.empty() ? 0 : admit_[request_].size() - blocks.size();
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      const uint64_t b = blocks[i];
       if (Touch(b) || capacity_ == 0) continue;
+      if (!admit_.empty() && !admit_[request_][offset + i]) continue;
       if (map_.size() == capacity_) {
         map_.erase(order_.back());
         order_.pop_back();
@@ -29,6 +37,7 @@ class ExactLruCache final : public PrefixCache {
       order_.push_front(b);
       map_.emplace(b, order_.begin());
     }
+    ++request_;
   }
 
  private:
@@ -40,6 +49,8 @@ class ExactLruCache final : public PrefixCache {
   }
 
   size_t capacity_;
+  AdmissionMask admit_;
+  size_t request_ = 0;  // requests stored so far
   std::list<uint64_t> order_;  // front = most recent
   std::unordered_map<uint64_t, std::list<uint64_t>::iterator> map_;
 };
@@ -164,6 +175,10 @@ ReplayStats ReplayTrace(const Trace& trace, PrefixCache& cache,
 
 std::unique_ptr<PrefixCache> MakeExactLruCache(size_t capacity_blocks) {
   return std::make_unique<ExactLruCache>(capacity_blocks);
+}
+
+std::unique_ptr<PrefixCache> MakeAdmittingLruCache(size_t capacity_blocks, AdmissionMask admit) {
+  return std::make_unique<ExactLruCache>(capacity_blocks, std::move(admit));
 }
 
 std::unique_ptr<PrefixCache> MakePolicyCache(std::unique_ptr<master::EvictionPolicy> policy,

@@ -2,7 +2,8 @@
 // by trace_sim and `mooncake bench --trace`). Any input must be parsed or
 // refused with an error naming the source and line; an accepted trace must
 // be consistent (block counts) and replay through the exact-LRU yardstick
-// and each eviction policy with a hit ratio in [0, 1].
+// and each eviction policy with a hit ratio in [0, 1]; so must the admission
+// oracles, and the chain figures must add up.
 // Run: tests/fuzz/run_fuzz.sh trace_fuzz.
 #include <cstdint>
 #include <cstdlib>
@@ -10,7 +11,9 @@
 #include <unordered_set>
 
 #include "common/log.h"
+#include "eviction/oracle.h"
 #include "eviction/trace.h"
+#include "eviction/trace_stats.h"
 
 using namespace mc;
 
@@ -45,5 +48,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto ratio = bench::PolicyHitRatio(*trace, "adaptive", capacity, bench::TouchOrder::kChainOrder,
                                      pool);
   if (!ratio.ok() || !(*ratio >= 0.0 && *ratio <= 1.0)) std::abort();
+  for (double oracle : {bench::DeadBlockBypassLruHitRatio(*trace, capacity),
+                        bench::OneShotChainBypassLruHitRatio(*trace, capacity)}) {
+    if (!(oracle >= 0.0 && oracle <= 1.0)) std::abort();
+  }
+  const bench::ChainFigures chains = bench::SummarizeChains(*trace);
+  uint64_t turn_requests = 0, chained = 0;
+  for (const auto& t : chains.turns) turn_requests += t.requests;
+  for (const auto& r : trace->requests) chained += !r.hash_ids.empty();
+  if (chains.new_blocks != trace->distinct_blocks || chains.one_shot_chains > chains.chains ||
+      turn_requests != chained)
+    std::abort();
   return 0;
 }
