@@ -71,7 +71,7 @@ enum class IdSpace : uint8_t {
 };
 
 // The names MakeEvictionPolicy knows, the master's default first.
-inline constexpr std::string_view kEvictionPolicyNames[] = {"probation", "adaptive", "lru"};
+inline constexpr std::string_view kEvictionPolicyNames[] = {"adaptive", "probation", "lru"};
 
 // "adaptive" (the master's default: ARC with a duel against LRU),
 // "probation" (new objects on probation in a small queue, see probation.h) or "lru"

@@ -1,4 +1,4 @@
-// ProbationPolicy ("probation", the master's default): new objects serve a
+// ProbationPolicy ("probation", chosen with --eviction-policy probation): new objects serve a
 // probation in a small queue; only objects read again, or put back soon
 // after being evicted from probation, reach the main queue (2Q, Johnson &
 // Shasha, and S3-FIFO, Yang et al., with LRU order inside each queue).

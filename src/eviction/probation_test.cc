@@ -99,9 +99,9 @@ TEST_CASE("the duel follows probation against scans and plain recency against lo
   }
 }
 
-TEST_CASE("the factory knows probation and lists it first as the master's default") {
+TEST_CASE("the factory knows probation, and its list starts with the master's default, adaptive") {
   CHECK(MakeEvictionPolicy("probation", 0)->name() == "probation");
-  CHECK(kEvictionPolicyNames[0] == "probation");
+  CHECK(kEvictionPolicyNames[0] == "adaptive");
   for (std::string_view name : kEvictionPolicyNames) {
     CHECK(MakeEvictionPolicy(name, 0, IdSpace::kSlotted)->name() == name);
   }
