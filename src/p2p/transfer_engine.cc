@@ -9,6 +9,11 @@
 
 namespace mc::p2p {
 
+int LogFailure(std::string_view call, const Status& st) {
+  MC_LOG(ERROR) << "TransferEngine." << call << ": " << st.message();
+  return -1;
+}
+
 struct TransferEngine::Batch {
   uint64_t id = 0;
   std::string target;

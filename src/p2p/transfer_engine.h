@@ -65,6 +65,10 @@ struct TransferRequest {
 
 enum class BatchState { kPending, kCompleted, kFailed };
 
+// Logs "TransferEngine.<call>: <message>" at ERROR and returns -1, the
+// reference API's failure (its bindings report through our log).
+int LogFailure(std::string_view call, const Status& st);
+
 class TransferEngine {
  public:
   static Result<std::unique_ptr<TransferEngine>> Start(EngineOptions options);

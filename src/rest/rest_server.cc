@@ -30,10 +30,15 @@ void SendError(httplib::Response& res, int http_status, ErrorCode code, const st
                   kJson);
 }
 
-// 404 for an absent key, 500 (counted) for anything else.
+// 404 for an absent key, 409 for one a reader holds a lease on (remove
+// it later), 500 (counted) for anything else.
 void SendFailure(httplib::Response& res, const Status& st, Counters* counters) {
   if (st.code() == ErrorCode::OBJECT_NOT_FOUND) {
     SendError(res, 404, st.code(), "Key not found: " + st.message());
+    return;
+  }
+  if (st.code() == ErrorCode::OBJECT_HAS_LEASE) {
+    SendError(res, 409, st.code(), st.message());
     return;
   }
   counters->failed.fetch_add(1);

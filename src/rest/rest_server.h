@@ -17,7 +17,8 @@
 //   GET    /metrics            Prometheus text (the backend's, then ours)
 //   GET    /metrics/summary    text
 // Errors are JSON {"error": message, "error_code": code}: 400 for a missing
-// key or value, 404 for an absent key, 413 for a body past max_body_bytes
+// key or value, 404 for an absent key, 409 for a remove of a key a reader
+// holds a lease on, 413 for a body past max_body_bytes
 // (a JSON body past config::kMaxJsonBytes), 500 for a failed operation.
 // With `auth_token` set, every /api/ route needs "Authorization: Bearer
 // <token>" (401 otherwise, counted); /health and /metrics stay open, like

@@ -17,7 +17,6 @@
 #include <string>
 #include <vector>
 
-#include "common/log.h"
 #include "p2p/transfer_engine.h"
 
 namespace py = pybind11;
@@ -42,10 +41,7 @@ uint64_t TransferTimeoutUs() {
   return static_cast<uint64_t>(std::max(kMinTransferTimeoutS, std::atoi(env))) * 1'000'000;
 }
 
-int Fail(const mc::Status& st, const char* what) {
-  MC_LOG(ERROR) << "TransferEngine." << what << ": " << st.message();
-  return -1;
-}
+int Fail(const mc::Status& st, const char* what) { return mc::p2p::LogFailure(what, st); }
 
 class TransferEnginePy {
  public:
