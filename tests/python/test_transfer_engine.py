@@ -27,11 +27,12 @@ TRANSFER_TIMEOUT_S = 5
 
 
 class Peer:
-    def __init__(self, local_hostname="127.0.0.1", metadata="P2PHANDSHAKE"):
+    def __init__(self, local_hostname="127.0.0.1", metadata="P2PHANDSHAKE", env=None):
         self.proc = subprocess.Popen(
             [sys.executable, os.path.join(os.path.dirname(__file__), "te_peer.py"),
              local_hostname, metadata, str(PEER_BYTES)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            env=env)
         line = self.proc.stdout.readline().split()
         assert line and line[0] == "ready", f"peer did not start: {line}"
         self.name, self.addr = line[1], int(line[2])
@@ -57,6 +58,7 @@ def peer():
 @pytest.fixture
 def te():
     os.environ["MC_TRANSFER_TIMEOUT"] = str(TRANSFER_TIMEOUT_S)
+    os.environ.pop("MOONCAKE_AUTH_TOKEN", None)
     e = TransferEngine()
     assert e.initialize("127.0.0.1", "P2PHANDSHAKE", "tcp", "") == 0
     assert e.get_rpc_port() > 0
@@ -209,3 +211,20 @@ def test_calls_before_initialize_and_unknown_metadata_fail_with_minus_one():
     assert e.allocate_managed_buffer(4096) == 0
     assert e.initialize("127.0.0.1", "etcd://127.0.0.1:2379", "tcp", "") == -1
     assert e.initialize("127.0.0.1", "P2PHANDSHAKE", "rdma", "") == -1
+
+
+def test_a_peer_with_the_cluster_token_serves_only_engines_that_hold_it(te):
+    p = Peer(env=dict(os.environ, MOONCAKE_AUTH_TOKEN="te-t0ken"))
+    try:
+        buf = te.allocate_managed_buffer(4096)
+        assert te.transfer_sync_write(p.name, buf, p.addr, 4096) == -1
+        os.environ["MOONCAKE_AUTH_TOKEN"] = "te-t0ken"
+        e = TransferEngine()
+        assert e.initialize("127.0.0.1", "P2PHANDSHAKE", "tcp", "") == 0
+        b = e.allocate_managed_buffer(4096)
+        e.write_bytes_to_buffer(b, b"\x42" * 4096, 4096)
+        assert e.transfer_sync_write(p.name, b, p.addr, 4096) == 0
+        assert p.sha(0, 4096) == sha(b"\x42" * 4096)
+    finally:
+        os.environ.pop("MOONCAKE_AUTH_TOKEN", None)
+        p.stop()

@@ -60,6 +60,9 @@ class TransferEnginePy {
     o.metadata_server = metadata_server;
     o.protocol = protocol;
     o.transfer_timeout_us = TransferTimeoutUs();
+    // The cluster's shared secret, as every other mooncake process takes it:
+    // the rpc port then answers only peers that prove they hold it.
+    if (const char* token = std::getenv("MOONCAKE_AUTH_TOKEN")) o.auth_token = token;
     py::gil_scoped_release release;
     auto e = mc::p2p::TransferEngine::Start(o);
     if (!e.ok()) return Fail(e.status(), "initialize");
