@@ -19,7 +19,9 @@
 // Errors are JSON {"error": message, "error_code": code}: 400 for a missing
 // key or value, 404 for an absent key, 409 for a remove of a key a reader
 // holds a lease on, 413 for a body past max_body_bytes
-// (a JSON body past config::kMaxJsonBytes), 500 for a failed operation.
+// (a JSON body past config::kMaxJsonBytes), 411 for a body without a
+// Content-Length (chunked or read to the end: it could not be bounded), 500
+// for a failed operation.
 // With `auth_token` set, every /api/ route needs "Authorization: Bearer
 // <token>" (401 otherwise, counted); /health and /metrics stay open, like
 // the master's admin port. TLS through the same [tls] hook as every HTTP
@@ -73,6 +75,23 @@ struct RestOptions {
   uint64_t max_body_bytes = kDefaultMaxBodyBytes;
   int threads = kDefaultRestThreads;
   std::function<bool(ssl_ctx_st&)> tls;  // empty: plain HTTP
+};
+
+// The routes, limits and guards of one API listener. RestServer::Start
+// installs them on its own server; a fuzz target installs them on a server
+// it feeds bytes to with no socket (tests/fuzz/rest_http_fuzz). `backend`
+// must outlive this, and this the server it is installed on.
+class RestRoutes {
+ public:
+  RestRoutes(RestBackend& backend, const RestOptions& options);
+  ~RestRoutes();
+  RestRoutes(const RestRoutes&) = delete;
+  RestRoutes& operator=(const RestRoutes&) = delete;
+  void Install(httplib::Server& server);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 class RestServer {

@@ -128,6 +128,29 @@ TEST_CASE("a body past the limit is a 413 that names the limit") {
   CHECK(c.Get("/metrics")->body.find("client_http_body_too_large_total 1") != std::string::npos);
 }
 
+TEST_CASE("a body without a content length is refused with 411 before it is read") {
+  MapBackend b;
+  RestOptions o;
+  o.max_body_bytes = 1024;
+  auto s = Serve(b, o);
+  httplib::Client c("127.0.0.1", s->port());
+  // A chunked body of any size: cpp-httplib would read it without bound.
+  auto r = c.Put("/api/put?key=chunked",
+                 [](size_t offset, httplib::DataSink& sink) {
+                   const std::string piece(64 << 10, 'c');
+                   sink.write(piece.data(), piece.size());
+                   if (offset + piece.size() >= (1u << 20)) sink.done();
+                   return true;
+                 },
+                 "application/octet-stream");
+  // The client may see the 411 or a reset, depending on when it is answered.
+  if (r) CHECK(r->status == 411);
+  CHECK(b.map_.count("chunked") == 0);
+  r = c.Put("/api/put?key=ok", "fine", "text/plain");
+  REQUIRE(r);
+  CHECK(r->status == 200);
+}
+
 TEST_CASE("with a token the api routes need it and health and metrics stay open") {
   MapBackend b;
   RestOptions o;
