@@ -56,6 +56,14 @@ std::unique_ptr<RestServer> Serve(MapBackend& b, RestOptions o = {}) {
   return std::move(s.value());
 }
 
+constexpr uint64_t kSmallLimitBytes = 1024;
+
+RestOptions WithBodyLimit(uint64_t bytes) {
+  RestOptions o;
+  o.max_body_bytes = bytes;
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("a value put as JSON or raw bytes comes back byte for byte") {
@@ -114,15 +122,13 @@ TEST_CASE("a put without a key or value is a 400 naming what is missing") {
 
 TEST_CASE("a body past the limit is a 413 that names the limit") {
   MapBackend b;
-  RestOptions o;
-  o.max_body_bytes = 1024;
-  auto s = Serve(b, o);
+  auto s = Serve(b, WithBodyLimit(kSmallLimitBytes));
   httplib::Client c("127.0.0.1", s->port());
-  auto r = c.Put("/api/put?key=big", std::string(1025, 'x'), "application/octet-stream");
+  auto r = c.Put("/api/put?key=big", std::string(kSmallLimitBytes + 1, 'x'), "application/octet-stream");
   REQUIRE(r);
   CHECK(r->status == 413);
   CHECK(r->body.find("1024 bytes (max_body_bytes)") != std::string::npos);
-  CHECK(c.Put("/api/put?key=ok", std::string(1024, 'x'), "application/octet-stream")->status ==
+  CHECK(c.Put("/api/put?key=ok", std::string(kSmallLimitBytes, 'x'), "application/octet-stream")->status ==
         200);
   CHECK(b.map_.count("big") == 0);
   CHECK(c.Get("/metrics")->body.find("client_http_body_too_large_total 1") != std::string::npos);
@@ -130,9 +136,7 @@ TEST_CASE("a body past the limit is a 413 that names the limit") {
 
 TEST_CASE("a body without a content length is refused with 411 before it is read") {
   MapBackend b;
-  RestOptions o;
-  o.max_body_bytes = 1024;
-  auto s = Serve(b, o);
+  auto s = Serve(b, WithBodyLimit(kSmallLimitBytes));
   httplib::Client c("127.0.0.1", s->port());
   // A chunked body of any size: cpp-httplib would read it without bound.
   auto r = c.Put("/api/put?key=chunked",
