@@ -22,6 +22,7 @@ class HandshakeDirectory final : public PeerDirectory {
   Status Publish(const std::string&, const PeerAddress&) override { return Status::Ok(); }
   void Unpublish(const std::string&) override {}
   Result<PeerAddress> Resolve(const std::string& name) override { return ParseHostPort(name); }
+  void Forget(const std::string&) override {}
 };
 
 class HttpDirectory final : public PeerDirectory {
@@ -65,6 +66,10 @@ class HttpDirectory final : public PeerDirectory {
     std::lock_guard lock(mu_);
     cache_[name] = addr.value();
     return addr;
+  }
+  void Forget(const std::string& name) override {
+    std::lock_guard lock(mu_);
+    cache_.erase(name);
   }
 
  private:

@@ -41,6 +41,8 @@ class PeerDirectory {
   virtual Status Publish(const std::string& segment_name, const PeerAddress& self) = 0;
   virtual void Unpublish(const std::string& segment_name) = 0;
   virtual Result<PeerAddress> Resolve(const std::string& segment_name) = 0;
+  // Drops what Resolve cached for the name (its peer could not be reached).
+  virtual void Forget(const std::string& segment_name) = 0;
 };
 
 // For "P2PHANDSHAKE" or an http:// / https:// URL; INVALID_PARAMS naming the

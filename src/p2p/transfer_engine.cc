@@ -103,6 +103,24 @@ Status TransferEngine::Transfer(const std::string& target, transfer::OpKind kind
                                 const std::vector<TransferRequest>& requests) {
   auto ep = Endpoint(target);
   if (!ep.ok()) return ep.status();
+  bool unreachable = false;
+  Status st = TransferTo(ep.value(), kind, requests, &unreachable);
+  if (st.ok() || !unreachable) return st;
+  // The peer may have restarted on another port and published it: look the
+  // name up again, and try once more if it now points elsewhere.
+  {
+    std::lock_guard lock(mu_);
+    endpoints_.erase(target);
+  }
+  directory_->Forget(target);
+  auto again = Endpoint(target);
+  if (!again.ok() || (again->host == ep->host && again->port == ep->port)) return st;
+  return TransferTo(again.value(), kind, requests, &unreachable);
+}
+
+Status TransferEngine::TransferTo(const transfer::Endpoint& ep, transfer::OpKind kind,
+                                  const std::vector<TransferRequest>& requests,
+                                  bool* unreachable) {
   std::vector<transfer::TransferOp> ops;
   for (size_t first = 0; first < requests.size(); first += transfer::kMaxBatchOps) {
     const size_t n = std::min(transfer::kMaxBatchOps, requests.size() - first);
@@ -110,12 +128,16 @@ Status TransferEngine::Transfer(const std::string& target, transfer::OpKind kind
     for (size_t i = 0; i < n; ++i) {
       const TransferRequest& r = requests[first + i];
       ops[i].kind = kind;
-      ops[i].endpoint = &ep.value();
+      ops[i].endpoint = &ep;
       ops[i].remote_offset = r.peer_addr;
       ops[i].buffer = reinterpret_cast<void*>(r.buffer);
       ops[i].len = r.len;
     }
-    if (Status st = transport_->Batch(ops); !st.ok()) return st;
+    if (Status st = transport_->Batch(ops); !st.ok()) {
+      *unreachable = std::any_of(ops.begin(), ops.end(),
+                                 [](const transfer::TransferOp& op) { return op.peer_unreachable; });
+      return st;
+    }
   }
   return Status::Ok();
 }

@@ -13,7 +13,9 @@
 //
 // A transfer to a peer that is gone fails: at once when its port refuses
 // the connection, else within transfer_timeout_us (connect and every send
-// or receive are bounded by it).
+// or receive are bounded by it). A peer found unreachable is looked up
+// again, and tried once more when its published address changed (a peer
+// restarted on another port).
 //
 // Asynchronous batches run on kAsyncWorkers threads of their own, at most
 // kMaxAsyncBatches queued or finished-but-unpolled at a time.
@@ -102,6 +104,9 @@ class TransferEngine {
   Status Init(EngineOptions options);
   void WorkerLoop();
   Result<transfer::Endpoint> Endpoint(const std::string& target);
+  // One attempt at `ep`; `*unreachable` when the peer could not be reached.
+  Status TransferTo(const transfer::Endpoint& ep, transfer::OpKind kind,
+                    const std::vector<TransferRequest>& requests, bool* unreachable);
 
   EngineOptions options_;
   std::shared_ptr<MemoryRegistry> registry_ = std::make_shared<MemoryRegistry>();

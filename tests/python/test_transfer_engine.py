@@ -228,3 +228,27 @@ def test_a_peer_with_the_cluster_token_serves_only_engines_that_hold_it(te):
     finally:
         os.environ.pop("MOONCAKE_AUTH_TOKEN", None)
         p.stop()
+
+
+def test_a_peer_restarted_on_another_port_is_found_again_through_the_metadata_server(cluster):
+    url = f"http://127.0.0.1:{cluster.meta_port}/metadata"
+    # A name without a port: each start binds a free port and publishes it.
+    first = Peer(local_hostname="localhost", metadata=url)
+    second = None
+    try:
+        e = TransferEngine()
+        assert e.initialize("127.0.0.1", url, "tcp", "") == 0
+        buf = e.allocate_managed_buffer(65536)
+        e.write_bytes_to_buffer(buf, local_bytes(65536, 9), 65536)
+        assert e.transfer_sync_write("localhost", buf, first.addr, 65536) == 0
+        first.stop()
+        second = Peer(local_hostname="localhost", metadata=url)
+        # The cached port refuses; the name is looked up again and the
+        # transfer goes to where the peer lives now, in the same call.
+        assert e.transfer_sync_write("localhost", buf, second.addr, 65536) == 0
+        assert second.sha(0, 65536) == sha(local_bytes(65536, 9))
+        del e
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
