@@ -188,7 +188,7 @@ class TcpDataServer::ConnIo {
 Result<std::unique_ptr<TcpDataServer>> TcpDataServer::Start(uint8_t* base, uint64_t size_bytes,
                                                             AccessCheck check,
                                                             TcpDataServerOptions options) {
-  if (base == nullptr || size_bytes == 0 || !check) {
+  if (size_bytes == 0 || !check) {
     return Error(ErrorCode::INVALID_PARAMS, "data server needs memory and an access check");
   }
   if (options.max_connections == 0 || options.max_frame_bytes == 0) {
@@ -497,7 +497,9 @@ bool TcpDataServer::Handle(ConnIo& io, uint64_t conn_id, const wire::Request& re
     if (is_write && !io.Drain(req.length).ok()) return false;
     return io.Reply(req.request_id, verdict.status, nullptr, 0).ok();
   }
-  uint8_t* range = base_ + req.offset;
+  // A null base is absolute addressing (the p2p transfer engine's): the
+  // offset is the address, already checked against registered memory.
+  uint8_t* range = base_ != nullptr ? base_ + req.offset : reinterpret_cast<uint8_t*>(req.offset);
   // Counters move before the reply so a client that saw the reply also sees them.
   if (is_write) {
     if (!io.BeforeSegmentWrite().ok() || !io.Read(range, req.length).ok()) return false;

@@ -74,6 +74,8 @@ inline constexpr uint64_t kRefusalLogWindowMs = 10000;
 class TcpDataServer {
  public:
   // Serves [base, base + size_bytes); the memory must outlive the server.
+  // A null base serves addresses of this process (offset = address), which
+  // `check` must confine to memory that stays mapped (p2p/memory_registry.h).
   static Result<std::unique_ptr<TcpDataServer>> Start(uint8_t* base, uint64_t size_bytes,
                                                       AccessCheck check,
                                                       TcpDataServerOptions options);

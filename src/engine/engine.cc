@@ -15,6 +15,9 @@
 #include "common/host_identity.h"
 #include "common/log.h"
 #include "engine/engine_config.h"
+#include "engine/engine_http.h"
+#include "client/rest_backend.h"
+#include "rest/rest_server.h"
 #include "engine/engine_impl.h"
 #include "common/ceilings.h"
 #include "msg/messages.h"
@@ -100,7 +103,15 @@ int PutCode(const Status& st) {
 
 using namespace internal;
 
+Store::Impl::Impl() = default;
+Store::Impl::~Impl() { StopHttp(); }
+
 int Store::Impl::Open(const SetupConfig& given) {
+  auto http_settings = internal::ParseHttpSettings(given, [](const char* n) { return std::getenv(n); });
+  if (!http_settings.ok()) {
+    MC_LOG(ERROR) << "setup: " << http_settings.status().message();
+    return Code(http_settings.status());
+  }
   auto config = mc::engine::ResolveSetupConfig(given, [](const char* n) { return std::getenv(n); });
   if (!config.ok()) {
     MC_LOG(ERROR) << "setup: " << config.status().message();
@@ -147,6 +158,7 @@ int Store::Impl::Open(const SetupConfig& given) {
     hosts.emplace(name, std::move(h));
   }
   resolved = *config;
+  StartHttp(*http_settings);
   return kOk;
 }
 
@@ -178,6 +190,7 @@ int Store::Setup(const SetupConfig& config) {
 }
 
 int Store::Close() {
+  impl_->StopHttp();  // its requests take the state lock: stop them first
   std::unique_lock lock(impl_->state_mu);
   impl_->Shut();
   return kOk;

@@ -41,20 +41,15 @@ constexpr PlannedKey kPlannedKeys[] = {
      "write objects evicted from memory to ssd_offload_path and read them back"},
     {"ssd_offload_path", "", "hold the SSD offload files"},
     {"tenant_id", "default", "keep this tenant's keys and quota apart from other tenants'"},
-    {"enable_client_http_server", "false", "serve /health and /metrics on client_http_port"},
-    {"client_http_port", "", "be the port of the client HTTP server"},
     {"ipc_socket_path", "", "let dummy clients attach over this Unix socket"},
 };
 
 // Says once per process and key, at INFO, that a planned key was given.
 // True when `key` is one of them (it then sets nothing).
-bool TellPlanned(const std::string& key, const std::string& value,
-                 const std::map<std::string, std::string>& given) {
+bool TellPlanned(const std::string& key, const std::string& value) {
   for (const PlannedKey& p : kPlannedKeys) {
     if (key != p.key) continue;
-    const bool asks = p.key == "client_http_port" ? given.count("enable_client_http_server") &&
-                                                        given.at("enable_client_http_server") == "true"
-                                                  : value != p.idle && !value.empty();
+    const bool asks = value != p.idle && !value.empty();
     static std::mutex mu;
     static std::set<std::string, std::less<>> told;
     std::lock_guard lock(mu);
@@ -75,7 +70,9 @@ Result<Config> ResolveSetupConfig(const std::map<std::string, std::string>& give
   sources.getenv = getenv;
   MC_ASSIGN_OR_RETURN(Config config, config::LoadConfig(sources));
   for (const auto& [key, value] : given) {
-    if (TellPlanned(key, value, given)) continue;
+    if (TellPlanned(key, value)) continue;
+    // The client HTTP API's keys: engine_http.h reads them.
+    if (key == "enable_client_http_server" || key == "client_http_port") continue;
     const config::Setting* s = SettingFor(key);
     if (s == nullptr) {
       MC_LOG(DEBUG) << "setup: ignoring '" << key << "' (not used by this client)";

@@ -17,6 +17,13 @@
 #include "msg/messages.h"
 #include "store/segment_host.h"
 
+namespace mc::rest {
+class RestServer;
+}
+namespace mc::client {
+class ClientRestBackend;
+}
+
 namespace mooncake {
 
 namespace internal {
@@ -36,6 +43,8 @@ mc::msg::PutOptions ToOptions(const ReplicateConfig& c);
 // name looks like the reference's), else any.
 mc::Result<std::unique_ptr<mc::store::SegmentHost>> StartHost(const mc::Config& config,
                                                               mc::msg::ClientId id);
+
+struct HttpSettings;
 
 }  // namespace internal
 
@@ -77,8 +86,18 @@ struct Store::Impl {
     return p - it->first <= it->second && size <= it->second - (p - it->first);
   }
 
+  // The client HTTP API (engine_http.h), when setup asked for it. Stopped
+  // before the state lock is taken by Close, so no request waits on it.
+  std::mutex http_mu;
+  std::unique_ptr<mc::client::ClientRestBackend> http_backend;
+  std::unique_ptr<mc::rest::RestServer> http;
+
+  Impl();
+  ~Impl();
   int Open(const SetupConfig& given);
   void Shut();
+  void StartHttp(const internal::HttpSettings& settings);
+  void StopHttp();
 };
 
 // Every data call: shared state lock, then INVALID_PARAMS (or `fail`) when

@@ -18,7 +18,7 @@ src="${MOONCAKE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}"
 cd "$src"
 
 fuzzers=(frame_fuzz data_wire_fuzz metadata_http_fuzz descriptor_fuzz config_toml_fuzz
-         config_json_fuzz trace_fuzz ops_fuzz)
+         config_json_fuzz trace_fuzz ops_fuzz rest_http_fuzz)
 if [ "${1:-}" = --list ]; then printf '%s\n' "${fuzzers[@]}"; exit 0; fi
 build_only=0
 if [ "${1:-}" = --build ]; then build_only=1; shift; fi
@@ -52,6 +52,8 @@ libs[data_wire_fuzz]="-lcrypto"
 srcs[metadata_http_fuzz]="src/metadata/metadata_server.cc src/metadata/kv_store.cc
                           src/metadata/sqlite_durability.cc src/storage/sqlite_db.cc $crypto"
 libs[metadata_http_fuzz]="-lsqlite3 -lssl -lcrypto"
+srcs[rest_http_fuzz]="src/rest/rest_server.cc src/common/json_escape.cc $crypto $config"
+libs[rest_http_fuzz]="-lssl -lcrypto"
 srcs[descriptor_fuzz]="src/store/segment_descriptor.cc src/common/json_escape.cc $config"
 srcs[config_toml_fuzz]="$config"
 srcs[config_json_fuzz]="$config"

@@ -78,3 +78,28 @@ def test_an_engine_without_tls_keys_cannot_reach_a_tls_master(tls_master):
     port, files = tls_master
     s = MooncakeDistributedStore()
     assert s.setup(setup_dict(port, files, tls=False)) != 0
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is the HTTPS client here")
+def test_the_client_http_port_speaks_tls_with_the_same_keys(tls_master):
+    port, files = tls_master
+    http_port = free_port()
+    s = MooncakeDistributedStore()
+    d = dict(setup_dict(port, files), enable_client_http_server=True, client_http_port=http_port)
+    assert s.setup(d) == 0
+    try:
+        base = f"https://127.0.0.1:{http_port}"
+        r = subprocess.run(["curl", "-sS", "--max-time", "20", "--cacert", files["ca.pem"],
+                            "-X", "PUT", "--data-binary", "over tls",
+                            f"{base}/api/put?key=py-tls-http"], capture_output=True, timeout=30)
+        assert r.returncode == 0, r.stderr.decode()
+        assert s.get("py-tls-http") == b"over tls"
+        r = subprocess.run(["curl", "-sS", "--max-time", "20", "--cacert", files["ca.pem"],
+                            f"{base}/health"], capture_output=True, timeout=30)
+        assert b'"healthy"' in r.stdout
+        # Plain HTTP on the TLS port gets no answer.
+        r = subprocess.run(["curl", "-sS", "--max-time", "5", f"http://127.0.0.1:{http_port}/health"],
+                           capture_output=True, timeout=30)
+        assert b'"healthy"' not in r.stdout
+    finally:
+        s.close()

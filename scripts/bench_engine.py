@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Issue 30, point 6: mooncake.engine.TransferEngine 4 MiB writes and reads
+beside `mooncake bench`'s 4 MiB put/get on the same transport (TCP over
+loopback; bench with --shm=false), run by scripts/bench_engine.sh.
+
+The TransferEngine side: a peer process (this script with --peer) registers
+a buffer of `--peer-mib` MiB; this process writes 4 MiB pieces into it at
+rotating offsets for `duration` seconds (transfer_sync_write), then reads
+them back (transfer_sync_read). Each side runs `reps` times; the table shows
+medians and the ratio TransferEngine / bench (the goal is >= 0.90).
+Printed figures, not a timed test.
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+PIECE = 4 << 20
+
+
+def peer(mib):
+    from mooncake.engine import TransferEngine
+    te = TransferEngine()
+    assert te.initialize("127.0.0.1", "P2PHANDSHAKE", "tcp", "") == 0
+    addr = te.allocate_managed_buffer(mib << 20)
+    te.write_bytes_to_buffer(addr, b"\x5a" * (mib << 20), mib << 20)  # fault the pages in
+    print(f"ready 127.0.0.1:{te.get_rpc_port()} {addr}", flush=True)
+    sys.stdin.readline()
+
+
+def te_run(te, target, local, remote, slots, duration, write):
+    move = te.transfer_sync_write if write else te.transfer_sync_read
+    done, i, t0 = 0, 0, time.perf_counter()
+    while True:
+        rc = move(target, local, remote + (i % slots) * PIECE, PIECE)
+        if rc != 0:
+            raise SystemExit(f"transfer failed: {rc}")
+        done += PIECE
+        i += 1
+        t = time.perf_counter() - t0
+        if t >= duration:
+            return done / t / 1e9
+
+
+def bench_run(args):
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        cmd = [args.bin, "bench", "--op", "put,get", "--value-size", "4mb", "--duration",
+               f"{args.duration}s", "--json", f.name, "--master", args.master, "--log-level",
+               "warn", "--shm=false"]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        res = {r["op"]: r for r in json.load(open(f.name))["results"] if r["target"] == "mooncake"}
+    return res["put"]["bytes_per_s"] / 1e9, res["get"]["bytes_per_s"] / 1e9
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--peer", type=int, help="run as the peer with a buffer of this many MiB")
+    ap.add_argument("--bin")
+    ap.add_argument("--master")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--duration", type=float, default=3)
+    ap.add_argument("--peer-mib", type=int, default=256)
+    args = ap.parse_args()
+    if args.peer:
+        return peer(args.peer)
+
+    from mooncake.engine import TransferEngine
+    p = subprocess.Popen([sys.executable, __file__, "--peer", str(args.peer_mib)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        words = p.stdout.readline().split()
+        assert words and words[0] == "ready", words
+        target, remote = words[1], int(words[2])
+        te = TransferEngine()
+        assert te.initialize("127.0.0.1", "P2PHANDSHAKE", "tcp", "") == 0
+        local = te.allocate_managed_buffer(PIECE)
+        te.write_bytes_to_buffer(local, b"\xa5" * PIECE, PIECE)
+        slots = (args.peer_mib << 20) // PIECE
+        runs = {"te_write": [], "te_read": [], "bench_put": [], "bench_get": []}
+        # Alternate the two sides so drift on a shared machine hits both alike.
+        for _ in range(args.reps):
+            runs["te_write"].append(te_run(te, target, local, remote, slots, args.duration, True))
+            runs["te_read"].append(te_run(te, target, local, remote, slots, args.duration, False))
+            put, get = bench_run(args)
+            runs["bench_put"].append(put)
+            runs["bench_get"].append(get)
+    finally:
+        p.kill()
+        p.wait()
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    print(f"| 4 MiB, tcp, 1 thread | mooncake bench (GB/s) | TransferEngine (GB/s) "
+          f"| TransferEngine/bench | goal |")
+    print("|---|---|---|---|---|")
+    for label, b, t in (("write (bench put)", "bench_put", "te_write"),
+                        ("read (bench get)", "bench_get", "te_read")):
+        ratio = med[t] / med[b]
+        print(f"| {label} | {med[b]:.2f} | {med[t]:.2f} | {ratio:.2f} | "
+              f"{'ok' if ratio >= 0.90 else 'BELOW 0.90'} >= 0.90 |")
+    print("runs (GB/s): " + "; ".join(f"{k} " + " ".join(f"{x:.2f}" for x in v)
+                                      for k, v in runs.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

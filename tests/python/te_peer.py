@@ -1,0 +1,42 @@
+"""A TransferEngine peer process for test_transfer_engine.py (run as a script).
+
+  te_peer.py LOCAL_HOSTNAME METADATA SIZE
+Initializes a mooncake.engine.TransferEngine, allocates a managed buffer of
+SIZE bytes filled with peer_pattern(SIZE), prints
+"ready <segment name> <buffer address>" and then answers lines on stdin:
+  sha OFF LEN   -> the sha256 hex digest of those bytes of its buffer
+  quit          -> exits
+"""
+import hashlib
+import sys
+
+from mooncake.engine import TransferEngine
+
+
+def peer_pattern(size):
+    return bytes((i * 13 + 5) & 0xFF for i in range(256)) * (size // 256) + bytes(size % 256)
+
+
+def main():
+    local_hostname, metadata, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    te = TransferEngine()
+    if te.initialize(local_hostname, metadata, "tcp", "") != 0:
+        print("initialize failed", flush=True)
+        return 1
+    addr = te.allocate_managed_buffer(size)
+    te.write_bytes_to_buffer(addr, peer_pattern(size), size)
+    name = (f"{local_hostname}:{te.get_rpc_port()}" if metadata == "P2PHANDSHAKE"
+            else local_hostname)
+    print(f"ready {name} {addr}", flush=True)
+    for line in sys.stdin:
+        words = line.split()
+        if words and words[0] == "sha":
+            off, n = int(words[1]), int(words[2])
+            print(hashlib.sha256(te.read_bytes_from_buffer(addr + off, n)).hexdigest(), flush=True)
+        elif words and words[0] == "quit":
+            break
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
