@@ -1,10 +1,12 @@
 // `mooncake client`: the standalone client of one host (mooncake-client(1)).
 //
 // Its settings are the store's and the client's (mooncake.toml(5)), with
-// two differences from `mooncake store`: --port is the client's service
-// port (the reference's 50052, which names the dummies' socket) and the
-// segment's data port is --data-port. The reference's mooncake_client flag
-// names are accepted beside ours.
+// one difference from `mooncake store`: --port is the client's service port
+// (the reference's 50052, which names the dummies' socket) and the
+// segment's data port is --data-port. So the [store] settings are not bound
+// as flags (the config would claim --port); the segment's size has its own
+// flag here, the rest come from the file and the environment. The
+// reference's mooncake_client flag names are accepted beside ours.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -29,14 +31,16 @@ struct ClientFlags {
   uint32_t threads = 1;
   uint16_t data_port = 0;
   uint16_t http_port = 0;
+  std::string segment_size;  // empty: [store] global_segment_size
   // The reference's spellings of settings that have ours.
   std::string host, master_server_address, device_names;
 };
 
 void AddFlags(CLI::App& sub, ClientFlags& f) {
-  // The config's --port is the segment's data port; here --port is the
-  // service port, as the reference's.
-  if (CLI::Option* data = sub.get_option_no_throw("--port")) sub.remove_option(data);
+  sub.add_option("--global-segment-size,--global_segment_size,--segment", f.segment_size,
+                 "Memory this client contributes to the pool; 0: none (size: bytes or 512mb, "
+                 "50gb); env MOONCAKE_GLOBAL_SEGMENT_SIZE; [store] global_segment_size")
+      ->default_str("1gb")->type_name("SIZE");
   sub.add_option("--port", f.port,
                  "Service port; the dummies' socket is @mooncake_client_PORT.sock")
       ->default_str("50052")->type_name("PORT");
@@ -75,7 +79,16 @@ Result<clientd::ClientdOptions> Apply(const ClientFlags& f, Config* config) {
   clientd::ClientdOptions o;
   o.port = f.port;
   o.dummies.socket_path = f.socket_path;
-  MC_ASSIGN_OR_RETURN(o.dummies.max_pool_bytes, ParseSize(f.max_pool_size));
+  auto pool = ParseSize(f.max_pool_size);
+  if (!pool.ok()) return Error(ErrorCode::INVALID_PARAMS, "--max-pool-size: " + pool.status().message());
+  o.dummies.max_pool_bytes = *pool;
+  if (!f.segment_size.empty()) {
+    auto seg = ParseSize(f.segment_size);
+    if (!seg.ok()) {
+      return Error(ErrorCode::INVALID_PARAMS, "--global-segment-size: " + seg.status().message());
+    }
+    config->store.global_segment_size_bytes = *seg;
+  }
   o.dummies.max_dummies = f.max_dummies;
   o.global_segment_size_bytes = config->store.global_segment_size_bytes;
   o.data_port = f.data_port != 0 ? f.data_port : config->store.port;
@@ -87,9 +100,9 @@ Result<clientd::ClientdOptions> Apply(const ClientFlags& f, Config* config) {
 }  // namespace
 
 RunFn SetupClient(CLI::App& sub) {
-  constexpr unsigned kSections =
-      config::kStore | config::kCluster | config::kClient | config::kLog | config::kTls;
-  auto cc = std::make_shared<config::CommandConfig>(sub, kSections, /*is_server=*/true);
+  constexpr unsigned kFlagSections = config::kCluster | config::kClient | config::kLog | config::kTls;
+  constexpr unsigned kSections = kFlagSections | config::kStore;
+  auto cc = std::make_shared<config::CommandConfig>(sub, kFlagSections, /*is_server=*/true);
   auto flags = std::make_shared<ClientFlags>();
   AddFlags(sub, *flags);
   return [cc, flags] {
@@ -97,8 +110,7 @@ RunFn SetupClient(CLI::App& sub) {
       Config config = resolved;
       auto options = Apply(*flags, &config);
       if (!options.ok()) {
-        std::fprintf(stderr, "mooncake client: error: --max-pool-size: %s\n",
-                     options.status().message().c_str());
+        std::fprintf(stderr, "mooncake client: error: %s\n", options.status().message().c_str());
         return static_cast<int>(kExitUsage);
       }
       Status st = clientd::RunClientd(config, *options);

@@ -17,6 +17,10 @@
 #include "msg/messages.h"
 #include "store/segment_host.h"
 
+namespace mc::client {
+class DummyClient;
+}
+
 namespace mooncake {
 
 namespace internal {
@@ -46,6 +50,10 @@ struct Store::Impl {
   std::unique_ptr<mc::client::Client> client;
   std::string hostname;
   mc::Config resolved;  // the setup's resolved config (extra segments use it)
+  // SetupDummy's client (also `client`); its pool counts as registered.
+  mc::client::DummyClient* dummy = nullptr;
+  uintptr_t pool_base = 0;
+  size_t pool_size = 0;
 
   // Segments this process serves, by name: setup's and any allocated later.
   std::mutex hosts_mu;
@@ -70,6 +78,9 @@ struct Store::Impl {
   bool Registered(const void* ptr, size_t size) const {
     if (ptr == nullptr || size == 0) return false;
     const auto p = reinterpret_cast<uintptr_t>(ptr);
+    if (p >= pool_base && p - pool_base < pool_size && size <= pool_size - (p - pool_base)) {
+      return true;
+    }
     std::shared_lock lock(buf_mu);
     auto it = buffers.upper_bound(p);
     if (it == buffers.begin()) return false;
@@ -78,7 +89,9 @@ struct Store::Impl {
   }
 
   int Open(const SetupConfig& given);
+  int OpenDummy(size_t pool_size, const std::string& socket_path);
   void Shut();
+  void ShutDummy();
 };
 
 // Every data call: shared state lock, then INVALID_PARAMS (or `fail`) when
