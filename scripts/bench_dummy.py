@@ -17,23 +17,20 @@ import json
 import random
 import statistics
 import sys
-import time
 
 from mooncake.store import MooncakeDistributedStore
 
-BIG, SMALL, BATCH = 4 << 20, 4 << 10, 32
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from bench_python import BATCH, BIG, SMALL, timed  # noqa: E402  (the same workloads)
+
 WORKLOADS = ["put_from 4 MiB (GB/s)", "get_into 4 MiB (GB/s)",
              "batch_put_from 32x4 KiB (keys/s)", "batch_get_into 32x4 KiB (keys/s)"]
 
 
-def timed(duration, step):
-    """Runs step() for `duration` seconds; returns units moved per second."""
-    done, t0 = 0, time.perf_counter()
-    while True:
-        done += step()
-        t = time.perf_counter() - t0
-        if t >= duration:
-            return done / t
+def rate(duration, step):
+    """Units step() moves per second, run for `duration` seconds."""
+    done, seconds = timed(duration, step)
+    return done / seconds
 
 
 class Buffers:
@@ -63,14 +60,14 @@ def run_big(store, bufs, duration, tag):
         keys.append(k)
         return BIG
 
-    put_rate = timed(duration, put) / 1e9
+    put_rate = rate(duration, put) / 1e9
     recent = keys[-100:] or ["none"]
 
     def get():
         n = store.get_into(random.choice(recent), bufs.dst, BIG)
         return n if n > 0 else 0
 
-    return put_rate, timed(duration, get) / 1e9
+    return put_rate, rate(duration, get) / 1e9
 
 
 def run_batch(store, bufs, duration, tag):
@@ -84,7 +81,7 @@ def run_batch(store, bufs, duration, tag):
         written.extend(ks)
         return ok
 
-    put_rate = timed(duration, put)
+    put_rate = rate(duration, put)
     recent = written[-100 * BATCH:]
 
     def get():
@@ -92,7 +89,7 @@ def run_batch(store, bufs, duration, tag):
         ks = recent[start:start + BATCH]
         return sum(1 for r in store.batch_get_into(ks, dsts[:len(ks)], sizes[:len(ks)]) if r > 0)
 
-    return put_rate, timed(duration, get)
+    return put_rate, rate(duration, get)
 
 
 def main():
@@ -125,7 +122,7 @@ def main():
         print(f"rep {rep + 1}/{a.reps} done", file=sys.stderr, flush=True)
     embedded.remove_all(True)
 
-    print(f"\n| workload | embedded | dummy | dummy / embedded |")
+    print("\n| workload | embedded | dummy | dummy / embedded |")
     print("|---|---|---|---|")
     out = {}
     for w in WORKLOADS:

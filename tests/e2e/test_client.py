@@ -3,7 +3,6 @@ mooncake_client flags and ours, its segment, the dummies' socket, exits.
 The dummy clients themselves are tested from Python
 (tests/python/test_dummy_client.py)."""
 import os
-import signal
 import socket
 
 from cluster import Cluster
