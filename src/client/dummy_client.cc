@@ -11,7 +11,6 @@
 #include "client/pool_allocator.h"
 #include "common/log.h"
 #include "msg/dummy_messages.h"
-#include "net/socket.h"
 #include "net/unix_socket.h"
 #include "proto/dummy_ops.h"
 
@@ -288,10 +287,9 @@ Result<typename DummyOpTraits<op>::Reply> DummyClientImpl::Call(
   if (f.payload.size() > kMaxDummyPayloadBytes) {
     return Error(ErrorCode::INVALID_PARAMS, "request too large for the dummy protocol");
   }
-  const uint64_t deadline = net::MonotonicUs() + opt_.call_timeout_us;
-  if (Status st = SendDummyFrame(sock_, f, deadline); !st.ok()) return Gone(st);
+  if (Status st = SendDummyFrame(sock_, f); !st.ok()) return Gone(st);
   DummyFrame r;
-  if (Status st = RecvDummyFrame(sock_, &r, deadline); !st.ok()) return Gone(st);
+  if (Status st = RecvDummyFrame(sock_, &r); !st.ok()) return Gone(st);
   if (r.fd >= 0) ::close(r.fd);
   if (!r.reply || r.opcode != f.opcode || r.request_id != f.request_id) {
     return Gone(Error(ErrorCode::PROTOCOL_ERROR, "reply to another request"));
@@ -302,15 +300,18 @@ Result<typename DummyOpTraits<op>::Reply> DummyClientImpl::Call(
 Status DummyClientImpl::AttachLocked() {
   MC_ASSIGN_OR_RETURN(int sock, net::ConnectUnix(opt_.socket_path));
   sock_ = sock;
+  if (Status st = net::SetUnixTimeouts(sock_, opt_.call_timeout_us, opt_.call_timeout_us);
+      !st.ok()) {
+    return Gone(st);
+  }
   DummyFrame f;
   f.opcode = static_cast<uint16_t>(DummyOp::kDummyAttach);
   f.request_id = next_request_++;
   proto::EncodePayload(msg::DummyAttachRequest{msg::kDummyProtocolVersion, pool_.size_bytes()},
                        &f.payload);
-  const uint64_t deadline = net::MonotonicUs() + opt_.call_timeout_us;
-  if (Status st = SendDummyFrame(sock_, f, deadline); !st.ok()) return Gone(st);
+  if (Status st = SendDummyFrame(sock_, f); !st.ok()) return Gone(st);
   DummyFrame r;
-  if (Status st = RecvDummyFrame(sock_, &r, deadline); !st.ok()) return Gone(st);
+  if (Status st = RecvDummyFrame(sock_, &r); !st.ok()) return Gone(st);
   auto reply = proto::DecodeReply<msg::DummyAttachReply>(r.payload, "DummyAttach");
   if (!reply.ok() || r.fd < 0 || reply->pool_size_bytes != pool_.size_bytes()) {
     if (r.fd >= 0) ::close(r.fd);

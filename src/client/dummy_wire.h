@@ -2,7 +2,10 @@
 // proto/frame.h's 20-byte header, then the payload; a descriptor may ride
 // with a frame (the pool's memfd in the attach reply). Shared by the dummy
 // side (client/dummy_client) and the standalone client (clientd).
-// Thread-safe (no state); one socket must not be written by two threads.
+// Each side sends one frame and then waits for the other's, so a read never
+// finds more than one frame: a small frame is one syscall each way. Time
+// limits are the socket's (net::SetUnixTimeouts).
+// Thread-safe (no state); one socket must not be used by two threads.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +26,9 @@ struct DummyFrame {
   int fd = -1;  // a descriptor that came with it (the receiver owns it)
 };
 
-Status SendDummyFrame(int sock, const DummyFrame& frame, uint64_t deadline_us);
-// RPC_FAIL when the peer closed, RPC_TIMEOUT at the deadline,
-// PROTOCOL_ERROR for a bad header.
-Status RecvDummyFrame(int sock, DummyFrame* frame, uint64_t deadline_us);
+Status SendDummyFrame(int sock, const DummyFrame& frame);
+// RPC_FAIL when the peer closed, RPC_TIMEOUT past the socket's timeout,
+// PROTOCOL_ERROR for a bad header or bytes past the frame.
+Status RecvDummyFrame(int sock, DummyFrame* frame);
 
 }  // namespace mc::client

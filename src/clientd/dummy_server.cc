@@ -28,8 +28,8 @@ constexpr int kAcceptPollMs = 200;
 constexpr int kListenBacklog = 64;
 // A reply the dummy does not read within this long ends its session.
 constexpr uint64_t kReplySendTimeoutUs = 30'000'000;
-// No deadline while waiting for a dummy's next request.
-constexpr uint64_t kNoDeadline = UINT64_MAX;
+// No limit on the wait for a dummy's next request.
+constexpr uint64_t kNoTimeout = 0;
 
 // The pool a dummy maps: this side's mapping and its size.
 struct Pool {
@@ -274,7 +274,7 @@ namespace {
 void SendError(int sock, const client::DummyFrame& req, const Status& st) {
   client::DummyFrame r{req.opcode, true, req.request_id, {}, -1};
   proto::EncodeErrorReply(st, &r.payload);
-  (void)client::SendDummyFrame(sock, r, net::MonotonicUs() + kReplySendTimeoutUs);
+  (void)client::SendDummyFrame(sock, r);
 }
 
 // A fresh pool of `size` bytes: its fd (to pass) and this side's mapping.
@@ -300,7 +300,8 @@ Result<int> MakePool(uint64_t size, Pool* pool) {
 
 void DummyServer::Serve(Session* s) {
   client::DummyFrame f;
-  Status st = client::RecvDummyFrame(s->sock, &f, kNoDeadline);
+  Status st = net::SetUnixTimeouts(s->sock, kNoTimeout, kReplySendTimeoutUs);
+  if (st.ok()) st = client::RecvDummyFrame(s->sock, &f);
   if (f.fd >= 0) ::close(f.fd);
   msg::DummyAttachRequest attach;
   if (st.ok() && f.opcode != static_cast<uint16_t>(DummyOp::kDummyAttach)) {
@@ -334,7 +335,7 @@ void DummyServer::Serve(Session* s) {
     client::DummyFrame r{f.opcode, true, f.request_id, {}, fd};
     proto::EncodeReply(Result(msg::DummyAttachReply{size, client_.id(), hostname_}), &r.payload);
     attached_.fetch_add(1);
-    st = client::SendDummyFrame(s->sock, r, net::MonotonicUs() + kReplySendTimeoutUs);
+    st = client::SendDummyFrame(s->sock, r);
     if (st.ok()) {
       MC_LOG(INFO) << "dummy pid " << s->pid << " attached: pool of " << size << " bytes";
       ServeRequests(s);
@@ -359,7 +360,7 @@ void DummyServer::Serve(Session* s) {
 void DummyServer::ServeRequests(Session* s) {
   for (;;) {
     client::DummyFrame f;
-    Status st = client::RecvDummyFrame(s->sock, &f, kNoDeadline);
+    Status st = client::RecvDummyFrame(s->sock, &f);
     if (f.fd >= 0) ::close(f.fd);
     if (!st.ok()) {
       // The dummy closed or died: everything it had in flight has ended
@@ -369,7 +370,7 @@ void DummyServer::ServeRequests(Session* s) {
       return;
     }
     client::DummyFrame r{f.opcode, true, f.request_id, Dispatch(client_, f, s->pool), -1};
-    st = client::SendDummyFrame(s->sock, r, net::MonotonicUs() + kReplySendTimeoutUs);
+    st = client::SendDummyFrame(s->sock, r);
     if (!st.ok()) {
       MC_LOG(INFO) << "dummy pid " << s->pid << " gone before its reply (" << st.message()
                    << "): pool of " << s->pool.size << " bytes released";

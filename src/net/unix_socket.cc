@@ -1,6 +1,6 @@
 #include "net/unix_socket.h"
 
-#include <poll.h>
+#include <sys/time.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "net/socket.h"
 
 namespace mc::net {
 
@@ -30,17 +29,11 @@ Result<sockaddr_un> Address(const std::string& path, socklen_t* len) {
   return a;
 }
 
-// Waits for `events` until the deadline: >0 ready, 0 timed out, <0 error.
-int PollUntil(int fd, short events, uint64_t deadline_us) {
-  for (;;) {
-    const uint64_t now = MonotonicUs();
-    if (now >= deadline_us) return 0;
-    const uint64_t left_ms = (deadline_us - now + 999) / 1000;
-    pollfd p{fd, events, 0};
-    int r = ::poll(&p, 1, static_cast<int>(left_ms > 60000 ? 60000 : left_ms));
-    if (r < 0 && errno == EINTR) continue;
-    if (r != 0) return r;
-  }
+timeval Timeval(uint64_t us) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(us / 1'000'000);
+  tv.tv_usec = static_cast<suseconds_t>(us % 1'000'000);
+  return tv;
 }
 
 }  // namespace
@@ -72,7 +65,16 @@ Result<int> ConnectUnix(const std::string& path) {
   return fd;
 }
 
-Status SendUnix(int sock, std::string_view data, int fd, uint64_t deadline_us) {
+Status SetUnixTimeouts(int sock, uint64_t recv_timeout_us, uint64_t send_timeout_us) {
+  timeval r = Timeval(recv_timeout_us), w = Timeval(send_timeout_us);
+  if (::setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &r, sizeof(r)) != 0 ||
+      ::setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &w, sizeof(w)) != 0) {
+    return Error(ErrorCode::RPC_FAIL, Errno("unix socket timeouts"));
+  }
+  return Status::Ok();
+}
+
+Status SendUnix(int sock, std::string_view data, int fd) {
   size_t done = 0;
   bool fd_sent = fd < 0;
   while (done < data.size()) {
@@ -91,7 +93,7 @@ Status SendUnix(int sock, std::string_view data, int fd, uint64_t deadline_us) {
       c->cmsg_len = CMSG_LEN(sizeof(int));
       std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
     }
-    ssize_t n = ::sendmsg(sock, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n = ::sendmsg(sock, &m, MSG_NOSIGNAL);
     if (n > 0) {
       done += static_cast<size_t>(n);
       fd_sent = true;
@@ -99,28 +101,24 @@ Status SendUnix(int sock, std::string_view data, int fd, uint64_t deadline_us) {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      int r = PollUntil(sock, POLLOUT, deadline_us);
-      if (r == 0) return Error(ErrorCode::RPC_TIMEOUT, "unix socket send timed out");
-      if (r < 0) return Error(ErrorCode::RPC_FAIL, Errno("poll"));
-      continue;
+      return Error(ErrorCode::RPC_TIMEOUT, "unix socket send timed out");
     }
     return Error(ErrorCode::RPC_FAIL, "unix socket closed: " + std::string(std::strerror(errno)));
   }
   return Status::Ok();
 }
 
-Status RecvUnix(int sock, char* buf, size_t n, int* fd, uint64_t deadline_us) {
+Result<size_t> RecvUnixSome(int sock, char* buf, size_t cap, int* fd) {
   if (fd != nullptr) *fd = -1;
-  size_t done = 0;
-  while (done < n) {
-    iovec iov{buf + done, n - done};
+  for (;;) {
+    iovec iov{buf, cap};
     msghdr m{};
     m.msg_iov = &iov;
     m.msg_iovlen = 1;
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
     m.msg_control = control;
     m.msg_controllen = sizeof(control);
-    ssize_t got = ::recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    ssize_t got = ::recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
     if (got > 0) {
       for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
@@ -132,18 +130,28 @@ Status RecvUnix(int sock, char* buf, size_t n, int* fd, uint64_t deadline_us) {
           ::close(passed);  // unasked for, or a second one: never leak it
         }
       }
-      done += static_cast<size_t>(got);
-      continue;
+      return static_cast<size_t>(got);
     }
     if (got == 0) return Error(ErrorCode::RPC_FAIL, "unix socket closed by the peer");
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      int r = PollUntil(sock, POLLIN, deadline_us);
-      if (r == 0) return Error(ErrorCode::RPC_TIMEOUT, "unix socket receive timed out");
-      if (r < 0) return Error(ErrorCode::RPC_FAIL, Errno("poll"));
-      continue;
+      return Error(ErrorCode::RPC_TIMEOUT, "unix socket receive timed out");
     }
     return Error(ErrorCode::RPC_FAIL, Errno("unix socket receive"));
+  }
+}
+
+Status RecvUnix(int sock, char* buf, size_t n, int* fd) {
+  if (fd != nullptr) *fd = -1;
+  size_t done = 0;
+  while (done < n) {
+    int got_fd = -1;
+    auto got = RecvUnixSome(sock, buf + done, n - done, &got_fd);
+    if (got_fd >= 0) {
+      if (fd != nullptr && *fd < 0) *fd = got_fd; else ::close(got_fd);
+    }
+    if (!got.ok()) return got.status();
+    done += *got;
   }
   return Status::Ok();
 }

@@ -25,14 +25,20 @@ Result<int> ListenUnix(const std::string& path, int backlog);
 // Blocking connected socket; RPC_FAIL naming the path when nobody listens.
 Result<int> ConnectUnix(const std::string& path);
 
-// Sends all of `data` (with `fd` attached to its first byte when fd >= 0)
-// before `deadline_us` (MonotonicUs clock).
-Status SendUnix(int sock, std::string_view data, int fd, uint64_t deadline_us);
-// Receives exactly `n` bytes into `buf` before `deadline_us`; a descriptor
-// that arrives with them is stored in *fd (else *fd stays -1; fd may be
-// null to refuse one, which is then closed). RPC_FAIL "closed" when the peer
-// went away, RPC_TIMEOUT at the deadline.
-Status RecvUnix(int sock, char* buf, size_t n, int* fd, uint64_t deadline_us);
+// Both I/O calls below block, bounded by the socket's timeouts: a timed-out
+// call is RPC_TIMEOUT. One syscall per message in the common case (the
+// machines this runs on may charge microseconds per syscall). 0: no limit.
+Status SetUnixTimeouts(int sock, uint64_t recv_timeout_us, uint64_t send_timeout_us);
+
+// Sends all of `data`, with `fd` attached to its first byte when fd >= 0.
+Status SendUnix(int sock, std::string_view data, int fd);
+// Receives at least one and at most `cap` bytes into `buf`; returns how
+// many. A descriptor that arrives with them is stored in *fd (else *fd stays
+// -1; fd may be null to refuse one, which is then closed). RPC_FAIL "closed"
+// when the peer went away.
+Result<size_t> RecvUnixSome(int sock, char* buf, size_t cap, int* fd);
+// Receives exactly `n` bytes (descriptors as RecvUnixSome).
+Status RecvUnix(int sock, char* buf, size_t n, int* fd);
 
 // The pid of the peer process (SO_PEERCRED), 0 when unknown.
 int32_t PeerPid(int sock);
