@@ -63,12 +63,13 @@ void AddFlags(CLI::App& sub, ClientFlags& f) {
   sub.add_option("--http-port,--http_port", f.http_port,
                  "HTTP API port (/api/*, /health, /metrics): served once the HTTP API lands; "
                  "0: none")->type_name("PORT");
-  const char* group = "Reference (mooncake_client) names";
-  sub.add_option("--host", f.host, "= --local-hostname")->group(group)->type_name("TEXT");
-  sub.add_option("--master_server_address", f.master_server_address, "= --master")
-      ->group(group)->type_name("TEXT");
-  sub.add_option("--device_names", f.device_names, "= --device-name")
-      ->group(group)->type_name("TEXT");
+  // Hidden (empty group), as every alias: named in the footer instead.
+  sub.add_option("--host", f.host, "= --local-hostname")->group("");
+  sub.add_option("--master_server_address", f.master_server_address, "= --master")->group("");
+  sub.add_option("--device_names", f.device_names, "= --device-name")->group("");
+  sub.footer("The reference's mooncake_client names are accepted too: --host for "
+             "--local-hostname, --master_server_address for --master, --device_names for "
+             "--device-name (and the underscore spelling of every option).");
 }
 
 // The config with the reference's spellings applied, and the process options.
