@@ -14,6 +14,7 @@ from mooncake.store import MooncakeDistributedStore
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from conftest import pattern  # noqa: E402
+from engine_child import flood  # noqa: E402
 
 
 def main():
@@ -36,12 +37,7 @@ def main():
     size = 4 << 20
     ptr = s.alloc_from_mem_pool(size)
     print("ready", flush=True)
-    i = 0
-    while True:
-        k = f"{prefix}-{i}"
-        ctypes.memmove(ptr, pattern(k, size), size)
-        s.put_from(k, ptr, size)
-        i += 1
+    flood(s, ptr, size, prefix)
 
 
 if __name__ == "__main__":
