@@ -28,6 +28,7 @@ using RunFn = std::function<int()>;
 
 RunFn SetupMaster(CLI::App& sub);
 RunFn SetupStore(CLI::App& sub);
+RunFn SetupClient(CLI::App& sub);
 RunFn SetupMetadataServer(CLI::App& sub);
 RunFn SetupPut(CLI::App& sub);
 RunFn SetupGet(CLI::App& sub);

@@ -24,6 +24,8 @@ constexpr Entry kCommands[] = {
     {"master", "Run the control plane: object index, allocation, leases, eviction",
      mc::cli::SetupMaster},
     {"store", "Contribute memory to the pool and serve transfers from it", mc::cli::SetupStore},
+    {"client", "Run the host's standalone client: its segment, and dummy clients for engine ranks",
+     mc::cli::SetupClient},
     {"metadata-server", "Run the HTTP metadata key-value service of the transfer engine",
      mc::cli::SetupMetadataServer},
     {"put", "Store an object from a file or stdin", mc::cli::SetupPut},

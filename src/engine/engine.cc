@@ -163,6 +163,7 @@ int Store::Impl::Open(const SetupConfig& given) {
 }
 
 void Store::Impl::Shut() {
+  ShutDummy();
   {
     std::lock_guard lock(hosts_mu);
     for (auto& [name, h] : hosts) h->Stop();

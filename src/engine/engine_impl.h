@@ -22,6 +22,7 @@ class RestServer;
 }
 namespace mc::client {
 class ClientRestBackend;
+class DummyClient;
 }
 
 namespace mooncake {
@@ -55,6 +56,10 @@ struct Store::Impl {
   std::unique_ptr<mc::client::Client> client;
   std::string hostname;
   mc::Config resolved;  // the setup's resolved config (extra segments use it)
+  // SetupDummy's client (also `client`); its pool counts as registered.
+  mc::client::DummyClient* dummy = nullptr;
+  uintptr_t pool_base = 0;
+  size_t pool_size = 0;
 
   // Segments this process serves, by name: setup's and any allocated later.
   std::mutex hosts_mu;
@@ -79,6 +84,9 @@ struct Store::Impl {
   bool Registered(const void* ptr, size_t size) const {
     if (ptr == nullptr || size == 0) return false;
     const auto p = reinterpret_cast<uintptr_t>(ptr);
+    if (p >= pool_base && p - pool_base < pool_size && size <= pool_size - (p - pool_base)) {
+      return true;
+    }
     std::shared_lock lock(buf_mu);
     auto it = buffers.upper_bound(p);
     if (it == buffers.begin()) return false;
@@ -95,9 +103,11 @@ struct Store::Impl {
   Impl();
   ~Impl();
   int Open(const SetupConfig& given);
+  int OpenDummy(size_t pool_size, const std::string& socket_path);
   void Shut();
   void StartHttp(const internal::HttpSettings& settings);
   void StopHttp();
+  void ShutDummy();
 };
 
 // Every data call: shared state lock, then INVALID_PARAMS (or `fail`) when

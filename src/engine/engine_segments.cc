@@ -67,6 +67,8 @@ int Store::AllocateAndMountSegment(size_t size, const std::string& protocol,
   segment_ids->clear();
   *allocated_bytes = 0;
   MC_ENGINE_CLIENT(kInvalidParams);
+  // A dummy's memory is its pool; segments are the standalone client's.
+  if (impl_->dummy != nullptr) return kNotSupported;
   if (size == 0 || size > mc::kMaxSegmentBytes) return kInvalidParams;
   mc::Config config = impl_->resolved;
   if (!protocol.empty() && protocol != config.cluster.protocol) {

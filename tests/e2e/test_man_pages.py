@@ -13,7 +13,7 @@ for page in pages:
                        stderr=subprocess.STDOUT)
     check(p.returncode == 0 and not p.stdout, f"groff -man -ww -z {os.path.basename(page)} prints nothing")
 
-for cmd in ["master", "store", "metadata-server", "put", "get", "ls", "rm", "exists", "bench"]:
+for cmd in ["master", "store", "client", "metadata-server", "put", "get", "ls", "rm", "exists", "bench"]:
     path = os.path.join(SRC, "man", f"mooncake-{cmd}.1")
     if not check(os.path.exists(path), f"man page for mooncake {cmd}"):
         continue

@@ -18,7 +18,7 @@ src="${MOONCAKE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}"
 cd "$src"
 
 fuzzers=(frame_fuzz data_wire_fuzz metadata_http_fuzz descriptor_fuzz config_toml_fuzz
-         config_json_fuzz trace_fuzz ops_fuzz rest_http_fuzz)
+         config_json_fuzz trace_fuzz ops_fuzz rest_http_fuzz dummy_fuzz)
 if [ "${1:-}" = --list ]; then printf '%s\n' "${fuzzers[@]}"; exit 0; fi
 build_only=0
 if [ "${1:-}" = --build ]; then build_only=1; shift; fi
@@ -46,6 +46,7 @@ declare -A srcs libs
 srcs[frame_fuzz]="src/common/byte_io.cc src/proto/frame.cc src/proto/codec.cc src/proto/handshake.cc
                   src/msg/messages.cc"
 srcs[ops_fuzz]="src/common/byte_io.cc src/proto/frame.cc src/proto/codec.cc src/msg/messages.cc"
+srcs[dummy_fuzz]="src/common/byte_io.cc src/proto/frame.cc src/proto/codec.cc src/msg/messages.cc"
 srcs[data_wire_fuzz]="src/transfer/data_protocol.cc src/transfer/access.cc
                       src/transfer/transport.cc $crypto"
 libs[data_wire_fuzz]="-lcrypto"

@@ -17,7 +17,7 @@ from harness import BIN, SRC, check, finish, tempdir  # noqa: E402
 # systemd's scale: 0 (locked down) .. 10 (exposed); "OK" is below 2.
 MAX_EXPOSURE = 2.0
 UNITS = ["mooncake-master.service", "mooncake-store.service", "mooncake-store@.service",
-         "mooncake-metadata-server.service"]
+         "mooncake-metadata-server.service", "mooncake-client.service"]
 
 analyze = shutil.which("systemd-analyze")
 if not check(analyze is not None, "systemd-analyze is installed"):
@@ -67,7 +67,7 @@ for unit in UNITS:
                  "CapabilityBoundingSet=", "MemoryDenyWriteExecute=yes", "ProtectHome=yes",
                  "SystemCallFilter=@system-service"):
         check(want in lines, f"{unit}: {want}")
-    if "store" in unit:
+    if "store" in unit or "client" in unit:
         check(settings.get("LimitMEMLOCK") == "infinity", f"{unit}: LimitMEMLOCK=infinity (RDMA)")
         check("nr_hugepages" in text, f"{unit}: documents reserving huge pages")
     if "master" in unit:

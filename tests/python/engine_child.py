@@ -44,13 +44,18 @@ def main():
         ptr = ctypes.addressof(buf)
         s.register_buffer(ptr, size)
         print(f"ready {s.get_hostname()}", flush=True)
-        i = 0
-        while True:
-            k = f"{prefix}-{i}"
-            ctypes.memmove(ptr, pattern(k, size), size)
-            s.put_from(k, ptr, size)
-            i += 1
+        flood(s, ptr, size, prefix)
     return 0
+
+
+def flood(s, ptr, size, prefix):
+    """Puts objects PREFIX-0, PREFIX-1, ... of `size` bytes from ptr until killed."""
+    i = 0
+    while True:
+        k = f"{prefix}-{i}"
+        ctypes.memmove(ptr, pattern(k, size), size)
+        s.put_from(k, ptr, size)
+        i += 1
 
 
 if __name__ == "__main__":

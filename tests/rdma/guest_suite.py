@@ -15,7 +15,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from harness import check, finish, run, stop, tempdir, wait_until  # noqa: E402
+from harness import check, finish, free_port, run, start, stop, tempdir, wait_until  # noqa: E402
 from cluster import Cluster  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -142,6 +142,27 @@ check(py.returncode == 0 and b"OK" in py.stdout,
       f"python register_buffer/put_from/batch_get_into over rdma ({py.stdout.decode()[-400:]})")
 check(pd.get("rxe0", 0) + pd.get("rxe1", 0) >= (4 << 20) // 4096,
       f"the Python client's bytes went over RDMA {pd}")
+
+# 2c. A dummy client of `mooncake client` (mooncake-client(1)) over RDMA:
+#     the standalone client registers the dummy's pool on the NICs at attach
+#     and moves the pool's bytes over RDMA.
+cport = free_port()
+clog = os.path.join(tmp, "client.log")
+standalone = start(["client", "--port", str(cport), "--global-segment-size", "0"] + CLIENT,
+                   env=c.env, log_name=clog)
+check(wait_until(lambda: "client ready" in open(clog).read() or standalone.poll() is not None, 60)
+      and standalone.poll() is None, f"mooncake client starts over rdma ({open(clog).read()[-300:]})")
+before = packets()
+py = subprocess.run([sys.executable, os.path.join(HERE, "python_child.py"),
+                     env["MOONCAKE_MASTER"], "rxe0,rxe1", f"127.0.0.1:{cport}"],
+                    env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                    timeout=300)
+pd = delta(before)
+check(py.returncode == 0 and b"OK" in py.stdout,
+      f"a dummy client's put_from/batch_get_into over rdma ({py.stdout.decode()[-400:]})")
+check(pd.get("rxe0", 0) + pd.get("rxe1", 0) >= (4 << 20) // 4096,
+      f"the dummy's bytes went over RDMA {pd}")
+check(stop(standalone) == 0, "mooncake client stops cleanly")
 
 # 3. Mixed cluster: a TCP-only store beside the RDMA ones; a 3-replica put
 #    lands on all three, the TCP one reached over TCP.

@@ -25,6 +25,11 @@ __all__ = ["BufferHandle", "Descriptor", "DiskDescriptor", "MemoryDescriptor",
 
 # Copy/move tasks (query_task), with the enums' values at module level as
 # the reference exports them.
+# Dummy clients of `mooncake client` (mooncake-client(1)).
+from mooncake._store import MooncakeHostMemAllocator  # noqa: E402
+
+__all__ += ["MooncakeHostMemAllocator"]
+
 from mooncake._store import (  # noqa: E402
     FAILED, PENDING, PROCESSING, REPLICA_COPY, REPLICA_MOVE, SUCCESS, QueryTaskResponse,
     TaskStatus, TaskType)

@@ -79,5 +79,6 @@ PYBIND11_MODULE(_store, m) {
   DefineQueryMethods(c);
   DefineSessionMethods(c);
   DefineOpsMethods(m, c);
+  DefineDummyMethods(m, c);
   py::module_::import("atexit").attr("register")(py::cpp_function(&CloseAllAtExit));
 }

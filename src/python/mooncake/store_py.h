@@ -90,5 +90,8 @@ void DefineSessionMethods(StoreClass& c);
 // Upserts and replica operations, with their module-level types TaskType,
 // TaskStatus and QueryTaskResponse (store_py_ops.cc).
 void DefineOpsMethods(py::module_& m, StoreClass& c);
+// setup_dummy, init_all, alloc_from_mem_pool and MooncakeHostMemAllocator
+// (store_py_dummy.cc).
+void DefineDummyMethods(py::module_& m, StoreClass& c);
 
 }  // namespace mooncake_py

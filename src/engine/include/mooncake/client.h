@@ -103,6 +103,21 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   int Setup(const SetupConfig& config);
+  // ---- engine_dummy.cc: a dummy client of the host's `mooncake client` ----
+  // Instead of Setup: every call is forwarded to the standalone client
+  // listening at `server_address` ("host:port", whose socket is
+  // @mooncake_client_PORT.sock; `socket_path` names another). It hands this
+  // process a shared pool of mem_pool_size + local_buffer_size bytes; memory
+  // from AllocFromMemPool moves zero copy, other buffers are staged through
+  // the pool (mooncake-client(1)). 0, or RPC_FAIL (-900) when no client
+  // listens, NO_AVAILABLE_HANDLE (-200) when it refuses the pool.
+  int SetupDummy(size_t mem_pool_size, size_t local_buffer_size,
+                 const std::string& server_address, const std::string& socket_path = "");
+  // The address of `size` bytes of the dummy's pool (usable by put_from and
+  // get_into without register_buffer); 0 when not a dummy or the pool is full.
+  uint64_t AllocFromMemPool(size_t size);
+  // 0, or INVALID_PARAMS for an address AllocFromMemPool did not return.
+  int FreeToMemPool(uint64_t addr);
   int Close();
   // This process's segment name ("host:port") when it contributes memory,
   // else local_hostname. Empty before Setup.
@@ -260,6 +275,13 @@ class Store {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+// The process's host memory for engine buffers (MooncakeHostMemAllocator):
+// from the pool of the dummy store set up most recently in this process that
+// is still open, else page-aligned anonymous memory. Null when size is 0 or
+// there is no memory; HostMemFree is 0, or -1 for a pointer not from here.
+void* HostMemAlloc(size_t size);
+int HostMemFree(void* ptr);
 
 // "OBJECT_NOT_FOUND" for -704, "UNKNOWN_ERROR" for a value not listed.
 const char* ErrorName(int code);

@@ -1,0 +1,120 @@
+// The requests and replies between a dummy client (an engine rank, in
+// `client`) and the standalone client `mooncake client` (`clientd`) on the
+// host's Unix socket (mooncake-client(1)). Object bytes never travel in them:
+// they name ranges of the dummy's shared pool (a memfd the standalone client
+// created and passed at attach), which both processes map. Plain values with
+// Fields() lists, coded by proto/codec.h like the master's messages.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/ceilings.h"
+#include "msg/messages.h"
+
+namespace mc::msg {
+
+// Version of the dummy protocol; an attach with another is refused.
+inline constexpr uint32_t kDummyProtocolVersion = 1;
+// Parts one object may be gathered from / scattered to.
+inline constexpr size_t kMaxDummyPartsPerObject = 4096;
+
+// Bytes [offset, offset + size_bytes) of the dummy's pool.
+struct PoolRange {
+  uint64_t offset = 0;
+  uint64_t size_bytes = 0;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.offset, "range.offset");
+    f(s.size_bytes, "range.size_bytes");
+  }
+};
+// One object: the concatenation of its parts.
+struct PoolParts {
+  std::vector<PoolRange> parts;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.parts, "parts count", kMaxDummyPartsPerObject, "part");
+  }
+};
+
+// The first message on a connection: the pool the dummy wants. The reply
+// carries the pool's memfd (SCM_RIGHTS) and the standalone client's identity.
+struct DummyAttachRequest {
+  uint32_t version = kDummyProtocolVersion;
+  uint64_t pool_size_bytes = 0;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.version, "version");
+    f(s.pool_size_bytes, "pool_size_bytes");
+  }
+};
+struct DummyAttachReply {
+  uint64_t pool_size_bytes = 0;
+  ClientId client;       // the standalone client's id at the master
+  std::string hostname;  // its segment's name (get_hostname)
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.pool_size_bytes, "pool_size_bytes");
+    f(s.client, "client");
+    f(s.hostname, "hostname");
+  }
+};
+
+// A put of keys[i] from objects[i] (all of it in the pool).
+struct DummyPutRequest {
+  std::vector<std::string> keys;
+  std::vector<PoolParts> objects;
+  PutOptions options;
+  PutPlacement placement;
+  bool upsert = false;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.keys, "keys count", kMaxBatchItems, "key");
+    f(s.objects, "objects count", kMaxBatchItems, "object");
+    f(s.options, "options");
+    f(s.placement, "placement");
+    f(s.upsert, "upsert");
+  }
+};
+// A get of keys[i] into objects[i].
+struct DummyGetRequest {
+  std::vector<std::string> keys;
+  std::vector<PoolParts> objects;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.keys, "keys count", kMaxBatchItems, "key");
+    f(s.objects, "objects count", kMaxBatchItems, "object");
+  }
+};
+// Exists, Remove, Size, Locate (one key).
+struct DummyKeysRequest {
+  std::vector<std::string> keys;
+  bool force = false;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.keys, "keys count", kMaxBatchItems, "key");
+    f(s.force, "force");
+  }
+};
+struct DummyU64 {
+  uint64_t value = 0;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) { f(s.value, "value"); }
+};
+// The standalone client's transfer paths (Client::path_counts).
+struct DummyPathCounts {
+  uint64_t same_host = 0, rdma = 0, tcp = 0, tcp_fallback = 0;
+  std::string last_path;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.same_host, "same_host");
+    f(s.rdma, "rdma");
+    f(s.tcp, "tcp");
+    f(s.tcp_fallback, "tcp_fallback");
+    f(s.last_path, "last_path");
+  }
+};
+
+}  // namespace mc::msg
