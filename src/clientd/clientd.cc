@@ -64,7 +64,7 @@ Result<HttpApi> StartHttpApi(const Config& config, uint16_t port, client::Client
   rest::RestOptions o;
   o.port = port;
   o.auth_token = config.cluster.auth_token;
-  o.tls = HttpServerTls(*tls);
+  o.tls = HttpServerTls(tls);
   MC_ASSIGN_OR_RETURN(api.server, rest::RestServer::Start(*api.backend, std::move(o)));
   return api;
 }

@@ -85,7 +85,8 @@ def http(method, path, body=None):
 
 
 value = bytes(range(256)) * 64
-check(http("PUT", "/api/put/http-key", value)[0] == 200, "PUT /api/put/{key} stores the body")
+r = http("PUT", "/api/put/http-key", value)
+check(r[0] == 200, f"PUT /api/put/{{key}} stores the body ({r[0]} {r[1][:200]!r})")
 check(http("GET", "/api/get/http-key") == (200, value), "GET /api/get/{key} returns it byte for byte")
 check(b"true" in http("GET", "/api/exist/http-key")[1], "GET /api/exist/{key} sees it")
 check(http("GET", "/health")[0] == 200, "/health answers 200 while the segment serves")
