@@ -13,6 +13,7 @@
 #include "common/sd_notify.h"
 #include "common/signals.h"
 #include "masterd/admin_http.h"
+#include "masterd/ha_master.h"
 #include "masterd/journal.h"
 #include "masterd/rpc_glue.h"
 #include "masterd/service.h"
@@ -74,6 +75,11 @@ Status LoadState(Journal& journal, MasterService& service) {
 }  // namespace
 
 int RunMaster(const Config& config) {
+  if (config.ha.enable_ha && config.ha.etcd.empty()) {
+    std::fprintf(stderr, "mooncake master: error: --enable_ha needs --ha-etcd (--etcd_endpoints)\n");
+    return 2;
+  }
+  if (!config.ha.etcd.empty()) return RunHaMaster(config);
   InstallStopSignals();
   InstallReloadSignal();
   const MasterConfig& mc = config.master;
