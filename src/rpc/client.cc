@@ -248,7 +248,12 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectWithRetries() {
   const uint64_t deadline_us = net::MonotonicUs() + options_.rpc_timeout_us * attempts;
   Status last;
   uint32_t made = 0;
-  for (uint32_t i = 0; i < attempts; ++i) {
+  // A client that locates its master (an HA group) keeps trying until the
+  // deadline however fast the attempts fail: a failover (a port refused, no
+  // leader named yet) lasts about the leader's lease, longer than the
+  // backoff of `retries` refused connects.
+  const bool until_deadline = options_.locate != nullptr;
+  for (uint32_t i = 0; until_deadline || i < attempts; ++i) {
     uint64_t now = net::MonotonicUs();
     if (i > 0) {
       if (now >= deadline_us) break;

@@ -38,7 +38,9 @@ struct ClientOptions {
   std::string master = kDefaultMasterAddress;  // host:port
   // Where the master is now, asked before each connection attempt
   // (`moved_on`: the attempt before failed); null: `master` itself. Lets a
-  // client follow a failover (client/master_locator.h).
+  // client follow a failover (client/master_locator.h): with it, connecting
+  // goes on until rpc_timeout_us x retries has passed, however many
+  // attempts that takes.
   std::function<Result<std::string>(bool moved_on)> locate;
   std::string auth_token;                  // empty: none
   uint64_t rpc_timeout_us = kDefaultRpcTimeoutUs;  // per call, and per connection attempt
