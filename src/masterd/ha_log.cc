@@ -58,9 +58,11 @@ bool HaLog::WaitDurableFor(uint64_t timeout_us) {
 
 void HaLog::Append(master::StateListener*, HaRecord record) {
   std::lock_guard<std::mutex> lock(mu_);
+  // A commit frees space only when it rewrites an object the log already
+  // holds (lost replicas, an upsert's swap): a tag we handed out before.
   const bool frees = record.kind == HaRecord::Kind::kUnmount ||
                      record.kind == HaRecord::Kind::kRemove ||
-                     record.kind == HaRecord::Kind::kCommit;  // a commit may drop replicas
+                     (record.kind == HaRecord::Kind::kCommit && record.object.listener_tag != 0);
   pending_.push_back(std::move(record));
   ++appended_;
   stats_.appended = appended_;
