@@ -313,6 +313,10 @@ int RunHaMaster(const Config& config) {
   MC_LOG(INFO) << "HA: cluster '" << config.ha.cluster << "' on etcd " << config.ha.etcd
                << ", lease " << ctx->ttl_us / 1000000 << " s, advertising " << advertise
                << "; the state lives in etcd (data_dir is not used)";
+  if (config.master.enable_http_metadata_server) {
+    MC_LOG(WARN) << "HA: the embedded metadata server is not started (every master would hold"
+                    " its own copy); run `mooncake metadata-server` for reference peers";
+  }
   HaLog halog(*ctx->writer_kv, ctx->keys, SystemClock::Instance(),
               {.snapshot_every_entries = config.ha.snapshot_every});
   MasterService service(config.master, SystemClock::Instance(), &halog);
