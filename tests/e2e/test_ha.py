@@ -17,6 +17,7 @@ import time
 
 from harness import check, finish, run, stop, wait_until
 from ha_cluster import Etcd, HaGroup
+from pool_checks import check_allocations
 
 seed = int(os.environ.get("MC_SEED") or random.randrange(1 << 32))
 cycles = int(os.environ.get("MC_HA_CYCLES", "2"))
@@ -48,6 +49,12 @@ def verify(what):
                    + (f" (bad: {bad[:5]})" if bad else ""))
     back = [k for k in removed if run(["exists", k], env=group.env).returncode == 0]
     check(not back, f"{what}: none of {len(removed)} removed keys returned ({back[:5]})")
+    leader = group.leader()
+
+    class Admin:
+        def admin(self, path):
+            return group.admin(leader, path)
+    check_allocations(Admin(), what)
 
 
 try:
