@@ -105,7 +105,7 @@ class HaGroup:
     @property
     def env(self):
         return {"MOONCAKE_MASTER": self.etcd.address, "MC_STORE_CLUSTER_ID": self.cluster,
-                "MOONCAKE_TE_META_DATA_SERVER": "http://127.0.0.1:8080/metadata"}
+                "MOONCAKE_TE_META_DATA_SERVER": self.etcd.address}
 
     @property
     def list_env(self):

@@ -1,7 +1,8 @@
 """Master high availability on etcd (mooncake-master(1), HIGH AVAILABILITY).
 
 A three-member etcd, two masters with --ha-etcd, two stores and a client
-that finds the leader through etcd://. Checks: one leader, one standby
+that finds the leader through etcd://, the stores publishing their
+transfer-engine descriptors to etcd:// too. Checks: one leader, one standby
 (/role, /leader, /ha_status, /metrics); kill -9 of the leader at random
 moments (MC_SEED replays; MC_HA_CYCLES sets how many, 2 by default) loses no
 acknowledged put and brings back no removed key, and the killed master comes
@@ -10,6 +11,8 @@ member killed and restored changes nothing; with etcd down entirely the
 leader stops acknowledging (and exits 75), and once etcd is back a master
 leads again with every acknowledged put intact.
 """
+import base64
+import json
 import os
 import random
 import signal
@@ -62,9 +65,11 @@ try:
     check(first is not None, "one of the two masters leads")
     other = 1 - first
     check(wait_until(lambda: group.role(other) == "standby", 10), "the other is a standby")
+    named = f"127.0.0.1:{group.rpc_ports[first]}".encode()
+    wait_until(lambda: named in group.admin(other, "/leader")[1], 5)
     status, body = group.admin(other, "/leader")
-    check(status == 200 and f"127.0.0.1:{group.rpc_ports[first]}".encode() in body
-          and b'"present":true' in body, f"the standby's /leader names the leader: {body!r}")
+    check(status == 200 and named in body and b'"present":true' in body,
+          f"the standby's /leader names the leader: {body!r}")
     status, metrics = group.admin(first, "/metrics")
     check(b"master_ha_is_leader 1" in metrics, "the leader's /metrics says it leads")
     check(b"HA: leader term" in group.admin(first, "/metrics/summary")[1],
@@ -73,6 +78,11 @@ try:
     for _ in range(2):
         group.add_store()
     check(wait_until(lambda: len(group.segments()) == 2, 20), "two stores mounted through etcd://")
+    published = [seg for seg in group.segments()
+                 if b'"kvs"' in etcd.post(0, "/v3/kv/range", json.dumps(
+                     {"key": base64.b64encode(f"mooncake/ram/{seg}".encode()).decode()}).encode())[1]]
+    check(len(published) == 2, "with metadata_server etcd:// both stores published their "
+          f"descriptors under the reference's keys mooncake/ram/<segment> ({published})")
 
     for i in range(20):
         check(put(f"k{i}").returncode == 0, f"put k{i}") if i < 2 else put(f"k{i}")
