@@ -38,7 +38,10 @@ ap.add_argument("--seconds", type=int, default=5)
 ap.add_argument("--threads", type=int, default=8)
 ap.add_argument("--size-rounds", type=int, default=12)
 ap.add_argument("--snapshot-every", type=int, default=1000)
+ap.add_argument("--parts", default="throughput,failover,size",
+                help="which parts to run, comma separated")
 args = ap.parse_args()
+parts = set(args.parts.split(","))
 
 print(f"bench_ha: {os.cpu_count()} cpus; etcd 3 members on loopback; HA lease {args.ttl} s; "
       f"puts of 4 KiB by {args.threads} threads for {args.seconds} s; {args.cycles} failover "
@@ -59,26 +62,29 @@ def bench_put(env, seconds, label):
 
 
 # ---- 1. throughput: single durable master vs HA ----
-data_dir = tempdir("mc-bench-ha-single-")
-single = Cluster(stores=1, segment="512mb", data_dir=data_dir)
-s_ops, s_p50, s_p99 = bench_put(single.env, args.seconds, "single")
-single.stop()
+s_ops = s_p50 = s_p99 = 0.0
+if "throughput" in parts:
+    single = Cluster(stores=1, segment="512mb", data_dir=tempdir("mc-bench-ha-single-"))
+    s_ops, s_p50, s_p99 = bench_put(single.env, args.seconds, "single")
+    single.stop()
 
 etcd = Etcd(members=3)
 group = HaGroup(etcd, masters=2, ttl=args.ttl, extra=["--ha-snapshot-every",
                                                         str(args.snapshot_every)])
-group.add_store("512mb")
-wait_until(lambda: len(group.segments()) == 1, 20)
-h_ops, h_p50, h_p99 = bench_put(group.env, args.seconds, "ha")
-print("\nput 4 KiB          ops/s    p50 us    p99 us")
-print(f"single durable {s_ops:9.0f} {s_p50:9.0f} {s_p99:9.0f}")
-print(f"HA (etcd)      {h_ops:9.0f} {h_p50:9.0f} {h_p99:9.0f}")
-print(f"HA / single: {h_ops / s_ops:.2f}" if s_ops else "HA / single: n/a")
-sys.stdout.flush()
+if "throughput" in parts or "failover" in parts:
+    group.add_store("512mb")
+    wait_until(lambda: len(group.segments()) == 1, 20)
+if "throughput" in parts:
+    h_ops, h_p50, h_p99 = bench_put(group.env, args.seconds, "ha")
+    print("\nput 4 KiB          ops/s    p50 us    p99 us")
+    print(f"single durable {s_ops:9.0f} {s_p50:9.0f} {s_p99:9.0f}")
+    print(f"HA (etcd)      {h_ops:9.0f} {h_p50:9.0f} {h_p99:9.0f}")
+    print(f"HA / single: {h_ops / s_ops:.2f}" if s_ops else "HA / single: n/a")
+    sys.stdout.flush()
 
 # ---- 2. failover time ----
 times = []
-for cycle in range(args.cycles):
+for cycle in range(args.cycles if "failover" in parts else 0):
     leader = group.leader(30)
     if leader is None:
         print(f"cycle {cycle}: no leader")
@@ -109,10 +115,15 @@ sys.stdout.flush()
 # ---- 3. etcd size over a long put run with eviction ----
 print("\netcd database size during a steady put/evict load (64 MiB pool, 4 KiB values)")
 small = group.add_store("64mb")
-print("round  puts/s   etcd db bytes")
-for rnd in range(args.size_rounds):
+print("round  puts/s   etcd db bytes   in use bytes   keys in the pool")
+for rnd in range(args.size_rounds if "size" in parts else 0):
     ops, _, _ = bench_put(group.env, args.seconds, "size")
-    print(f"{rnd:5d} {ops:8.0f} {etcd.db_size():15d}")
+    leader = group.leader(10)
+    keys = group.admin(leader, "/metrics")[1].decode() if leader is not None else ""
+    keys = next((l.split()[1] for l in keys.splitlines() if l.startswith("master_key_count ")),
+                "?")
+    size, in_use = etcd.db_size()
+    print(f"{rnd:5d} {ops:8.0f} {size:15d} {in_use:14d}   {keys}")
     sys.stdout.flush()
 
 for p in group.procs + group.stores:

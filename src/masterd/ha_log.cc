@@ -88,6 +88,12 @@ void HaLog::OnObjectRemoved(std::string_view key, uint64_t, master::RemoveReason
 
 uint64_t HaLog::Ticket(uint64_t requests) {
   const bool private_only = MasterService::TakePrivateOps() == requests;
+  const uint64_t deadline = lease_deadline_us_.load(std::memory_order_acquire);
+  if (deadline != 0 && clock_.NowUs() >= deadline) {
+    Fail("the lease ran out before the replies left");
+    std::lock_guard<std::mutex> lock(mu_);
+    return appended_ + 1;  // never released: the round's connections are closed
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (!private_only) return appended_;
   // As the journal's JournalGate: a round of PutStarts reveals nothing

@@ -57,6 +57,13 @@ class HaLog final : public master::StateListener, public rpc::ReplyGate {
   void Begin(const ha::Term& term, HaImage image);
   // The lease ran out (or the master stops leading): fail for good.
   void Fail(const std::string& why);
+  // Until when the leader's lease is proven (ha::LeaseClock). A round of
+  // requests handled at or after it gets no reply (Ticket fails the log):
+  // a leader paused past its lease (a stop, a long stall) serves nothing,
+  // not even a read, before its own loop notices. 0: not set.
+  void SetLeaseDeadline(uint64_t deadline_us) {
+    lease_deadline_us_.store(deadline_us, std::memory_order_release);
+  }
   // Waits up to `timeout_us` for everything queued so far to be in etcd.
   bool WaitDurableFor(uint64_t timeout_us);
 
@@ -112,6 +119,7 @@ class HaLog final : public master::StateListener, public rpc::ReplyGate {
   Stats stats_;                     // under mu_
   std::atomic<uint64_t> durable_seen_{0};
   std::atomic<bool> failed_{false};
+  std::atomic<uint64_t> lease_deadline_us_{0};
 
   ha::Term term_;   // writer thread (set before it starts)
   HaImage image_;   // writer thread

@@ -189,3 +189,17 @@ TEST_CASE("objects left on a segment the log already unmounted are left out of a
   CHECK(*dropped == 1);
   CHECK(state->DumpObjects(true).empty());
 }
+
+TEST_CASE("a leader past its lease deadline releases no round, not even a read") {
+  Group g;
+  Mount(*g.state, 0);
+  REQUIRE(g.log.WaitDurableFor(kWaitUs));
+  g.log.SetLeaseDeadline(g.clock.NowUs() + 1000000);
+  const uint64_t before = g.log.Ticket(0);
+  CHECK(before <= g.log.Released());  // a round that revealed nothing goes out at once
+  CHECK_FALSE(g.log.Failed());
+  g.clock.AdvanceUs(1000000);
+  const uint64_t after = g.log.Ticket(0);
+  CHECK(after > g.log.Released());
+  CHECK(g.log.Failed());
+}

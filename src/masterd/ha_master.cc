@@ -258,7 +258,10 @@ int Lead(HaContext& ctx, ha::Election& election, const ha::Term& term, ha::Lease
     if (now - last_keepalive_us >= keepalive_every_us) {
       last_keepalive_us = now;
       auto alive = election.KeepAlive(term);
-      if (alive.ok() && *alive) lease.Renewed(now);
+      if (alive.ok() && *alive) {
+        lease.Renewed(now);
+        halog.SetLeaseDeadline(lease.deadline_us());
+      }
       if (alive.ok() && !*alive) lost = "etcd says the lease is gone";
       if (!alive.ok()) MC_LOG(WARN) << "HA keepalive: " << alive.status().ToString();
     }
@@ -348,6 +351,7 @@ int RunHaMaster(const Config& config) {
     return 1;
   }
   const uint64_t index = image.index();
+  halog.SetLeaseDeadline(lease.deadline_us());
   halog.Begin(*term, std::move(image));
   auto rpc = StartRpcServer(service, config, &halog, *tls);
   if (!rpc.ok()) {

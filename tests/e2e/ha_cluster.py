@@ -72,12 +72,14 @@ class Etcd:
             return 0, b""
 
     def db_size(self):
-        """The largest member's database size in bytes (0 if none answers)."""
-        best = 0
+        """The largest member's database size and its bytes in use ((0, 0)
+        if none answers)."""
+        best = (0, 0)
         for i in range(len(self.names)):
             status, body = self.post(i, "/v3/maintenance/status", b"{}")
             if status == 200:
-                best = max(best, int(json.loads(body).get("dbSize", 0)))
+                doc = json.loads(body)
+                best = max(best, (int(doc.get("dbSize", 0)), int(doc.get("dbSizeInUse", 0))))
         return best
 
     def stop(self):
