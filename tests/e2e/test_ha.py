@@ -9,7 +9,8 @@ acknowledged put and brings back no removed key, and the killed master comes
 back as a standby; a plain list of masters also finds the leader; an etcd
 member killed and restored changes nothing; with etcd down entirely the
 leader stops acknowledging (and exits 75), and once etcd is back a master
-leads again with every acknowledged put intact.
+leads again with every acknowledged put intact; a leader paused (SIGSTOP)
+past its lease is replaced, and once resumed acknowledges nothing and exits.
 """
 import base64
 import json
@@ -114,6 +115,28 @@ try:
         group.start_master(leader)
         check(wait_until(lambda: group.role(leader) == "standby", 10),
               f"cycle {cycle}: the killed master is back as a standby")
+
+    # A leader paused past its lease (a stall, or cut off as a partition
+    # would leave it): another master takes over, and once it runs again the
+    # old one acknowledges nothing and exits 75.
+    old = group.leader()
+    pinned = dict(group.env, MOONCAKE_MASTER=f"127.0.0.1:{group.rpc_ports[old]}")
+    os.kill(group.procs[old].pid, signal.SIGSTOP)
+    try:
+        check(put("while-paused").returncode == 0, "a put while the leader is paused succeeds "
+                                                   "on the master that took over")
+        new = group.leader()
+        check(new is not None and new != old, f"master {new} leads while {old} is paused")
+    finally:
+        os.kill(group.procs[old].pid, signal.SIGCONT)
+    r = run(["put", "to-the-deposed", "-", "--rpc-retries", "1"], input=b"stale", env=pinned)
+    check(r.returncode != 0, f"the resumed old leader acknowledges no put: rc {r.returncode}")
+    code = group.procs[old].wait(timeout=30)
+    check(code == 75, f"the resumed old leader exits 75: exit {code}")
+    check(run(["exists", "to-the-deposed"], env=group.env).returncode != 0,
+          "nothing sent to the deposed leader landed")
+    group.start_master(old)
+    verify("after a paused leader resumed")
 
     r = run(["get", "k0"], env=group.list_env)
     check(r.returncode == 0 and r.stdout == acked["k0"],
