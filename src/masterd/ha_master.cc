@@ -305,9 +305,7 @@ int RunHaMaster(const Config& config) {
     std::fprintf(stderr, "mooncake master: error: %s\n", ctx.status().message().c_str());
     return 2;
   }
-  auto tls = ServerTls(config.tls,
-                       {.listeners = "every port",
-                        .without_cert = "[tls] ca without cert: the master listens without TLS"});
+  auto tls = MasterServerTls(config.tls);
   if (!tls.ok()) {
     std::fprintf(stderr, "mooncake master: error: %s\n", tls.status().message().c_str());
     return 2;

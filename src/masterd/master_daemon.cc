@@ -84,9 +84,7 @@ int RunMaster(const Config& config) {
   InstallReloadSignal();
   const MasterConfig& mc = config.master;
   // One server context for every port: RPC, admin HTTP, embedded metadata.
-  auto tls = ServerTls(config.tls,
-                       {.listeners = "every port",
-                        .without_cert = "[tls] ca without cert: the master listens without TLS"});
+  auto tls = MasterServerTls(config.tls);
   if (!tls.ok()) {
     std::fprintf(stderr, "mooncake master: error: %s\n", tls.status().message().c_str());
     return 2;
