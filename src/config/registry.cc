@@ -126,7 +126,7 @@ const Setting kSettings[] = {
      .flags = "--etcd_endpoints", .flag = "--ha-etcd"},
     {.section = kHa, .key = "enable_ha", .type = Type::kBool, .field = MC_FIELD(ha.enable_ha),
      .help = "The reference's switch for HA; HA runs whenever etcd is set, and this without"
-             " etcd is refused", .flag = "--enable_ha"},
+             " etcd is refused", .flags = "--enable_ha", .flag = "--enable-ha"},
     {.section = kHa, .key = "cluster", .type = Type::kString, .field = MC_FIELD(ha.cluster),
      .help = "Name of this pool in etcd, so several pools share one etcd",
      .env = "MC_STORE_CLUSTER_ID", .flags = "--cluster_id", .flag = "--ha-cluster"},

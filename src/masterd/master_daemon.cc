@@ -76,7 +76,7 @@ Status LoadState(Journal& journal, MasterService& service) {
 
 int RunMaster(const Config& config) {
   if (config.ha.enable_ha && config.ha.etcd.empty()) {
-    std::fprintf(stderr, "mooncake master: error: --enable_ha needs --ha-etcd (--etcd_endpoints)\n");
+    std::fprintf(stderr, "mooncake master: error: --enable-ha needs --ha-etcd (--etcd_endpoints)\n");
     return 2;
   }
   if (!config.ha.etcd.empty()) return RunHaMaster(config);
