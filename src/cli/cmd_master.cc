@@ -11,7 +11,8 @@
 namespace mc::cli {
 
 RunFn SetupMaster(CLI::App& sub) {
-  constexpr unsigned kSections = config::kMaster | config::kCluster | config::kLog | config::kTls;
+  constexpr unsigned kSections =
+      config::kMaster | config::kHa | config::kCluster | config::kLog | config::kTls;
   auto cc = std::make_shared<config::CommandConfig>(sub, kSections, /*is_server=*/true);
   return [cc] {
     return config::RunWithConfig("master", *cc, kSections, [](const Config& config) {

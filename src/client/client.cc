@@ -19,6 +19,7 @@
 #include "common/host_identity.h"
 #include "common/log.h"
 #include "client/master_link.h"
+#include "client/master_locator.h"
 #include "client/replica_order.h"
 #include "rpc/client.h"
 #include "transfer/access.h"
@@ -746,6 +747,7 @@ rpc::ClientOptions MasterClientOptions(const ClusterConfig& cluster,
   rpc::ClientOptions o;
   o.tls = std::move(tls);
   o.master = cluster.master;
+  o.locate = MasterLocator(cluster.master);
   o.auth_token = cluster.auth_token;
   o.rpc_timeout_us = cluster.rpc_timeout_us;
   o.retries = cluster.rpc_retries;

@@ -59,6 +59,18 @@ struct MasterConfig {
   uint64_t metrics_log_interval_us = 10000000;        // plain numbers: s
 };
 
+// Master high availability on etcd (mooncake-master(1), HIGH AVAILABILITY):
+// masters given the same etcd and cluster elect one leader; the others are
+// hot standbys. Off while `etcd` is empty.
+struct HaConfig {
+  std::string etcd;                       // http://h1:2379,http://h2:2379
+  bool enable_ha = false;                 // the reference's switch: needs `etcd`
+  std::string cluster = "mooncake_cluster";  // MC_STORE_CLUSTER_ID; several pools share one etcd
+  uint64_t lease_ttl_us = 5000000;        // plain numbers: s; whole seconds
+  std::string advertise_address;          // host:port clients reach the RPC port at; empty: derived
+  uint32_t snapshot_every = 10000;        // log entries between snapshots
+};
+
 struct StoreConfig {
   uint64_t global_segment_size_bytes = 1ull << 30;    // MOONCAKE_GLOBAL_SEGMENT_SIZE
   uint16_t port = 0;                                  // data port; 0 picks a free one
@@ -101,6 +113,7 @@ struct TlsConfig {
 struct Config {
   ClusterConfig cluster;
   MasterConfig master;
+  HaConfig ha;
   StoreConfig store;
   ClientConfig client;
   MetadataServerConfig metadata_server;

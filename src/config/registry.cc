@@ -18,7 +18,9 @@ using DU = DurationUnit;
 const Setting kSettings[] = {
     // [cluster]: where a client or store finds the cluster.
     {.section = kCluster, .key = "master", .type = Type::kString,
-     .field = MC_FIELD(cluster.master), .help = "Master RPC address host:port",
+     .field = MC_FIELD(cluster.master),
+     .help = "Master RPC address host:port; for an HA group a list h1:p,h2:p or"
+             " etcd://h1:2379,h2:2379 (the leader key of MC_STORE_CLUSTER_ID)",
      .env = "MOONCAKE_MASTER", .json_key = "master_server_address"},
     {.section = kCluster, .key = "metadata_server", .type = Type::kString,
      .field = MC_FIELD(cluster.metadata_server),
@@ -116,6 +118,31 @@ const Setting kSettings[] = {
      .field = MC_FIELD(master.metrics_log_interval_us),
      .help = "Period of the \"Master Metrics:\" log line; 0: never",
      .plain_unit = DU::kSeconds},
+
+    // [ha]: master high availability on etcd.
+    {.section = kHa, .key = "etcd", .type = Type::kString, .field = MC_FIELD(ha.etcd),
+     .help = "etcd members the masters elect a leader and keep their log in"
+             " (http://h1:2379,http://h2:2379); empty: no HA",
+     .flags = "--etcd_endpoints", .flag = "--ha-etcd"},
+    {.section = kHa, .key = "enable_ha", .type = Type::kBool, .field = MC_FIELD(ha.enable_ha),
+     .help = "The reference's switch for HA; HA runs whenever etcd is set, and this without"
+             " etcd is refused", .flags = "--enable_ha", .flag = "--enable-ha"},
+    {.section = kHa, .key = "cluster", .type = Type::kString, .field = MC_FIELD(ha.cluster),
+     .help = "Name of this pool in etcd, so several pools share one etcd",
+     .env = "MC_STORE_CLUSTER_ID", .flags = "--cluster_id", .flag = "--ha-cluster"},
+    {.section = kHa, .key = "lease_ttl", .type = Type::kDuration,
+     .field = MC_FIELD(ha.lease_ttl_us),
+     .help = "The leader's etcd lease: a dead leader is replaced after this (whole seconds)",
+     .flag = "--ha-lease-ttl", .plain_unit = DU::kSeconds, .zero_ok = false},
+    {.section = kHa, .key = "advertise_address", .type = Type::kString,
+     .field = MC_FIELD(ha.advertise_address),
+     .help = "host:port clients reach this master's RPC port at; empty: rpc_address (or"
+             " [cluster] local_hostname when it binds every address) and rpc_port",
+     .flag = "--ha-advertise-address"},
+    {.section = kHa, .key = "snapshot_every", .type = Type::kU32,
+     .field = MC_FIELD(ha.snapshot_every),
+     .help = "Log entries between snapshots of the state (each trims the log behind it)",
+     .flag = "--ha-snapshot-every", .zero_ok = false},
 
     // [store]: memory contributed to the pool.
     {.section = kStore, .key = "global_segment_size", .type = Type::kSize,
@@ -347,6 +374,7 @@ const char* SectionName(unsigned section) {
     case kMetadataServer: return "metadata_server";
     case kLog: return "log";
     case kTls: return "tls";
+    case kHa: return "ha";
   }
   assert(false && "SectionName takes exactly one Section bit");
   return "?";

@@ -11,12 +11,13 @@ enum Section : unsigned {
   kMetadataServer = 1u << 4,
   kLog = 1u << 5,
   kTls = 1u << 6,
+  kHa = 1u << 7,
 };
 
 // The highest bit, for loops over every section.
-constexpr unsigned kLastSection = kTls;
+constexpr unsigned kLastSection = kHa;
 
 constexpr unsigned kAllSections =
-    kCluster | kMaster | kStore | kClient | kMetadataServer | kLog | kTls;
+    kCluster | kMaster | kStore | kClient | kMetadataServer | kLog | kTls | kHa;
 
 }  // namespace mc::config

@@ -9,6 +9,7 @@
 #include "common/bearer.h"
 #include "common/json_escape.h"
 #include "common/log.h"
+#include "masterd/ha_status.h"
 #include "masterd/journal.h"
 #include "masterd/prometheus.h"
 #include "masterd/service.h"
@@ -53,7 +54,8 @@ void TransferMetrics(PrometheusText& p, const MasterService::TransferTotals& t) 
 
 }  // namespace
 
-std::string RenderMetrics(const MasterService& service, const Journal* journal) {
+std::string RenderMetrics(const MasterService& service, const Journal* journal,
+                          const HaStatusSource* ha) {
   master::MasterCounters c = service.Counters();
   PrometheusText p;
   p.Gauge("master_allocated_bytes", "Bytes allocated to objects", static_cast<double>(c.allocated_bytes));
@@ -118,6 +120,7 @@ std::string RenderMetrics(const MasterService& service, const Journal* journal) 
               " and per second with unsynced commits (fsync=everysec)",
               static_cast<double>(j.syncs));
   }
+  if (ha != nullptr) ha->AppendMetrics(p);
   return p.str();
 }
 
@@ -126,6 +129,7 @@ struct AdminHttp::Impl {
   std::unique_ptr<BearerGuard> guard;  // the routes that reveal keys
   std::unique_ptr<httplib::Server> server_ptr;  // an SSLServer with TLS
   httplib::Server& server;
+  std::atomic<const HaStatusSource*> ha{nullptr};
   std::thread thread;
   std::atomic<bool> listen_done{false};  // the accept loop returned
   Impl(MasterService& s, std::unique_ptr<httplib::Server> srv)
@@ -159,15 +163,30 @@ AdminHttp::AdminHttp(MasterService& service, const Journal* journal,
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  srv.Get("/metrics", [svc, journal, guard](const httplib::Request&, httplib::Response& res) {
+  Impl* impl = impl_.get();
+  srv.Get("/metrics", [svc, journal, guard, impl](const httplib::Request&, httplib::Response& res) {
     PrometheusText auth;
     auth.Counter("master_admin_auth_failures_total",
                  "Admin requests refused for a missing or wrong auth token",
                  static_cast<double>(guard->refused()));
-    res.set_content(RenderMetrics(*svc, journal) + auth.str(), "text/plain; version=0.0.4");
+    res.set_content(RenderMetrics(*svc, journal, impl->ha.load()) + auth.str(),
+                    "text/plain; version=0.0.4");
   });
-  srv.Get("/metrics/summary", [svc](const httplib::Request&, httplib::Response& res) {
-    res.set_content(svc->Summary() + "\n", "text/plain");
+  srv.Get("/metrics/summary", [svc, impl](const httplib::Request&, httplib::Response& res) {
+    const HaStatusSource* ha = impl->ha.load();
+    res.set_content(svc->Summary() + (ha ? ha->Summary() : "") + "\n", "text/plain");
+  });
+  srv.Get("/role", [impl](const httplib::Request&, httplib::Response& res) {
+    const HaStatusSource* ha = impl->ha.load();
+    res.set_content(ha ? ha->Role() : "leader", "text/plain; charset=utf-8");
+  });
+  srv.Get("/ha_status", [impl](const httplib::Request&, httplib::Response& res) {
+    const HaStatusSource* ha = impl->ha.load();
+    res.set_content(ha ? ha->State() : "serving", "text/plain; charset=utf-8");
+  });
+  srv.Get("/leader", [impl](const httplib::Request&, httplib::Response& res) {
+    const HaStatusSource* ha = impl->ha.load();
+    res.set_content(ha ? ha->LeaderJson() : "{\"present\":false}", "application/json");
   });
   srv.Get("/health", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
@@ -213,6 +232,8 @@ AdminHttp::AdminHttp(MasterService& service, const Journal* journal,
 }
 
 AdminHttp::~AdminHttp() { Stop(); }
+
+void AdminHttp::SetHa(const HaStatusSource* ha) { impl_->ha.store(ha); }
 
 Status AdminHttp::Start(const std::string& host, uint16_t port) {
   if (!impl_->server.is_valid()) {

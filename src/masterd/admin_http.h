@@ -8,6 +8,10 @@
 //                           404 {"error_code":-704,"error":"..."}
 //   GET /get_all_keys       one key a line
 //   GET /get_all_segments   one segment name a line
+//   GET /role               "leader" or "standby" ("leader" without HA)
+//   GET /ha_status          the HA state: starting, standby, catching_up, serving,
+//                           stopping ("serving" without HA)
+//   GET /leader             {"present":bool,"leader_address":"h:p","view_version":N}
 // With an auth token, the routes that reveal keys (/query_key,
 // /get_all_keys) need "Authorization: Bearer <token>" (401 otherwise,
 // logged with the peer's address and counted as
@@ -26,6 +30,7 @@ struct ssl_ctx_st;
 
 namespace mc::masterd {
 
+class HaStatusSource;
 class Journal;
 class MasterService;
 
@@ -39,6 +44,9 @@ class AdminHttp {
                      const std::string& auth_token = "",
                      std::function<bool(ssl_ctx_st&)> tls = {});
   ~AdminHttp();
+  // Before Start: the HA view /role, /ha_status, /leader and /metrics
+  // show (must outlive the server).
+  void SetHa(const HaStatusSource* ha);
   Status Start(const std::string& host, uint16_t port);
   void Stop();
 
@@ -49,6 +57,7 @@ class AdminHttp {
 
 // The Prometheus text for the service's counters and, given one, the
 // journal's (exposed for tests).
-std::string RenderMetrics(const MasterService& service, const Journal* journal = nullptr);
+std::string RenderMetrics(const MasterService& service, const Journal* journal = nullptr,
+                          const HaStatusSource* ha = nullptr);
 
 }  // namespace mc::masterd

@@ -21,6 +21,7 @@ using namespace mc;
 using namespace mc::master;
 using mc::master::testing::Client;
 using mc::master::testing::Segment;
+using mc::masterd::testing::Fingerprint;
 using mc::masterd::testing::TempDb;
 
 namespace {
@@ -36,23 +37,6 @@ Options SmallStripes() {
 
 std::unique_ptr<MasterState> NewState(const Options& c, StateListener* l) {
   return std::make_unique<MasterState>(c, MakeEvictionPolicy("lru", 0), l);
-}
-
-// Everything durable about a state, comparable.
-std::string Fingerprint(const MasterState& s) {
-  std::string out;
-  for (const auto& seg : s.DumpSegments())
-    out += "seg " + seg.desc.name + " " + std::to_string(seg.desc.incarnation) + " " +
-           seg.desc.access_key + " " + seg.owner.ToString() + "\n";
-  for (const auto& o : s.DumpObjects(true)) {
-    out += "obj " + o.key + " " + std::to_string(o.size_bytes) + (o.soft_pin ? " pin" : "");
-    for (const auto& r : o.replicas)
-      for (const auto& b : r)
-        out += " " + b.segment_name + "@" + std::to_string(b.offset) + "+" +
-               std::to_string(b.size_bytes);
-    out += "\n";
-  }
-  return out;
 }
 
 // Opens the file with a fresh journal and state, loads it, and returns the

@@ -13,6 +13,7 @@
 #include "common/sd_notify.h"
 #include "common/signals.h"
 #include "masterd/admin_http.h"
+#include "masterd/ha_master.h"
 #include "masterd/journal.h"
 #include "masterd/rpc_glue.h"
 #include "masterd/service.h"
@@ -74,13 +75,16 @@ Status LoadState(Journal& journal, MasterService& service) {
 }  // namespace
 
 int RunMaster(const Config& config) {
+  if (config.ha.enable_ha && config.ha.etcd.empty()) {
+    std::fprintf(stderr, "mooncake master: error: --enable-ha needs --ha-etcd (--etcd_endpoints)\n");
+    return 2;
+  }
+  if (!config.ha.etcd.empty()) return RunHaMaster(config);
   InstallStopSignals();
   InstallReloadSignal();
   const MasterConfig& mc = config.master;
   // One server context for every port: RPC, admin HTTP, embedded metadata.
-  auto tls = ServerTls(config.tls,
-                       {.listeners = "every port",
-                        .without_cert = "[tls] ca without cert: the master listens without TLS"});
+  auto tls = MasterServerTls(config.tls);
   if (!tls.ok()) {
     std::fprintf(stderr, "mooncake master: error: %s\n", tls.status().message().c_str());
     return 2;

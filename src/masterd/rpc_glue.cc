@@ -1,8 +1,14 @@
 #include "masterd/rpc_glue.h"
 
 #include "masterd/service.h"
+#include "tls/tls_setup.h"
 
 namespace mc::masterd {
+
+Result<std::shared_ptr<net::TlsContext>> MasterServerTls(const TlsConfig& tls) {
+  return ServerTls(tls, {.listeners = "every port",
+                         .without_cert = "[tls] ca without cert: the master listens without TLS"});
+}
 
 Result<std::unique_ptr<rpc::Server>> StartRpcServer(MasterService& service, const Config& config,
                                                     rpc::ReplyGate* reply_gate,

@@ -11,6 +11,10 @@ namespace mc::masterd {
 
 class MasterService;
 
+// The master's one server TLS context for every port (RPC, admin HTTP,
+// embedded metadata), from [tls]; null without a cert.
+Result<std::shared_ptr<net::TlsContext>> MasterServerTls(const TlsConfig& tls);
+
 // `reply_gate` (may be null): see rpc::ReplyGate; the journal's when the
 // master has a --data-dir.
 // `tls`: server TLS context, null for plain TCP.

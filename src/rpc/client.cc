@@ -240,8 +240,6 @@ void MasterClient::Release(std::unique_ptr<Conn> conn) {
 }
 
 Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectWithRetries() {
-  auto hp = net::ParseHostPort(options_.master);
-  if (!hp.ok()) return hp.status();
   uint64_t backoff_us = options_.initial_backoff_us;
   const uint32_t attempts = options_.retries == 0 ? 1 : options_.retries;
   // The whole try, backoff included, fits in rpc_timeout x attempts: the
@@ -250,7 +248,12 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectWithRetries() {
   const uint64_t deadline_us = net::MonotonicUs() + options_.rpc_timeout_us * attempts;
   Status last;
   uint32_t made = 0;
-  for (uint32_t i = 0; i < attempts; ++i) {
+  // A client that locates its master (an HA group) keeps trying until the
+  // deadline however fast the attempts fail: a failover (a port refused, no
+  // leader named yet) lasts about the leader's lease, longer than the
+  // backoff of `retries` refused connects.
+  const bool until_deadline = options_.locate != nullptr;
+  for (uint32_t i = 0; until_deadline || i < attempts; ++i) {
     uint64_t now = net::MonotonicUs();
     if (i > 0) {
       if (now >= deadline_us) break;
@@ -261,6 +264,17 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectWithRetries() {
       if (now >= deadline_us) break;
     }
     ++made;
+    std::string address = options_.master;
+    if (options_.locate) {
+      auto located = options_.locate(i > 0);
+      if (!located.ok()) {
+        last = located.status();
+        continue;
+      }
+      address = std::move(*located);
+    }
+    auto hp = net::ParseHostPort(address);
+    if (!hp.ok()) return hp.status();
     auto c = ConnectOnce(*hp, std::min(options_.rpc_timeout_us, deadline_us - now));
     if (c.ok()) return c;
     last = c.status();

@@ -16,6 +16,8 @@
 // connection is TLS (a handshake after connect, before Hello).
 #pragma once
 
+#include <functional>
+
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -34,6 +36,12 @@ namespace mc::rpc {
 
 struct ClientOptions {
   std::string master = kDefaultMasterAddress;  // host:port
+  // Where the master is now, asked before each connection attempt
+  // (`moved_on`: the attempt before failed); null: `master` itself. Lets a
+  // client follow a failover (client/master_locator.h): with it, connecting
+  // goes on until rpc_timeout_us x retries has passed, however many
+  // attempts that takes.
+  std::function<Result<std::string>(bool moved_on)> locate;
   std::string auth_token;                  // empty: none
   uint64_t rpc_timeout_us = kDefaultRpcTimeoutUs;  // per call, and per connection attempt
   uint32_t retries = kDefaultRpcRetries;           // connection attempts per call

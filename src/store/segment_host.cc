@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "dataserver/tcp_server.h"
+#include "ha/etcd_http.h"
 #include "rpc/client.h"
 #include "tls/tls_setup.h"
 #include "store/segment_descriptor.h"
@@ -46,7 +47,7 @@ bool SplitUrl(const std::string& url, std::string* base, std::string* path) {
 // clients do not need (they find segments through the master): named in a
 // setup, they start quietly, with one INFO line per process.
 bool NoPublishingNeeded(const std::string& url) {
-  return url == "P2PHANDSHAKE" || url.starts_with("etcd://") || url.starts_with("redis://");
+  return url == "P2PHANDSHAKE" || url.starts_with("redis://");
 }
 
 // Publishes the segment descriptor for reference transfer-engine peers.
@@ -64,6 +65,17 @@ class MetadataPublisherImpl {
                         const TlsConfig& tls)
       : url_(url), tls_(tls), is_default_(url == ClusterConfig{}.metadata_server) {
     if (!auth_token.empty()) headers_.emplace("Authorization", "Bearer " + auth_token);
+    if (url.starts_with("etcd://")) {
+      // The reference transfer engine's etcd plugin: the same keys
+      // (mooncake/ram/<segment>) as etcd keys, values its JSON.
+      auto etcd = ha::EtcdHttp::Open(url);
+      if (etcd.ok()) {
+        etcd_ = std::move(*etcd);
+      } else {
+        MC_LOG(WARN) << "metadata server '" << url << "': " << etcd.status().message();
+      }
+      return;
+    }
     ok_ = SplitUrl(url, &base_, &path_);
     if (!ok_ && NoPublishingNeeded(url)) {
       static std::atomic<bool> told{false};
@@ -80,6 +92,7 @@ class MetadataPublisherImpl {
 
  private:
   void Send(const char* method, const std::string& key, const std::string& value) {
+    if (etcd_ != nullptr) return SendEtcd(method, key, value);
     if (!ok_) return;
     const std::string& key_file = tls_.key.empty() ? tls_.cert : tls_.key;
     httplib::Client cli(base_, tls_.cert, key_file);
@@ -106,7 +119,33 @@ class MetadataPublisherImpl {
                    << (r ? std::to_string(r->status) : httplib::to_string(r.error())) << ")";
     }
   }
+  void SendEtcd(const char* method, const std::string& key, const std::string& value) {
+    Status st;
+    if (std::strcmp(method, "PUT") == 0) {
+      st = ha::Put(*etcd_, key, value);
+    } else {
+      ha::Txn txn;
+      txn.success.push_back({.kind = ha::TxnOp::Kind::kDeleteRange, .key = key});
+      auto r = etcd_->Commit(txn);
+      st = r.ok() ? Status::Ok() : r.status();
+    }
+    if (st.code() == ErrorCode::RPC_FAIL) {
+      // No etcd there: engines name etcd:// for the reference's transfer
+      // engine, which mooncake's own clients do not need (they find
+      // segments through the master); say so once per process.
+      static std::atomic<bool> told{false};
+      if (!told.exchange(true)) {
+        MC_LOG(INFO) << "metadata server '" << url_ << "': no etcd member answered; segment"
+                     << " descriptor not published (mooncake clients find segments through"
+                     << " the master)";
+      }
+    } else if (!st.ok()) {
+      MC_LOG(WARN) << "metadata server " << url_ << ": " << method << " " << key
+                   << " failed: " << st.ToString();
+    }
+  }
   std::string url_, base_, path_;
+  std::unique_ptr<ha::EtcdHttp> etcd_;  // an etcd:// URL
   TlsConfig tls_;
   httplib::Headers headers_;
   bool is_default_;

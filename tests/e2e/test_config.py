@@ -9,7 +9,7 @@ import tomllib
 
 from harness import SRC, check, finish, run
 
-SERVER_SECTIONS = {"master": ["cluster", "master", "log", "tls"],
+SERVER_SECTIONS = {"master": ["cluster", "master", "ha", "log", "tls"],
                    "store": ["cluster", "store", "client", "log", "tls"]}
 
 tmp = tempfile.TemporaryDirectory(prefix="mc_e2e_config_")

@@ -21,7 +21,6 @@ everysec; by default the master's own default). MOONCAKE_BIN names the
 binary (meson test sets it).
 """
 import argparse
-import json
 import os
 import random
 import re
@@ -31,10 +30,10 @@ import sqlite3
 import subprocess
 import threading
 import time
-import urllib.parse
 
 from cluster import Cluster
 from harness import check, finish, free_port, run, start, stop, tempdir, wait_until
+from pool_checks import check_allocations, layout, metric
 
 _args = argparse.ArgumentParser(description="kill -9 crash test of the durable master")
 _args.add_argument("--cycles", type=int, default=int(os.environ.get("MC_CRASH_CYCLES") or 3),
@@ -51,7 +50,6 @@ if _opts.cycles < 1:
 SEED = _opts.seed
 CYCLES = _opts.cycles
 WORKERS = 4
-ALIGN = 64  # the master's allocation alignment
 print(f"crash test: seed {SEED} (--seed to replay), {CYCLES} cycles (--cycles for more),"
       f" master --fsync {_opts.fsync or 'default'}")
 
@@ -117,47 +115,6 @@ class Worker(threading.Thread):
         else:
             # The remove may or may not have happened: either outcome is fine.
             self.unknown[key] = self.acked.pop(key)
-
-
-def metric(c, name):
-    status, body = c.admin("/metrics")
-    m = re.search(rf"^{name} (\S+)", body.decode(), re.M) if status == 200 else None
-    return int(float(m.group(1))) if m else None
-
-
-def layout(c):
-    """{key: [(segment, offset, size)]} of every live object."""
-    status, body = c.admin("/get_all_keys")
-    out = {}
-    for key in body.decode().split():
-        status, desc = c.admin("/query_key?key=" + urllib.parse.quote(key, safe=""))
-        if status != 200:
-            continue
-        doc = json.loads(desc)
-        out[key] = [(b["segment"], b["offset"], b["size"]) for r in doc["replicas"] for b in r]
-    return out
-
-
-def check_allocations(c, what):
-    objects = layout(c)
-    by_segment = {}
-    for key, bufs in objects.items():
-        for seg, off, size in bufs:
-            by_segment.setdefault(seg, []).append((off, off + size, key))
-    overlaps = []
-    for seg, ranges in by_segment.items():
-        ranges.sort()
-        for (a0, a1, ka), (b0, b1, kb) in zip(ranges, ranges[1:]):
-            if b0 < a1:
-                overlaps.append(f"{seg}: {ka} [{a0},{a1}) and {kb} [{b0},{b1})")
-    check(not overlaps, f"{what}: no two live buffers overlap ({len(objects)} objects) "
-          + "; ".join(overlaps[:3]))
-    used = sum((size + ALIGN - 1) // ALIGN * ALIGN for bufs in objects.values()
-               for _, _, size in bufs)
-    allocated = metric(c, "master_allocated_bytes")
-    check(allocated == used, f"{what}: allocated bytes {allocated} equal the live buffers' "
-          f"{used} (nothing leaked by revoked in-flight puts)")
-    return objects
 
 
 # The checker takes a missing acknowledged put for lost data, so the pool

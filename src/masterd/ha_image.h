@@ -1,0 +1,70 @@
+// The master's replicated state as HA ships it: the records of the HA log
+// (one per StateListener call, the same changes the SQLite journal writes)
+// and the image they build, the durable state keyed by name.
+//
+// An entry of the log (ha::FencedLog) is a group commit: a u32 count, then
+// that many records, each a u8 kind and its fields (ByteWriter layout):
+//   1 mount    SegmentDesc (proto's field list), owner ClientId
+//   2 unmount  segment name
+//   3 commit   key, size u64, complete, soft_pin, u32 replicas x (u32
+//              buffers x (segment name, offset u64, size u64))
+//   4 remove   key
+// The image's snapshot is one entry's layout too: mounts, then commits.
+// Standbys apply entries to their image in order; a new leader loads the
+// image into its MasterState with one bulk load (MasterState::LoadSegment,
+// LoadObject), as a restarted master loads its journal.
+// Plain values, not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "master/master_state.h"
+#include "master/state_listener.h"
+
+namespace mc::masterd {
+
+struct HaRecord {
+  enum class Kind : uint8_t { kMount = 1, kUnmount = 2, kCommit = 3, kRemove = 4 };
+  Kind kind = Kind::kMount;
+  master::SegmentDump segment;  // kMount
+  master::ObjectDump object;    // kCommit
+  std::string name;             // kUnmount: segment; kRemove: key
+};
+
+// Appends one record to `out`.
+void EncodeHaRecord(const HaRecord& record, std::string* out);
+// An entry: the count, then the records.
+std::string EncodeHaEntry(const std::vector<HaRecord>& records);
+// PROTOCOL_ERROR naming the field for bytes that are not an entry.
+Result<std::vector<HaRecord>> DecodeHaEntry(std::string_view bytes);
+
+class HaImage {
+ public:
+  // Applies a record (an upsert or an erase by name).
+  Status Apply(const HaRecord& record);
+  Status ApplyEntry(std::string_view entry);
+  std::string Snapshot() const;
+  // Replaces the image with a snapshot's.
+  Status Restore(std::string_view snapshot);
+  // Loads the image into a fresh state (bulk load); objects with a buffer
+  // on a segment the image does not hold are left out. Returns how many.
+  Result<size_t> LoadInto(master::MasterState& state, uint64_t now_us) const;
+
+  uint64_t index() const { return index_; }  // the last log entry applied
+  void set_index(uint64_t index) { index_ = index; }
+  size_t segments() const { return segments_.size(); }
+  size_t objects() const { return objects_.size(); }
+
+ private:
+  bool OnMountedSegments(const master::ObjectDump& object) const;
+  std::map<std::string, master::SegmentDump, std::less<>> segments_;
+  std::map<std::string, master::ObjectDump, std::less<>> objects_;
+  uint64_t index_ = 0;
+};
+
+}  // namespace mc::masterd

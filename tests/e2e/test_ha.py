@@ -1,0 +1,172 @@
+"""Master high availability on etcd (mooncake-master(1), HIGH AVAILABILITY).
+
+A three-member etcd, two masters with --ha-etcd, two stores and a client
+that finds the leader through etcd://, the stores publishing their
+transfer-engine descriptors to etcd:// too. Checks: one leader, one standby
+(/role, /leader, /ha_status, /metrics); kill -9 of the leader at random
+moments (MC_SEED replays; MC_HA_CYCLES sets how many, 2 by default) loses no
+acknowledged put and brings back no removed key, and the killed master comes
+back as a standby; a plain list of masters also finds the leader; an etcd
+member killed and restored changes nothing; with etcd down entirely the
+leader stops acknowledging (and exits 75), and once etcd is back a master
+leads again with every acknowledged put intact; a leader paused (SIGSTOP)
+past its lease is replaced, and once resumed acknowledges nothing and exits.
+"""
+import base64
+import json
+import os
+import random
+import signal
+import time
+
+from harness import check, finish, run, stop, wait_until
+from ha_cluster import Etcd, HaGroup
+from pool_checks import check_allocations
+
+seed = int(os.environ.get("MC_SEED") or random.randrange(1 << 32))
+cycles = int(os.environ.get("MC_HA_CYCLES", "2"))
+print(f"test_ha: seed {seed} (replay with MC_SEED={seed}), {cycles} kill cycles")
+rng = random.Random(seed)
+
+etcd = Etcd(members=3)
+group = HaGroup(etcd, masters=2, ttl=2)
+acked = {}      # key -> bytes: every put that returned 0
+removed = set()
+
+
+def put(key, env=None):
+    value = os.urandom(rng.randrange(1, 64 << 10))
+    r = run(["put", key, "-"], input=value, env=env or group.env, timeout=60)
+    if r.returncode == 0:
+        acked[key] = value
+        removed.discard(key)
+    return r
+
+
+def verify(what):
+    bad = []
+    for key, value in acked.items():
+        g = run(["get", key], env=group.env, timeout=60)
+        if g.returncode != 0 or g.stdout != value:
+            bad.append(key)
+    check(not bad, f"{what}: all {len(acked)} acknowledged puts read back byte for byte"
+                   + (f" (bad: {bad[:5]})" if bad else ""))
+    back = [k for k in removed if run(["exists", k], env=group.env).returncode == 0]
+    check(not back, f"{what}: none of {len(removed)} removed keys returned ({back[:5]})")
+    leader = group.leader()
+
+    class Admin:
+        def admin(self, path):
+            return group.admin(leader, path)
+    check_allocations(Admin(), what)
+
+
+try:
+    first = group.leader()
+    check(first is not None, "one of the two masters leads")
+    other = 1 - first
+    check(wait_until(lambda: group.role(other) == "standby", 10), "the other is a standby")
+    named = f"127.0.0.1:{group.rpc_ports[first]}".encode()
+    wait_until(lambda: named in group.admin(other, "/leader")[1], 5)
+    status, body = group.admin(other, "/leader")
+    check(status == 200 and named in body and b'"present":true' in body,
+          f"the standby's /leader names the leader: {body!r}")
+    status, metrics = group.admin(first, "/metrics")
+    check(b"master_ha_is_leader 1" in metrics, "the leader's /metrics says it leads")
+    check(b"HA: leader term" in group.admin(first, "/metrics/summary")[1],
+          "the summary line shows the HA role and term")
+
+    for _ in range(2):
+        group.add_store()
+    check(wait_until(lambda: len(group.segments()) == 2, 20), "two stores mounted through etcd://")
+    published = [seg for seg in group.segments()
+                 if b'"kvs"' in etcd.post(0, "/v3/kv/range", json.dumps(
+                     {"key": base64.b64encode(f"mooncake/ram/{seg}".encode()).decode()}).encode())[1]]
+    check(len(published) == 2, "with metadata_server etcd:// both stores published their "
+          f"descriptors under the reference's keys mooncake/ram/<segment> ({published})")
+
+    for i in range(20):
+        check(put(f"k{i}").returncode == 0, f"put k{i}") if i < 2 else put(f"k{i}")
+    check(len(acked) == 20, f"20 puts acknowledged before any failure ({len(acked)})")
+    for k in ["k3", "k4"]:
+        if run(["rm", k], env=group.env).returncode == 0:
+            acked.pop(k, None)
+            removed.add(k)
+    verify("before any failover")
+
+    for cycle in range(cycles):
+        leader = group.leader()
+        # Puts in flight while the leader dies at a random moment.
+        writer = [run(["put", f"c{cycle}-{j}", "-"], input=b"x" * 100, env=group.env)
+                  for j in range(rng.randrange(0, 3))]
+        for j, r in enumerate(writer):
+            if r.returncode == 0:
+                acked[f"c{cycle}-{j}"] = b"x" * 100
+        time.sleep(rng.uniform(0, group.ttl / 2))
+        t0 = time.monotonic()
+        stop(group.procs[leader], signal.SIGKILL)
+        r = put(f"after-{cycle}")
+        took = time.monotonic() - t0
+        check(r.returncode == 0, f"cycle {cycle}: a put after kill -9 of the leader succeeds "
+                                 f"({took:.2f} s, lease {group.ttl} s): {r.stderr[-300:]!r}")
+        new = group.leader()
+        check(new is not None and new != leader, f"cycle {cycle}: master {new} took over")
+        verify(f"cycle {cycle}")
+        group.start_master(leader)
+        check(wait_until(lambda: group.role(leader) == "standby", 10),
+              f"cycle {cycle}: the killed master is back as a standby")
+
+    # A leader paused past its lease (a stall, or cut off as a partition
+    # would leave it): another master takes over, and once it runs again the
+    # old one acknowledges nothing and exits 75.
+    old = group.leader()
+    pinned = dict(group.env, MOONCAKE_MASTER=f"127.0.0.1:{group.rpc_ports[old]}")
+    os.kill(group.procs[old].pid, signal.SIGSTOP)
+    try:
+        check(put("while-paused").returncode == 0, "a put while the leader is paused succeeds "
+                                                   "on the master that took over")
+        new = group.leader()
+        check(new is not None and new != old, f"master {new} leads while {old} is paused")
+    finally:
+        os.kill(group.procs[old].pid, signal.SIGCONT)
+    r = run(["put", "to-the-deposed", "-", "--rpc-retries", "1"], input=b"stale", env=pinned)
+    check(r.returncode != 0, f"the resumed old leader acknowledges no put: rc {r.returncode}")
+    code = group.procs[old].wait(timeout=30)
+    check(code == 75, f"the resumed old leader exits 75: exit {code}")
+    check(run(["exists", "to-the-deposed"], env=group.env).returncode != 0,
+          "nothing sent to the deposed leader landed")
+    group.start_master(old)
+    verify("after a paused leader resumed")
+
+    r = run(["get", "k0"], env=group.list_env)
+    check(r.returncode == 0 and r.stdout == acked["k0"],
+          "a plain list of masters finds the leader (standbys keep their RPC port closed)")
+
+    etcd.kill_member(0)
+    check(put("one-member-down").returncode == 0, "a put succeeds with one etcd member killed")
+    etcd.start_member(0)
+    check(wait_until(lambda: etcd.healthy(0), 20, poll=0.2), "the killed member is back")
+
+    leader = group.leader()
+    for i in range(3):
+        etcd.kill_member(i)
+    t0 = time.monotonic()
+    r = run(["put", "etcd-down", "-"], input=b"never", env=group.list_env, timeout=60)
+    check(r.returncode != 0, f"with etcd down a put is not acknowledged: rc {r.returncode}")
+    code = group.procs[leader].wait(timeout=30)
+    check(code == 75, f"the leader stops and exits 75 within {time.monotonic() - t0:.1f} s "
+                      f"(lease {group.ttl} s): exit {code}")
+    for i in range(3):
+        etcd.start_member(i)
+    check(wait_until(etcd.healthy, 30, poll=0.2), "etcd is back")
+    group.start_master(leader)
+    check(group.leader(30) is not None, "a master leads again once etcd is back")
+    check(run(["exists", "etcd-down"], env=group.env).returncode != 0,
+          "the put refused while etcd was down is not there")
+    verify("after etcd was down")
+finally:
+    for p in group.procs + group.stores:
+        if p is not None:
+            stop(p)
+    etcd.stop()
+finish()
