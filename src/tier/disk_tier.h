@@ -12,9 +12,12 @@
 // I/O is synchronous in the calling thread, with O_DIRECT where the file
 // system allows it (else buffered), through bounce buffers from a fixed pool
 // of `max_inflight` x `io_chunk_bytes`: that pool bounds both the memory the
-// tier stages and the I/Os in flight (callers beyond it wait). A write goes
-// to a temporary file, data first and header last, then is renamed into
-// place: a reader or a restart sees the whole object or nothing.
+// tier stages and the I/Os in flight (callers beyond it wait). Page-aligned
+// memory (a segment) moves in one vectored I/O straight to or from the file,
+// only the header and the last partial block passing through the bounce
+// buffer; other memory goes through it in chunks. A write goes to a
+// temporary file and is renamed into place once complete: a reader or a
+// restart sees the whole object or nothing.
 //
 // Capacity is the caller's `capacity_bytes` (padded file sizes count): a
 // write that would pass it is refused (NO_AVAILABLE_HANDLE) and the caller
