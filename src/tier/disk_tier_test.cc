@@ -1,7 +1,9 @@
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -191,6 +193,36 @@ TEST_CASE("writes past the capacity are refused and counted, leaving the tier as
   // Replacing a key counts its old file as freed.
   CHECK((*t)->Write("a", d.data(), kBlockBytes).ok());
   CHECK((*t)->counters().used_bytes == 2 * kBlockBytes);
+}
+
+TEST_CASE("a write the file system refuses fails alone, is counted and leaves no file") {
+  TempDir dir;
+  auto t = DiskTier::Open(Small(dir.path));
+  REQUIRE(t.ok());
+  auto small = Pattern(1000, 1);
+  REQUIRE((*t)->Write("before", small.data(), small.size()).ok());
+  // A file size limit makes the file system refuse the write as a full
+  // disk would (EFBIG instead of ENOSPC), without a mount.
+  rlimit old{};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
+  auto* previous = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit tight = old;
+  tight.rlim_cur = 64 * 1024;
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &tight) == 0);
+  auto big = Pattern(200000, 2);
+  auto w = (*t)->Write("too-big", big.data(), big.size());
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &old) == 0);
+  std::signal(SIGXFSZ, previous);
+  CHECK(w.code() == ErrorCode::FILE_WRITE_FAIL);
+  const TierCounters c = (*t)->counters();
+  CHECK(c.io_errors == 1);
+  CHECK(c.objects == 1);
+  CHECK(!(*t)->Find("too-big"));
+  CHECK(ReadAll(**t, "before") == small);
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir.path + "/objects")) files += e.is_regular_file();
+  CHECK(files == 1);  // the temporary file is gone
+  CHECK((*t)->Write("after", small.data(), small.size()).ok());  // the tier goes on
 }
 
 TEST_CASE("random writes, removes, rewrites and reopens agree with a map") {
