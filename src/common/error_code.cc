@@ -37,6 +37,10 @@ constexpr Entry kEntries[] = {
     {ErrorCode::NOT_SUPPORTED, "NOT_SUPPORTED"},
     {ErrorCode::TASK_NOT_FOUND, "TASK_NOT_FOUND"},
     {ErrorCode::TASK_PENDING_LIMIT_EXCEEDED, "TASK_PENDING_LIMIT_EXCEEDED"},
+    {ErrorCode::FILE_NOT_FOUND, "FILE_NOT_FOUND"},
+    {ErrorCode::FILE_OPEN_FAIL, "FILE_OPEN_FAIL"},
+    {ErrorCode::FILE_READ_FAIL, "FILE_READ_FAIL"},
+    {ErrorCode::FILE_WRITE_FAIL, "FILE_WRITE_FAIL"},
 };
 }  // namespace
 

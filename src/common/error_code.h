@@ -39,6 +39,11 @@ enum class ErrorCode : int32_t {
   NOT_SUPPORTED = -1012,
   TASK_NOT_FOUND = -1400,
   TASK_PENDING_LIMIT_EXCEEDED = -1401,
+  // The disk tier (the reference's FILE range).
+  FILE_NOT_FOUND = -1100,
+  FILE_OPEN_FAIL = -1101,
+  FILE_READ_FAIL = -1102,
+  FILE_WRITE_FAIL = -1103,
 };
 
 // "OBJECT_NOT_FOUND" etc.; "UNKNOWN_ERROR" for a value not listed above.

@@ -57,6 +57,10 @@ struct MasterConfig {
   uint32_t max_batch = kDefaultMaxBatch;
   uint32_t max_key_bytes = kDefaultMaxKeyBytes;
   uint64_t metrics_log_interval_us = 10000000;        // plain numbers: s
+  // The disk tier (issue 31): stores with ssd_offload_path hold disk replicas.
+  bool enable_offload = false;      // record disk replicas stores announce
+  bool offload_on_evict = false;    // eviction moves objects to disk, not away
+  bool promotion_on_hit = false;    // disk reads often enough bring it back
 };
 
 // Master high availability on etcd (mooncake-master(1), HIGH AVAILABILITY):
@@ -77,6 +81,8 @@ struct StoreConfig {
   bool hugepages = true;
   bool prefault = true;                               // fault the segment in after start
   uint32_t max_connections = 1024;
+  std::string ssd_offload_path;                       // MOONCAKE_SSD_OFFLOAD_PATH; empty: no disk tier
+  uint64_t ssd_size_bytes = 0;                        // MOONCAKE_SSD_SIZE; 0 with a path: refused
 };
 
 struct ClientConfig {

@@ -118,6 +118,15 @@ const Setting kSettings[] = {
      .field = MC_FIELD(master.metrics_log_interval_us),
      .help = "Period of the \"Master Metrics:\" log line; 0: never",
      .plain_unit = DU::kSeconds},
+    {.section = kMaster, .key = "enable_offload", .type = Type::kBool,
+     .field = MC_FIELD(master.enable_offload),
+     .help = "Keep the disk replicas stores with ssd_offload_path hold and serve them"},
+    {.section = kMaster, .key = "offload_on_evict", .type = Type::kBool,
+     .field = MC_FIELD(master.offload_on_evict),
+     .help = "Eviction moves objects to a store's disk tier instead of dropping them"},
+    {.section = kMaster, .key = "promotion_on_hit", .type = Type::kBool,
+     .field = MC_FIELD(master.promotion_on_hit),
+     .help = "Copy an object read from disk often enough back into memory"},
 
     // [ha]: master high availability on etcd.
     {.section = kHa, .key = "etcd", .type = Type::kString, .field = MC_FIELD(ha.etcd),
@@ -161,6 +170,14 @@ const Setting kSettings[] = {
     {.section = kStore, .key = "max_connections", .type = Type::kU32,
      .field = MC_FIELD(store.max_connections), .help = "Most transfer connections at once",
      .zero_ok = false},
+    {.section = kStore, .key = "ssd_offload_path", .type = Type::kString,
+     .field = MC_FIELD(store.ssd_offload_path),
+     .help = "Directory of this store's disk tier (local NVMe); empty: memory only",
+     .env = "MOONCAKE_SSD_OFFLOAD_PATH", .json_key = "ssd_offload_path"},
+    {.section = kStore, .key = "ssd_size", .type = Type::kSize,
+     .field = MC_FIELD(store.ssd_size_bytes),
+     .help = "Bytes the disk tier may hold under ssd_offload_path; 0: 90% of its free space at start",
+     .env = "MOONCAKE_SSD_SIZE", .json_key = "ssd_size"},
 
     // [client]: put/get from this process.
     {.section = kClient, .key = "local_buffer_size", .type = Type::kSize,

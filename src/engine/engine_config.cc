@@ -37,9 +37,6 @@ struct PlannedKey {
 };
 constexpr PlannedKey kPlannedKeys[] = {
     {"engine", "", "share the caller's TransferEngine; this store moves bytes itself"},
-    {"enable_ssd_offload", "false",
-     "write objects evicted from memory to ssd_offload_path and read them back"},
-    {"ssd_offload_path", "", "hold the SSD offload files"},
     {"tenant_id", "default", "keep this tenant's keys and quota apart from other tenants'"},
     {"ipc_socket_path", "", "let dummy clients attach over this Unix socket"},
 };
@@ -62,6 +59,11 @@ bool TellPlanned(const std::string& key, const std::string& value) {
   return false;
 }
 
+bool SsdOffloadEnabled(const std::map<std::string, std::string>& given) {
+  auto it = given.find("enable_ssd_offload");
+  return it != given.end() && (it->second == "true" || it->second == "1");
+}
+
 }  // namespace
 
 Result<Config> ResolveSetupConfig(const std::map<std::string, std::string>& given,
@@ -71,6 +73,10 @@ Result<Config> ResolveSetupConfig(const std::map<std::string, std::string>& give
   MC_ASSIGN_OR_RETURN(Config config, config::LoadConfig(sources));
   for (const auto& [key, value] : given) {
     if (TellPlanned(key, value)) continue;
+    // The disk tier: ssd_offload_path counts only with enable_ssd_offload
+    // true (the reference's pair), which then needs a path.
+    if (key == "enable_ssd_offload") continue;
+    if (key == "ssd_offload_path" && !SsdOffloadEnabled(given)) continue;
     // The client HTTP API's keys: engine_http.h reads them.
     if (key == "enable_client_http_server" || key == "client_http_port") continue;
     const config::Setting* s = SettingFor(key);
@@ -83,6 +89,9 @@ Result<Config> ResolveSetupConfig(const std::map<std::string, std::string>& give
     Status st = config::SetFromText(*s, value, config);
     if (!st.ok()) return Error(ErrorCode::INVALID_PARAMS, key + ": " + st.message());
   }
+  if (SsdOffloadEnabled(given) && config.store.ssd_offload_path.empty())
+    return Error(ErrorCode::INVALID_PARAMS,
+                 "enable_ssd_offload=True needs ssd_offload_path (or MOONCAKE_SSD_OFFLOAD_PATH)");
   return config;
 }
 

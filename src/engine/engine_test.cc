@@ -115,6 +115,25 @@ TEST_CASE("group_ids give one group per key of the call") {
   CHECK(mooncake::internal::CheckConfig(c, 3).code() == mc::ErrorCode::INVALID_PARAMS);
 }
 
+TEST_CASE("setup's enable_ssd_offload and ssd_offload_path give the store its disk tier") {
+  auto on = mc::engine::ResolveSetupConfig(
+      {{"enable_ssd_offload", "true"}, {"ssd_offload_path", "/tmp/x"}, {"ssd_size", "1gb"}},
+      Env({}));
+  REQUIRE(on.ok());
+  CHECK(on->store.ssd_offload_path == "/tmp/x");
+  CHECK(on->store.ssd_size_bytes == 1ull << 30);
+  auto off = mc::engine::ResolveSetupConfig(
+      {{"enable_ssd_offload", "false"}, {"ssd_offload_path", "/tmp/x"}}, Env({}));
+  REQUIRE(off.ok());
+  CHECK(off->store.ssd_offload_path.empty());
+  auto from_env = mc::engine::ResolveSetupConfig(
+      {{"enable_ssd_offload", "true"}}, Env({{"MOONCAKE_SSD_OFFLOAD_PATH", "/tmp/y"}}));
+  REQUIRE(from_env.ok());
+  CHECK(from_env->store.ssd_offload_path == "/tmp/y");
+  CHECK(mc::engine::ResolveSetupConfig({{"enable_ssd_offload", "true"}}, Env({})).code() ==
+        mc::ErrorCode::INVALID_PARAMS);
+}
+
 TEST_CASE("a put of a key that exists counts as stored") {
   using mc::ErrorCode;
   CHECK(mooncake::internal::PutCode(mc::Error(ErrorCode::OBJECT_ALREADY_EXISTS, "k")) == 0);
@@ -123,9 +142,7 @@ TEST_CASE("a put of a key that exists counts as stored") {
 }
 
 TEST_CASE("setup keys of features not built are accepted and set nothing") {
-  auto c = mc::engine::ResolveSetupConfig({{"enable_ssd_offload", "true"},
-                                           {"ssd_offload_path", "/tmp/x"},
-                                           {"tenant_id", "t1"},
+  auto c = mc::engine::ResolveSetupConfig({{"tenant_id", "t1"},
                                            {"enable_client_http_server", "true"},
                                            {"client_http_port", "9400"},
                                            {"engine", "TransferEngine"}},

@@ -83,6 +83,16 @@ int RunMaster(const Config& config) {
   InstallStopSignals();
   InstallReloadSignal();
   const MasterConfig& mc = config.master;
+  if (mc.enable_offload || mc.offload_on_evict || mc.promotion_on_hit) {
+    // Issue 31: the stores' disk tier exists, the master's side (disk
+    // replicas, offload at the watermark, promotion) does not yet. Refuse
+    // rather than run without what the operator asked for.
+    std::fprintf(stderr,
+                 "mooncake master: error: --enable-offload, --offload-on-evict and "
+                 "--promotion-on-hit are not supported by this build yet (the stores' disk tier "
+                 "is; the master does not record disk replicas)\n");
+    return 2;
+  }
   // One server context for every port: RPC, admin HTTP, embedded metadata.
   auto tls = MasterServerTls(config.tls);
   if (!tls.ok()) {

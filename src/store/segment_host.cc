@@ -15,6 +15,7 @@
 #include "ha/etcd_http.h"
 #include "rpc/client.h"
 #include "tls/tls_setup.h"
+#include "store/disk_tier_setup.h"
 #include "store/segment_descriptor.h"
 #include "transfer/access.h"
 #include "transfer/rdma/rdma_desc.h"
@@ -172,6 +173,7 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Create(const Config& config, m
     return Error(segment.code(), "cannot reserve the segment: " + segment.status().message());
   }
   h->segment_ = std::move(*segment);
+  MC_ASSIGN_OR_RETURN(h->tier_, OpenDiskTier(config.store));
   if (config.store.hugepages && h->segment_->page_kind() != transfer::PageKind::kHugeTlb) {
     const std::string advice = transfer::HugePageAdvice(so.size_bytes, transfer::FreeHugePages());
     if (!advice.empty()) MC_LOG(INFO) << "segment on 4 KiB pages: " << advice;
@@ -301,7 +303,8 @@ std::string SegmentHost::Describe() const {
   }
   return desc_.name + " (" + FormatBytesHuman(desc_.size_bytes) + ", " +
          std::string(transfer::PageKindName(segment_->page_kind())) + " pages) mounted on master " +
-         config_.cluster.master + ", data port " + std::to_string(port_) + rdma;
+         config_.cluster.master + ", data port " + std::to_string(port_) + rdma +
+         DescribeDiskTier(tier_.get());
 }
 
 bool SegmentHost::Sleep(uint64_t ms) {
@@ -374,6 +377,7 @@ void SegmentHost::Stop() {
                << stats.requests_refused << " (no valid grant or out of bounds), "
                << stats.protocol_errors << " malformed, " << stats.auth_failures
                << " failed authentications, " << stats.rdma_connects << " RDMA connections";
+  LogDiskTierCounters(tier_.get());
 }
 
 }  // namespace mc::store

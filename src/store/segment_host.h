@@ -42,6 +42,9 @@ class MasterClient;
 namespace mc::net {
 class TlsContext;
 }
+namespace mc::tier {
+class DiskTier;
+}
 
 namespace mc::store {
 
@@ -98,6 +101,7 @@ class SegmentHost {
   msg::SegmentDesc desc_;
   uint16_t port_ = 0;
   std::unique_ptr<transfer::Segment> segment_;
+  std::unique_ptr<tier::DiskTier> tier_;  // [store] ssd_offload_path; null: memory only
   std::shared_ptr<transfer::SegmentKeys> keys_;  // what the data server checks grants with
   std::unique_ptr<transfer::RdmaResponder> rdma_;  // protocol rdma; outlives server_
   std::unique_ptr<transfer::TcpDataServer> server_;

@@ -18,7 +18,8 @@ src="${MOONCAKE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}"
 cd "$src"
 
 fuzzers=(frame_fuzz data_wire_fuzz metadata_http_fuzz descriptor_fuzz config_toml_fuzz
-         config_json_fuzz trace_fuzz ops_fuzz rest_http_fuzz dummy_fuzz ha_log_fuzz)
+         config_json_fuzz trace_fuzz ops_fuzz rest_http_fuzz dummy_fuzz ha_log_fuzz
+         tier_header_fuzz)
 if [ "${1:-}" = --list ]; then printf '%s\n' "${fuzzers[@]}"; exit 0; fi
 build_only=0
 if [ "${1:-}" = --build ]; then build_only=1; shift; fi
@@ -59,6 +60,7 @@ srcs[descriptor_fuzz]="src/store/segment_descriptor.cc src/common/json_escape.cc
 srcs[config_toml_fuzz]="$config"
 srcs[ha_log_fuzz]="src/ha/gateway_json.cc src/masterd/ha_records.cc src/common/byte_io.cc
                    src/proto/frame.cc src/proto/codec.cc src/msg/messages.cc"
+srcs[tier_header_fuzz]="src/tier/object_file.cc src/tier/crc32c.cc"
 srcs[config_json_fuzz]="$config"
 srcs[trace_fuzz]="src/eviction/trace.cc src/eviction/trace_replay.cc src/eviction/lru.cc
                   src/eviction/adaptive.cc src/eviction/duel.cc src/eviction/factory.cc

@@ -92,11 +92,11 @@ def test_keywords_not_built_yet_are_accepted_and_logged_once_at_info(cluster):
     err = run_child(cluster, """
         for _ in range(2):
             s = MooncakeDistributedStore()
-            assert s.setup(*A, None, True, "/tmp/ssd", "tenant-a", True, 0) == 0
+            assert s.setup(*A, None, False, "", "tenant-a", True, 0) == 0
             assert s.put("planned-" + str(_), b"v") == 0
             s.close()
     """)
-    for kw in ["enable_ssd_offload", "ssd_offload_path", "tenant_id"]:
+    for kw in ["tenant_id"]:
         lines = [l for l in err.splitlines() if f"setup: {kw}=" in l]
         assert len(lines) == 1, (kw, err)
         assert "INFO" in lines[0] and "not built yet" in lines[0]
@@ -157,3 +157,26 @@ def test_a_port_in_local_hostname_names_the_segment(cluster):
     assert s.get_hostname() == f"127.0.0.1:{port}"
     assert any(f"127.0.0.1:{port}" in line for line in cluster.segments())
     assert s.close() == 0
+
+
+def test_enable_ssd_offload_gives_the_segment_a_disk_tier_at_ssd_offload_path(cluster, tmp_path):
+    ssd = tmp_path / "ssd"
+    # A file a crashed earlier run left half written: the tier deletes it.
+    (ssd / "objects").mkdir(parents=True)
+    (ssd / "objects" / "00000000000000aa.tmp").write_bytes(b"partial")
+    err = run_child(cluster, f"""
+        A = list(A); A[2] = 32 << 20   # contributes a segment, which gets the tier
+        s = MooncakeDistributedStore()
+        assert s.setup(*A, None, enable_ssd_offload=True, ssd_offload_path={str(ssd)!r}) == 0
+        assert s.put("with-tier", b"v") == 0
+        s.close()
+    """)
+    assert f"disk tier {ssd}: 0 objects" in err, err
+    assert "1 unfinished or torn files deleted" in err, err
+    assert not (ssd / "objects" / "00000000000000aa.tmp").exists()
+    assert "setup: enable_ssd_offload" not in err, err
+
+
+def test_enable_ssd_offload_without_a_path_is_refused(cluster):
+    s = MooncakeDistributedStore()
+    assert s.setup(*setup_args(cluster, 32 << 20), None, enable_ssd_offload=True) != 0

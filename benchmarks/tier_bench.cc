@@ -1,0 +1,132 @@
+// tier_bench: the disk tier's offload (write) and disk-read bandwidth for
+// objects of one size, on the file system of --path (run by
+// scripts/bench_ssd.sh beside fio on the same directory).
+//
+//   tier_bench --path DIR [--object-size 4mb] [--total 1gb] [--threads 1]
+//
+// Writes total / object-size objects through tier::DiskTier (O_DIRECT,
+// checksums, temporary file and rename, as the store does), then reads them
+// all back, verifying every checksum. --threads callers run at once (the
+// tier's in-flight bound is set to the same number). Prints the setup, then
+// one line per phase: objects, bytes, seconds, MB/s (10^6 bytes). The
+// objects are removed at the end.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/units.h"
+#include "tier/disk_tier.h"
+
+namespace {
+
+struct Args {
+  std::string path;
+  uint64_t object_bytes = 4ull << 20;
+  uint64_t total_bytes = 1ull << 30;
+  uint32_t threads = 1;
+};
+
+[[noreturn]] void Usage(const char* why) {
+  std::fprintf(stderr, "tier_bench: %s\nusage: tier_bench --path DIR [--object-size 4mb] "
+                       "[--total 1gb] [--threads N]\n", why);
+  std::exit(2);
+}
+
+uint64_t Size(const char* text) {
+  auto r = mc::ParseSize(text);
+  if (!r.ok()) Usage(r.status().message().c_str());
+  return *r;
+}
+
+Args Parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) Usage(("missing value for " + flag).c_str());
+    const char* v = argv[++i];
+    if (flag == "--path") a.path = v;
+    else if (flag == "--object-size") a.object_bytes = Size(v);
+    else if (flag == "--total") a.total_bytes = Size(v);
+    else if (flag == "--threads") a.threads = static_cast<uint32_t>(std::atoi(v));
+    else Usage(("unknown flag " + flag).c_str());
+  }
+  if (a.path.empty() || a.object_bytes == 0 || a.threads == 0 || a.total_bytes < a.object_bytes)
+    Usage("--path, a positive --object-size no larger than --total, --threads >= 1");
+  return a;
+}
+
+// Runs fn(i) for i in [0, n) over `threads` threads; seconds taken.
+template <typename Fn>
+double Timed(uint64_t n, uint32_t threads, Fn fn) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> pool;
+  for (uint32_t t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (uint64_t i = t; i < n; i += threads) fn(i);
+    });
+  for (auto& th : pool) th.join();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = Parse(argc, argv);
+  const uint64_t n = a.total_bytes / a.object_bytes;
+  mc::tier::TierOptions options{.path = a.path,
+                                .capacity_bytes = a.total_bytes * 2 + (64ull << 20),
+                                .max_inflight = a.threads};
+  auto tier = mc::tier::DiskTier::Open(options);
+  if (!tier.ok()) {
+    std::fprintf(stderr, "tier_bench: %s\n", tier.status().ToString().c_str());
+    return 1;
+  }
+  // Page-aligned, as a store's segment is (so the tier moves them without a copy).
+  auto aligned = [&] {
+    void* p = nullptr;
+    if (posix_memalign(&p, 4096, a.object_bytes) != 0) std::abort();
+    return static_cast<uint8_t*>(p);
+  };
+  std::vector<uint8_t*> src(a.threads), dst(a.threads);
+  for (uint32_t t = 0; t < a.threads; ++t) {
+    src[t] = aligned();
+    dst[t] = aligned();
+    for (size_t i = 0; i < a.object_bytes; ++i)
+      src[t][i] = static_cast<uint8_t>(i * 2654435761u >> 13);
+  }
+  std::printf("tier_bench: %s, %llu objects of %s, %u threads\n", a.path.c_str(),
+              static_cast<unsigned long long>(n), mc::FormatBytesHuman(a.object_bytes).c_str(),
+              a.threads);
+  bool failed = false;
+  const double w = Timed(n, a.threads, [&](uint64_t i) {
+    auto r = (*tier)->Write("bench/" + std::to_string(i), src[i % a.threads],
+                            a.object_bytes);
+    if (!r.ok()) failed = true;
+  });
+  const double r = Timed(n, a.threads, [&](uint64_t i) {
+    auto got = (*tier)->Read("bench/" + std::to_string(i), dst[i % a.threads],
+                             a.object_bytes);
+    if (!got.ok()) failed = true;
+  });
+  const bool direct = (*tier)->counters().direct_io;
+  for (uint64_t i = 0; i < n; ++i) (void)(*tier)->Remove("bench/" + std::to_string(i));
+  const double bytes = static_cast<double>(n * a.object_bytes);
+  std::printf("tier offload   %llu objects %.0f bytes %.3f s %.1f MB/s%s\n",
+              static_cast<unsigned long long>(n), bytes, w, bytes / w / 1e6,
+              direct ? " (O_DIRECT)" : "");
+  std::printf("tier disk-read %llu objects %.0f bytes %.3f s %.1f MB/s\n",
+              static_cast<unsigned long long>(n), bytes, r, bytes / r / 1e6);
+  for (uint32_t t = 0; t < a.threads; ++t) {
+    std::free(src[t]);
+    std::free(dst[t]);
+  }
+  if (failed) {
+    std::fprintf(stderr, "tier_bench: some writes or reads failed\n");
+    return 1;
+  }
+  return 0;
+}

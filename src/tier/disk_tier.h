@@ -1,0 +1,121 @@
+// DiskTier: a store's objects on local disk (NVMe), one checksummed file
+// each (tier/object_file.h), under `<path>/objects/`.
+//
+// The directory is the tier's on-disk index: every file's header names its
+// key, size, generation and checksums, and Open() rebuilds the in-memory
+// index by reading the headers only (one block per object), deleting
+// temporary files left by a crash, files whose length disagrees with their
+// header (torn) and older generations of a key. Object bytes are verified
+// against their checksum on every read; a file that fails is deleted, its
+// key forgotten and the failure counted, so wrong bytes never reach a caller.
+//
+// I/O is synchronous in the calling thread, with O_DIRECT where the file
+// system allows it (else buffered), through bounce buffers from a fixed pool
+// of `max_inflight` x `io_chunk_bytes`: that pool bounds both the memory the
+// tier stages and the I/Os in flight (callers beyond it wait). Page-aligned
+// memory (a segment) moves in one vectored I/O straight to or from the file,
+// only the header and the last partial block passing through the bounce
+// buffer; other memory goes through it in chunks. A write goes to a
+// temporary file and is renamed into place once complete: a reader or a
+// restart sees the whole object or nothing.
+//
+// Capacity is the caller's `capacity_bytes` (padded file sizes count): a
+// write that would pass it is refused (NO_AVAILABLE_HANDLE) and the caller
+// decides what to drop. ENOSPC and I/O errors fail the write or read
+// (FILE_WRITE_FAIL / FILE_READ_FAIL), are counted, and leave the tier as it
+// was. Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace mc::tier {
+
+inline constexpr uint32_t kDefaultMaxInflight = 4;
+inline constexpr uint64_t kDefaultIoChunkBytes = 4ull << 20;
+
+struct TierOptions {
+  std::string path;             // created if missing
+  uint64_t capacity_bytes = 0;  // 0: refuses every write
+  uint32_t max_inflight = kDefaultMaxInflight;
+  uint64_t io_chunk_bytes = kDefaultIoChunkBytes;  // a multiple of kBlockBytes
+  bool direct_io = true;   // O_DIRECT when the file system takes it
+  bool sync = false;       // fdatasync each object before its rename
+};
+
+struct DiskObjectInfo {
+  std::string key;
+  uint64_t size_bytes = 0;
+  uint64_t generation = 0;
+  uint64_t file_bytes = 0;
+};
+
+struct TierCounters {
+  uint64_t objects = 0;
+  uint64_t used_bytes = 0;       // padded file bytes
+  uint64_t capacity_bytes = 0;
+  uint64_t writes = 0, write_bytes = 0;
+  uint64_t reads = 0, read_bytes = 0;
+  uint64_t removes = 0;
+  uint64_t checksum_failures = 0;  // reads refused, their files deleted
+  uint64_t io_errors = 0;          // failed reads and writes (ENOSPC included)
+  uint64_t no_space = 0;           // writes refused by ENOSPC or the capacity
+  uint64_t dropped_at_open = 0;    // torn, foreign or superseded files deleted
+  bool direct_io = false;          // O_DIRECT in use
+};
+
+class DiskTier {
+ public:
+  static Result<std::unique_ptr<DiskTier>> Open(const TierOptions& options);
+  ~DiskTier();
+  DiskTier(const DiskTier&) = delete;
+  DiskTier& operator=(const DiskTier&) = delete;
+
+  // Stores `size` bytes under `key`, replacing an older version once the new
+  // one is complete.
+  Result<DiskObjectInfo> Write(std::string_view key, const void* data, uint64_t size);
+  // Reads the whole object into out[0..size_bytes) and verifies it.
+  // OBJECT_NOT_FOUND, BUFFER_OVERFLOW (out_size too small),
+  // CHECKSUM_MISMATCH (the file is deleted), FILE_READ_FAIL. On any error
+  // `out` holds nothing a caller may use.
+  Result<uint64_t> Read(std::string_view key, void* out, uint64_t out_size);
+  // OBJECT_NOT_FOUND when absent.
+  Status Remove(std::string_view key);
+  std::optional<DiskObjectInfo> Find(std::string_view key) const;
+  // Every object, in key order.
+  std::vector<DiskObjectInfo> List() const;
+  TierCounters counters() const;
+  const std::string& path() const { return options_.path; }
+
+ private:
+  struct Bounce;
+  explicit DiskTier(const TierOptions& options);
+  Status Scan();
+  std::string FileName(uint64_t generation) const;
+  Bounce* Acquire();
+  void Release(Bounce* b);
+  Result<int> OpenFile(const std::string& name, int flags);
+  Status WriteFile(int fd, const DiskObjectInfo& info, const void* data);
+  Status ReadFile(int fd, const DiskObjectInfo& info, void* out);
+
+  TierOptions options_;
+  mutable std::mutex mu_;  // guards everything below
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Bounce>> pool_;
+  std::vector<Bounce*> free_;
+  std::map<std::string, DiskObjectInfo, std::less<>> index_;
+  uint64_t next_generation_ = 1;
+  uint64_t reserved_bytes_ = 0;  // writes in flight
+  TierCounters counters_;
+};
+
+}  // namespace mc::tier
