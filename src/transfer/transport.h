@@ -64,6 +64,13 @@ struct TransferOp {
   void* buffer = nullptr;  // source for kWrite, destination for kRead
   size_t len = 0;
   Grant grant;  // the master's grant covering this range
+  // A sealed read (write_epochs.h): the transport proves no write touched
+  // the range while (and, with `seal` != 0, since) it was read. With `seal`
+  // != 0 the op fails REPLICA_IS_GONE unless the range still has that seal;
+  // a transport that cannot check fails it NOT_SUPPORTED. On success `seal`
+  // is the range's seal (left 0 by a transport that cannot tell).
+  bool sealed = false;
+  uint64_t seal = 0;
   Status status;
   // Set by Batch with a failed status: the peer could not be reached (the
   // connect failed, or it made no progress for the transport's timeout),
