@@ -106,6 +106,7 @@ Status ShmTransport::Batch(std::span<TransferOp> ops) {
   };
   std::vector<Piece> pieces;
   std::vector<std::shared_ptr<Mapping>> held;  // keeps mappings alive during copies
+  std::vector<bool> expected;  // per held op: a sealed read that named its seal
   const uint64_t threads = static_cast<uint64_t>(options_.copy_threads);
   for (TransferOp& op : ops) {
     op.status = Status::Ok();
@@ -127,6 +128,7 @@ Status ShmTransport::Batch(std::span<TransferOp> ops) {
       op.status = options_.check(op.kind, op.remote_offset, op.len, op.grant);
       if (!op.status.ok()) continue;
     }
+    const bool named_seal = op.kind == OpKind::kRead && op.sealed && op.seal != 0;
     if (op.kind == OpKind::kWrite) {
       MapPagesForWrite(**m, op.remote_offset, op.len);
       if ((*m)->epochs.valid()) (*m)->epochs.BeginWrite(op.remote_offset, op.len);
@@ -146,6 +148,7 @@ Status ShmTransport::Batch(std::span<TransferOp> ops) {
                         op.kind == OpKind::kWrite});
     }
     held.push_back(*m);
+    expected.push_back(named_seal);
   }
   workers_.ParallelFor(pieces.size(), options_.copy_threads - 1, [&](size_t i) {
     // A put's bytes are not read again by this process: stream them into the
@@ -165,8 +168,12 @@ Status ShmTransport::Batch(std::span<TransferOp> ops) {
     Mapping& m = *held[h++];
     if (op.kind == OpKind::kWrite) {
       if (m.epochs.valid()) m.epochs.EndWrite(op.remote_offset, op.len);
-    } else if (op.sealed && m.epochs.valid() && m.epochs.Seal(op.remote_offset, op.len) != op.seal) {
-      op.status = Stale(op);
+    } else if (op.sealed && op.seal != 0 && m.epochs.valid() &&
+               m.epochs.Seal(op.remote_offset, op.len) != op.seal) {
+      // Written during the copy. A read that named its seal is stale; one
+      // that was learning it just learns nothing.
+      if (expected[h - 1]) op.status = Stale(op);
+      else op.seal = 0;
     }
   }
   for (const TransferOp& op : ops) {
@@ -192,11 +199,16 @@ bool ShmTransport::BeginSealedRead(Mapping& m, TransferOp& op) {
     return true;  // an ordinary read; seal stays 0
   }
   const uint64_t now = m.epochs.Seal(op.remote_offset, op.len);
-  if (now == 0 || (op.seal != 0 && now != op.seal)) {
+  if (op.seal == 0) {
+    // Learning: an ordinary read that also tells the seal when it can (not
+    // while a write is in flight in the range's regions: 0 then).
+    op.seal = now;
+    return true;
+  }
+  if (now != op.seal) {
     op.status = Stale(op);
     return false;
   }
-  op.seal = now;
   return true;
 }
 

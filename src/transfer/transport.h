@@ -45,6 +45,9 @@ struct Grant {
   uint64_t size_bytes = 0;
   uint64_t expiry_unix_ms = 0;
   std::string signature;  // 32 bytes, from msg::BufferDesc::capability
+  // Signed for sealed reads that name a seal only (CapabilityOp::kReadSealed,
+  // msg::BufferDesc::sealed_capability): it outlives the lease.
+  bool sealed_only = false;
 };
 
 // Decides whether [offset, offset + len) of a segment may be written or read
