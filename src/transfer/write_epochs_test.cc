@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/test_count.h"
 #include "common/test_seed.h"
 
 using mc::transfer::EpochWrite;
@@ -27,10 +28,6 @@ struct Table {
   WriteEpochs epochs;
 };
 
-uint64_t EnvCount(const char* name, uint64_t fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::strtoull(v, nullptr, 10) : fallback;
-}
 
 }  // namespace
 
@@ -85,7 +82,7 @@ TEST_CASE("a write that starts while the bytes are being copied makes the copy s
 // with a fresh version, so bytes of another version cannot pass for these.
 TEST_CASE("racing writers never let a sealed read return bytes of another version") {
   const uint64_t seed = mc::TestSeed("write epochs race");
-  const uint64_t rounds = EnvCount("MC_EPOCH_ROUNDS", 20000);
+  const uint64_t rounds = mc::TestCount("MC_EPOCH_ROUNDS", 20000);
   constexpr uint64_t kBytes = 64 << 10;
   Table t(kBytes);
   std::atomic<uint64_t> next_version{1};
