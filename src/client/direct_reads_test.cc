@@ -23,6 +23,7 @@
 #include "common/byte_io.h"
 #include "common/clock.h"
 #include "common/host_identity.h"
+#include "common/test_count.h"
 #include "common/test_seed.h"
 #include "eviction/testing_policy.h"
 #include "master/master_state.h"
@@ -200,10 +201,6 @@ uint64_t VersionOf(const std::vector<uint8_t>& v, uint64_t key) {
   return version;
 }
 
-uint64_t EnvCount(const char* name, uint64_t fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::strtoull(v, nullptr, 10) : fallback;
-}
 
 }  // namespace
 
@@ -246,7 +243,7 @@ TEST_CASE("a direct read of space another object took asks the master, which kno
 // (forced or not), remove everything and fill a small pool so puts evict.
 TEST_CASE("racing removals, upserts, evictions and re-puts never let a get return another key or version") {
   const uint64_t seed = TestSeed("direct reads race");
-  const uint64_t gets = EnvCount("MC_DIRECT_GETS", 3000);
+  const uint64_t gets = mc::TestCount("MC_DIRECT_GETS", 3000);
   master::Options o;
   o.default_kv_lease_ttl_us = 2000;  // leases and retired space end within a few ops
   ShmCluster c(2, 96 << 10, o);

@@ -15,6 +15,7 @@
 
 #include "common/byte_io.h"
 #include "common/capability.h"
+#include "common/test_count.h"
 #include "common/test_seed.h"
 #include "dataserver/store_fixture.h"
 #include "transfer/shm_transport.h"
@@ -58,10 +59,6 @@ TransferOp SealedRead(const Endpoint& ep, uint64_t offset, std::string& into, ui
   return op;
 }
 
-uint64_t EnvCount(const char* name, uint64_t fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::strtoull(v, nullptr, 10) : fallback;
-}
 
 }  // namespace
 
@@ -150,7 +147,7 @@ TEST_CASE("a store whose epochs are bypassed answers seal 0, and NOT_SUPPORTED t
 // an accepted read must carry exactly the version it named.
 TEST_CASE("racing re-puts over TCP and shm never let a direct read return another version") {
   const uint64_t seed = mc::TestSeed("sealed reads race");
-  const uint64_t reads = EnvCount("MC_SEALED_READS", 3000);
+  const uint64_t reads = mc::TestCount("MC_SEALED_READS", 3000);
   Store st = Store::Make(256 << 10);
   constexpr uint64_t kKeys = 16, kObjectBytes = 8192, kSlots = (256 << 10) / 64;
   std::mutex mu;  // the "master": where each key's latest version lives
