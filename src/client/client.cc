@@ -116,7 +116,9 @@ class ClientImpl final : public Client {
   }
 
   Result<bool> Exists(const std::string& key) override {
-    return master_->ExistKey(msg::KeyRequest{id_, key});
+    auto r = master_->ExistKey(msg::KeyRequest{id_, key});
+    if (r.ok() && !*r) direct_.Forget(key);  // the master says it is gone: stop reading it
+    return r;
   }
 
   Status Remove(const std::string& key, bool force) override {
@@ -152,6 +154,7 @@ class ClientImpl final : public Client {
     return r.removed;
   }
   msg::ClientId id() const override { return id_; }
+  void ForgetLocations() override { direct_.Clear(); }
 
   std::string last_transfer_path() const override {
     std::lock_guard<std::mutex> lock(path_mu_);
@@ -239,7 +242,8 @@ class ClientImpl final : public Client {
   void SealIfCacheable(const msg::GetReplicaListReply& reply, std::vector<Planned>& planned,
                        size_t first) const;
   void Learn(const std::string& key, const msg::GetReplicaListReply& reply,
-             const std::vector<Planned>& planned, size_t first, size_t end);
+             const std::vector<Planned>& planned, size_t first, size_t end,
+             uint64_t forgets_before);
   // Sends the master the direct reads' hits (ReportAccesses), as often as
   // ReportTransfers, or sooner when many keys wait.
   void ReportAccesses(bool force);
@@ -457,6 +461,9 @@ std::vector<Status> ClientImpl::BatchPutParts(const std::vector<std::string>& ke
       }
     }
   }
+  // Again once the new versions are in: a get that learnt the old location
+  // meanwhile must not keep it, nor one still under way (DirectReads::forgets).
+  for (const std::string& k : keys) direct_.Forget(k);
   return out;
 }
 
@@ -578,6 +585,7 @@ std::vector<Status> ClientImpl::FetchFromMaster(const std::vector<std::string>& 
   std::vector<msg::KeyRequest> reqs;
   reqs.reserve(keys.size());
   for (const auto& k : keys) reqs.push_back({id_, k});
+  const uint64_t forgets_before = direct_.forgets();
   auto lists = ReplicaLists(reqs);  // one master round trip for the whole batch
   std::vector<Parts> bufs(keys.size());
   std::vector<Planned> planned;
@@ -624,7 +632,8 @@ std::vector<Status> ClientImpl::FetchFromMaster(const std::vector<std::string>& 
   } else {
     for (size_t i = 0; i < keys.size(); ++i) {
       if (out[i].ok() && lists[i].status.ok()) {
-        Learn(keys[i], lists[i].value, planned, op_range[i].first, op_range[i].second);
+        Learn(keys[i], lists[i].value, planned, op_range[i].first, op_range[i].second,
+              forgets_before);
       }
     }
   }
@@ -718,10 +727,11 @@ void ClientImpl::SealIfCacheable(const msg::GetReplicaListReply& reply,
 }
 
 void ClientImpl::Learn(const std::string& key, const msg::GetReplicaListReply& reply,
-                       const std::vector<Planned>& planned, size_t first, size_t end) {
+                       const std::vector<Planned>& planned, size_t first, size_t end,
+                       uint64_t forgets_before) {
   if (end != first + 1 || !planned[first].op.sealed) return;
   direct_.Learn(key, reply, reply.replicas[0].buffers[0], planned[first].endpoint,
-                planned[first].op.seal, clock_.UnixMs());
+                planned[first].op.seal, clock_.UnixMs(), forgets_before);
 }
 
 void ClientImpl::ReportAccesses(bool force) {
@@ -833,6 +843,7 @@ std::vector<Result<bool>> ClientImpl::BatchExists(const std::vector<std::string>
     } else if (!(*r)[i].status.ok()) {
       out.emplace_back((*r)[i].status);
     } else {
+      if (!(*r)[i].value) direct_.Forget(keys[i]);  // gone at the master: stop reading it
       out.emplace_back((*r)[i].value);
     }
   }

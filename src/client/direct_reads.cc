@@ -19,7 +19,7 @@ std::optional<DirectReads::Entry> DirectReads::Lookup(const std::string& key,
 
 void DirectReads::Learn(const std::string& key, const msg::GetReplicaListReply& reply,
                         const msg::BufferDesc& buffer, const transfer::Endpoint& endpoint,
-                        uint64_t seal, uint64_t now_unix_ms) {
+                        uint64_t seal, uint64_t now_unix_ms, uint64_t forgets_before) {
   if (!enabled() || seal == 0 || buffer.sealed_capability.empty() ||
       reply.size_bytes > kMaxObjectBytes || buffer.size_bytes != reply.size_bytes) {
     return;
@@ -37,6 +37,7 @@ void DirectReads::Learn(const std::string& key, const msg::GetReplicaListReply& 
   // Never past the grant: the store would refuse it then anyway.
   e.expiry_unix_ms = std::min(now_unix_ms + ttl_us_ / 1000, e.grant.expiry_unix_ms);
   std::lock_guard<std::mutex> lock(mu_);
+  if (forgets_.load() != forgets_before) return;  // a put or removal came in between
   if (entries_.size() >= kMaxEntries && entries_.find(key) == entries_.end()) {
     entries_.erase(entries_.begin());  // any one: the cache only saves round trips
   }
@@ -45,11 +46,13 @@ void DirectReads::Learn(const std::string& key, const msg::GetReplicaListReply& 
 
 void DirectReads::Forget(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
+  forgets_.fetch_add(1);
   entries_.erase(key);
 }
 
 void DirectReads::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
+  forgets_.fetch_add(1);
   entries_.clear();
 }
 

@@ -17,6 +17,7 @@
 // so eviction still sees them. Thread-safe (one mutex).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -53,13 +54,18 @@ class DirectReads {
   explicit DirectReads(uint64_t ttl_us) : ttl_us_(ttl_us) {}
   bool enabled() const { return ttl_us_ > 0; }
 
+  // Counts Forget and Clear calls: a read through the master that began
+  // before one (this client's own put or removal) must not be learnt after
+  // it, or it would bring the old version back.
+  uint64_t forgets() const { return forgets_.load(); }
+
   // The key's entry unless absent or expired by `now_unix_ms`.
   std::optional<Entry> Lookup(const std::string& key, uint64_t now_unix_ms);
   // Remembers what a get through the master read: `buffer` of `reply`'s
   // version, proved by `seal` (0: not provable, nothing is remembered).
   void Learn(const std::string& key, const msg::GetReplicaListReply& reply,
              const msg::BufferDesc& buffer, const transfer::Endpoint& endpoint, uint64_t seal,
-             uint64_t now_unix_ms);
+             uint64_t now_unix_ms, uint64_t forgets_before);
   void Forget(const std::string& key);
   void Clear();
 
@@ -76,6 +82,7 @@ class DirectReads {
   mutable std::mutex mu_;
   std::unordered_map<std::string, Entry> entries_;
   std::unordered_map<std::string, uint32_t> hits_;
+  std::atomic<uint64_t> forgets_{0};
 };
 
 }  // namespace mc::client
