@@ -135,7 +135,7 @@ try:
               "trace: Belady with room for all also 4/9")
         check(t.get("gap_closed") == 0, "trace: no gap between LRU and Belady, none closed")
         names = [p.get("name") for p in t.get("policies", [])]
-        check(names == ["probation", "adaptive", "lru"],
+        check(names == ["adaptive", "probation", "lru"],
               f"trace: every policy the master can run is replayed offline ({names})")
         check(all(abs(p["hit_ratio"] - 4 / 9) < 1e-6 and p["victims"] == 0
                   for p in t.get("policies", [])),
