@@ -207,7 +207,7 @@ Status DiskTier::WriteFile(int fd, const DiskObjectInfo& info, const void* data)
     h.data_crc = Crc32c(0, src, info.size_bytes);
     EncodeHeader(h, b->data);
     uint8_t* tail_buf = b->data + data_offset;
-    std::memcpy(tail_buf, src + body, tail);
+    if (tail > 0) std::memcpy(tail_buf, src + body, tail);  // src may be null when empty
     std::memset(tail_buf + tail, 0, AlignToBlock(tail) - tail);
     iovec iov[3] = {{b->data, data_offset},
                     {const_cast<uint8_t*>(src), body},
@@ -353,7 +353,7 @@ Status DiskTier::ReadFile(int fd, const DiskObjectInfo& info, void* out) {
   const bool corrupt = ok && (!h || h->key != info.key || h->size_bytes != info.size_bytes ||
                               h->generation != info.generation);
   if (read_data && !corrupt) {
-    std::memcpy(dst + body, b->data + data_offset, tail);
+    if (tail > 0) std::memcpy(dst + body, b->data + data_offset, tail);  // dst may be null when empty
     crc = Crc32c(0, dst, info.size_bytes);
   }
   for (uint64_t done = 0; ok && !read_data && !corrupt && done < info.size_bytes;) {

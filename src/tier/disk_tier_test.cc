@@ -99,7 +99,7 @@ TEST_CASE("page-aligned memory moves straight to and from the files, tails inclu
   auto* dst = static_cast<uint8_t*>(dst_mem);
   for (size_t i = 0; i < sizes.size(); ++i) {
     auto data = Pattern(sizes[i], static_cast<uint32_t>(i + 10));
-    std::memcpy(src, data.data(), data.size());
+    if (!data.empty()) std::memcpy(src, data.data(), data.size());
     REQUIRE((*t)->Write("a" + std::to_string(i), src, sizes[i]).ok());
   }
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -108,7 +108,7 @@ TEST_CASE("page-aligned memory moves straight to and from the files, tails inclu
     auto r = (*t)->Read("a" + std::to_string(i), dst, 100000 + kBlockBytes);
     REQUIRE(r.ok());
     CHECK(*r == sizes[i]);
-    CHECK(std::memcmp(dst, data.data(), sizes[i]) == 0);
+    CHECK((sizes[i] == 0 || std::memcmp(dst, data.data(), sizes[i]) == 0));
     // Both ways agree: the unaligned (bounced) read gives the same bytes.
     CHECK(ReadAll(**t, "a" + std::to_string(i)) == data);
   }
