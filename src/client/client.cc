@@ -18,6 +18,7 @@
 #include "common/crypto.h"
 #include "common/host_identity.h"
 #include "common/log.h"
+#include "client/direct_reads.h"
 #include "client/master_link.h"
 #include "client/master_locator.h"
 #include "client/replica_order.h"
@@ -88,12 +89,15 @@ class ClientImpl final : public Client {
   ClientImpl(const Config& config, std::unique_ptr<MasterLink> master,
              std::unique_ptr<transfer::Transport> transport, const Clock& clock)
       : config_(config), master_(std::move(master)), transport_(std::move(transport)),
-        clock_(clock) {
+        clock_(clock), direct_(config.cluster.direct_read_ttl_us) {
     std::string id = RandomBytes(16);
     std::memcpy(&id_.hi, id.data(), 8);
     std::memcpy(&id_.lo, id.data() + 8, 8);
   }
-  ~ClientImpl() override { ReportTransfers(/*force=*/true); }
+  ~ClientImpl() override {
+    ReportTransfers(/*force=*/true);
+    ReportAccesses(/*force=*/true);
+  }
 
   Status Put(const std::string& key, std::span<const uint8_t> value,
              const msg::PutOptions& options) override {
@@ -113,10 +117,13 @@ class ClientImpl final : public Client {
   }
 
   Result<bool> Exists(const std::string& key) override {
-    return master_->ExistKey(msg::KeyRequest{id_, key});
+    auto r = master_->ExistKey(msg::KeyRequest{id_, key});
+    if (r.ok() && !*r) direct_.Forget(key);  // the master says it is gone: stop reading it
+    return r;
   }
 
   Status Remove(const std::string& key, bool force) override {
+    direct_.Forget(key);
     return master_->Remove(msg::RemoveRequest{key, force});
   }
 
@@ -143,10 +150,12 @@ class ClientImpl final : public Client {
   Result<uint64_t> Size(const std::string& key) override;
   std::vector<Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;
   Result<uint64_t> RemoveAll(bool force) override {
+    direct_.Clear();
     MC_ASSIGN_OR_RETURN(msg::RemoveAllReply r, master_->RemoveAll(force));
     return r.removed;
   }
   msg::ClientId id() const override { return id_; }
+  void ForgetLocations() override { direct_.Clear(); }
 
   std::string last_transfer_path() const override {
     std::lock_guard<std::mutex> lock(path_mu_);
@@ -180,6 +189,7 @@ class ClientImpl final : public Client {
     return r.cleared;
   }
   Result<uint64_t> RemoveByRegex(const std::string& pattern, bool force) override {
+    direct_.Clear();
     MC_ASSIGN_OR_RETURN(msg::RemoveByRegexReply r,
                         master_->RemoveByRegex({pattern, force}));
     return r.removed;
@@ -217,9 +227,27 @@ class ClientImpl final : public Client {
   // Where key i's bytes go, once its size is known; parts holding less than
   // the size are BUFFER_OVERFLOW for that key.
   using DestFn = std::function<Parts(size_t i, uint64_t size)>;
-  // Gets of BatchGet and BatchGetInto: per-key status, object sizes.
+  // Gets of BatchGet and BatchGetInto: per-key status, object sizes. Keys
+  // with a cached location are read directly (DirectReads), the rest, and
+  // those whose direct read failed, through the master (FetchFromMaster).
   std::vector<Status> Fetch(const std::vector<std::string>& keys, const DestFn& dest,
                             std::vector<uint64_t>* sizes);
+  std::vector<Status> FetchFromMaster(const std::vector<std::string>& keys, const DestFn& dest,
+                                      std::vector<uint64_t>* sizes);
+  // Reads the keys DirectReads knows straight from their stores; true for
+  // each key served (its size in `sizes`).
+  std::vector<bool> FetchDirect(const std::vector<std::string>& keys, const DestFn& dest,
+                                std::vector<uint64_t>* sizes);
+  // Marks the just-planned read of `reply` (ops from `first` on) sealed when
+  // DirectReads could remember it; after it succeeded, Learn remembers it.
+  void SealIfCacheable(const msg::GetReplicaListReply& reply, std::vector<Planned>& planned,
+                       size_t first) const;
+  void Learn(const std::string& key, const msg::GetReplicaListReply& reply,
+             const std::vector<Planned>& planned, size_t first, size_t end,
+             uint64_t forgets_before);
+  // Sends the master the direct reads' hits (ReportAccesses), as often as
+  // ReportTransfers, or sooner when many keys wait.
+  void ReportAccesses(bool force);
   // Tells the master the reads it granted (of `reqs`, those `lists` says
   // succeeded) are done; consumes `reqs`.
   void ReleaseLeases(std::vector<msg::KeyRequest>& reqs,
@@ -243,6 +271,8 @@ class ClientImpl final : public Client {
   };
   Moved unreported_[msg::kTransferPaths][msg::kTransferDirs] = {};
   uint64_t last_report_us_ = 0;
+  DirectReads direct_;
+  std::atomic<uint64_t> last_access_report_us_{0};
 };
 
 Status ClientImpl::Plan(const msg::ReplicaDesc& replica, transfer::OpKind kind,
@@ -293,6 +323,7 @@ Status ClientImpl::Run(std::vector<Planned>& planned, UnreachableStores* unreach
     ops.push_back(p.op);
   }
   const Status st = transport_->Batch(ops);
+  for (size_t i = 0; i < ops.size(); ++i) planned[i].op.seal = ops[i].seal;  // sealed reads
   if (!st.ok()) {
     for (size_t i = 0; unreachable != nullptr && i < ops.size(); ++i) {
       if (ops[i].peer_unreachable) unreachable->try_emplace(planned[i].store, ops[i].status);
@@ -376,6 +407,7 @@ std::vector<Status> ClientImpl::BatchPutParts(const std::vector<std::string>& ke
   assert(keys.size() == parts.size());
   std::vector<Status> out(keys.size());
   if (keys.empty()) return out;
+  for (const std::string& k : keys) direct_.Forget(k);  // an upsert replaces what we cached
   std::vector<msg::PutStartRequest> reqs;
   std::vector<uint64_t> sizes(keys.size(), 0);
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -430,6 +462,9 @@ std::vector<Status> ClientImpl::BatchPutParts(const std::vector<std::string>& ke
       }
     }
   }
+  // Again once the new versions are in: a get that learnt the old location
+  // meanwhile must not keep it, nor one still under way (DirectReads::forgets).
+  for (const std::string& k : keys) direct_.Forget(k);
   return out;
 }
 
@@ -544,16 +579,19 @@ std::vector<msg::BatchItem<msg::GetReplicaListReply>> ClientImpl::ReplicaLists(
   return std::move(*r);
 }
 
-std::vector<Status> ClientImpl::Fetch(const std::vector<std::string>& keys, const DestFn& dest,
-                                      std::vector<uint64_t>* sizes) {
+std::vector<Status> ClientImpl::FetchFromMaster(const std::vector<std::string>& keys,
+                                                const DestFn& dest, std::vector<uint64_t>* sizes) {
   std::vector<Status> out(keys.size());
   sizes->assign(keys.size(), 0);
   std::vector<msg::KeyRequest> reqs;
   reqs.reserve(keys.size());
   for (const auto& k : keys) reqs.push_back({id_, k});
+  const uint64_t forgets_before = direct_.forgets();
   auto lists = ReplicaLists(reqs);  // one master round trip for the whole batch
   std::vector<Parts> bufs(keys.size());
   std::vector<Planned> planned;
+  // Each key's ops in `planned` (empty when it planned none).
+  std::vector<std::pair<size_t, size_t>> op_range(keys.size(), {0, 0});
   bool planned_all = true;
   for (size_t i = 0; i < keys.size(); ++i) {
     if (!lists[i].status.ok()) {
@@ -572,9 +610,13 @@ std::vector<Status> ClientImpl::Fetch(const std::vector<std::string>& keys, cons
                                                      std::to_string(reply.size_bytes));
       continue;
     }
+    const size_t first = planned.size();
     if (reply.replicas.empty() ||
         !Plan(reply.replicas[0], transfer::OpKind::kRead, bufs[i], reply.size_bytes, &planned).ok()) {
       planned_all = false;
+    } else {
+      op_range[i] = {first, planned.size()};
+      SealIfCacheable(reply, planned, first);
     }
   }
   // Fast path: the first replica of every key moves in one concurrent batch.
@@ -588,9 +630,128 @@ std::vector<Status> ClientImpl::Fetch(const std::vector<std::string>& keys, cons
         out[i] = ReadObject(lists[i].value, bufs[i], &unreachable);
       }
     }
+  } else {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (out[i].ok() && lists[i].status.ok()) {
+        Learn(keys[i], lists[i].value, planned, op_range[i].first, op_range[i].second,
+              forgets_before);
+      }
+    }
   }
   ReleaseLeases(reqs, lists);
   return out;
+}
+
+std::vector<Status> ClientImpl::Fetch(const std::vector<std::string>& keys, const DestFn& dest,
+                                      std::vector<uint64_t>* sizes) {
+  if (!direct_.enabled()) return FetchFromMaster(keys, dest, sizes);
+  std::vector<bool> served = FetchDirect(keys, dest, sizes);
+  std::vector<size_t> missed;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!served[i]) missed.push_back(i);
+  }
+  std::vector<Status> out(keys.size());
+  if (!missed.empty()) {
+    std::vector<std::string> rest;
+    rest.reserve(missed.size());
+    for (size_t i : missed) rest.push_back(keys[i]);
+    std::vector<uint64_t> rest_sizes;
+    std::vector<Status> st = FetchFromMaster(
+        rest, [&](size_t j, uint64_t size) { return dest(missed[j], size); }, &rest_sizes);
+    for (size_t j = 0; j < missed.size(); ++j) {
+      out[missed[j]] = std::move(st[j]);
+      (*sizes)[missed[j]] = rest_sizes[j];
+    }
+  }
+  ReportAccesses(/*force=*/false);
+  return out;
+}
+
+std::vector<bool> ClientImpl::FetchDirect(const std::vector<std::string>& keys,
+                                          const DestFn& dest, std::vector<uint64_t>* sizes) {
+  sizes->assign(keys.size(), 0);
+  std::vector<bool> served(keys.size(), false);
+  const uint64_t now_ms = clock_.UnixMs();
+  std::vector<DirectReads::Entry> entries;
+  std::vector<size_t> which;
+  std::vector<transfer::TransferOp> ops;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto e = direct_.Lookup(keys[i], now_ms);
+    if (!e) continue;
+    Parts parts = dest(i, e->size_bytes);
+    // One destination that holds it: else the master path says what is wrong.
+    if (parts.size() != 1 || parts[0].size() < e->size_bytes) continue;
+    which.push_back(i);
+    entries.push_back(std::move(*e));
+    transfer::TransferOp op;
+    op.kind = transfer::OpKind::kRead;
+    op.remote_offset = entries.back().offset;
+    op.buffer = parts[0].data();
+    op.len = entries.back().size_bytes;
+    op.grant = entries.back().grant;
+    op.sealed = true;
+    op.seal = entries.back().seal;
+    ops.push_back(std::move(op));
+  }
+  if (ops.empty()) return served;
+  for (size_t k = 0; k < ops.size(); ++k) ops[k].endpoint = &entries[k].endpoint;
+  (void)transport_->Batch(ops);  // per-op statuses below
+  std::vector<transfer::TransferOp> moved;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const std::string& key = keys[which[k]];
+    if (!ops[k].status.ok()) {
+      // Stale (the space was written since), or the store is gone: ask the master.
+      direct_.Forget(key);
+      continue;
+    }
+    served[which[k]] = true;
+    (*sizes)[which[k]] = entries[k].size_bytes;
+    direct_.CountHit(key);
+    moved.push_back(ops[k]);
+  }
+  if (!moved.empty()) {
+    CountPaths(moved);
+    ReportTransfers(/*force=*/false);
+  }
+  return served;
+}
+
+void ClientImpl::SealIfCacheable(const msg::GetReplicaListReply& reply,
+                                 std::vector<Planned>& planned, size_t first) const {
+  if (!direct_.enabled() || planned.size() != first + 1 ||
+      reply.size_bytes > DirectReads::kMaxObjectBytes || reply.replicas[0].buffers.size() != 1 ||
+      reply.replicas[0].buffers[0].sealed_capability.empty()) {
+    return;
+  }
+  planned[first].op.sealed = true;
+  planned[first].op.seal = 0;  // learn it
+}
+
+void ClientImpl::Learn(const std::string& key, const msg::GetReplicaListReply& reply,
+                       const std::vector<Planned>& planned, size_t first, size_t end,
+                       uint64_t forgets_before) {
+  if (end != first + 1 || !planned[first].op.sealed) return;
+  direct_.Learn(key, reply, reply.replicas[0].buffers[0], planned[first].endpoint,
+                planned[first].op.seal, clock_.UnixMs(), forgets_before);
+}
+
+void ClientImpl::ReportAccesses(bool force) {
+  const uint64_t now = clock_.NowUs();
+  uint64_t last = last_access_report_us_.load();
+  if (!force && !direct_.report_due() && now - last < kTransferReportIntervalUs) return;
+  // One thread reports a round; the others go on.
+  if (!last_access_report_us_.compare_exchange_strong(last, now) && !force) return;
+  std::vector<msg::KeyAccess> hits = direct_.TakeAccesses();
+  for (size_t at = 0; at < hits.size(); at += DirectReads::kMaxPendingAccessKeys) {
+    msg::AccessReport report{id_, {}};
+    const size_t end = std::min(hits.size(), at + DirectReads::kMaxPendingAccessKeys);
+    report.accesses.assign(std::make_move_iterator(hits.begin() + at),
+                           std::make_move_iterator(hits.begin() + end));
+    Status st = master_->ReportAccesses(report);
+    if (!st.ok() && st.code() != ErrorCode::NOT_SUPPORTED) {
+      MC_LOG(DEBUG) << "direct-read hits not reported: " << st.ToString();
+    }
+  }
 }
 
 void ClientImpl::ReleaseLeases(
@@ -683,6 +844,7 @@ std::vector<Result<bool>> ClientImpl::BatchExists(const std::vector<std::string>
     } else if (!(*r)[i].status.ok()) {
       out.emplace_back((*r)[i].status);
     } else {
+      if (!(*r)[i].value) direct_.Forget(keys[i]);  // gone at the master: stop reading it
       out.emplace_back((*r)[i].value);
     }
   }
@@ -721,6 +883,9 @@ std::unique_ptr<transfer::Transport> DataPath(const Config& config,
   layers.push_back({std::make_unique<transfer::ShmTransport>(ShmOptions()),
                     [](const transfer::TransferOp& op) { return !op.endpoint->shm_path.empty(); },
                     [](const Status& st) {
+                      // Stale (a sealed read whose range was written since):
+                      // the store would say the same.
+                      if (st.code() == ErrorCode::REPLICA_IS_GONE) return false;
                       // The segment could not be mapped (another user, store
                       // restarted): TCP gives the same bytes under the
                       // store's own checks.
@@ -730,9 +895,11 @@ std::unique_ptr<transfer::Transport> DataPath(const Config& config,
   if (rdma != nullptr) {
     // One-sided WRITE/READ; a store that serves no RDMA answers
     // NOT_SUPPORTED and its ops go over TCP.
-    layers.push_back({std::move(rdma), nullptr, [](const Status& st) {
-                        return st.code() == ErrorCode::NOT_SUPPORTED;
-                      }});
+    // A sealed read naming a seal is not RDMA's: a one-sided read cannot
+    // prove its bytes (mooncake-store(1)), so it goes to the store over TCP.
+    layers.push_back({std::move(rdma),
+                      [](const transfer::TransferOp& op) { return !op.sealed || op.seal == 0; },
+                      [](const Status& st) { return st.code() == ErrorCode::NOT_SUPPORTED; }});
   }
   layers.push_back(
       {std::make_unique<transfer::TcpTransport>(TcpOptions(config, std::move(tls))), nullptr,

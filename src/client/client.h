@@ -106,6 +106,10 @@ class Client {
   virtual Result<uint64_t> RemoveAll(bool force = false) = 0;
   // This process's identity at the master (a segment it mounts uses it too).
   virtual msg::ClientId id() const = 0;
+  // Forgets every cached location (client/direct_reads.h): the next gets ask
+  // the master. For a process whose own segment left (unmount): its memory
+  // may still be mapped, unwritten, so a seal would not go stale.
+  virtual void ForgetLocations() {}
 
   // "same-host" if the last transfer used mapped memory, "rdma" if it went
   // over RDMA, else "tcp" (also "rdma+tcp" when a batch used both).

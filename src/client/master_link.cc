@@ -71,6 +71,9 @@ class RpcLink final : public MasterLink {
   Status ReportTransfers(const msg::TransferReport& report) override {
     return StatusOf(rpc_->Invoke<Opcode::kReportTransfers>(report));
   }
+  Status ReportAccesses(const msg::AccessReport& report) override {
+    return StatusOf(rpc_->Invoke<Opcode::kReportAccesses>(report));
+  }
   Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchUpsertStart(
       const msg::Batch<msg::PutStartExRequest>& req) override {
     return rpc_->Invoke<Opcode::kBatchUpsertStart>(req);
@@ -131,6 +134,9 @@ Result<msg::ReplicaClearReply> MasterLink::BatchReplicaClear(const msg::ReplicaC
 }
 Result<msg::RemoveByRegexReply> MasterLink::RemoveByRegex(const msg::RemoveByRegexRequest&) {
   return Unsupported("RemoveByRegex");
+}
+Status MasterLink::ReportAccesses(const msg::AccessReport&) {
+  return Unsupported("ReportAccesses");
 }
 
 std::unique_ptr<MasterLink> RpcMasterLink(std::unique_ptr<rpc::MasterClient> client) {

@@ -50,6 +50,9 @@ class MasterLink {
   virtual Result<msg::ClusterStatusReply> ClusterStatus() = 0;
   // A notification: what the client moved, by path and direction.
   virtual Status ReportTransfers(const msg::TransferReport& report) = 0;
+  // A notification: the hits of the direct-read cache (client/direct_reads.h).
+  // NOT_SUPPORTED unless the link serves it (RpcMasterLink does).
+  virtual Status ReportAccesses(const msg::AccessReport& report);
 
   // Replica operations (msg/ops_messages.h). NOT_SUPPORTED unless the link
   // serves them (RpcMasterLink does).

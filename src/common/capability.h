@@ -43,7 +43,11 @@
 
 namespace mc {
 
-enum class CapabilityOp : uint8_t { kWrite = 1, kRead = 2 };
+// kReadSealed: a direct read's grant (issue 33). It may outlive any lease,
+// because the store serves it only on a sealed read that names a seal
+// (transfer/write_epochs.h): bytes written since the seal are refused, so
+// freed and reused space is never read under it.
+enum class CapabilityOp : uint8_t { kWrite = 1, kRead = 2, kReadSealed = 3 };
 
 struct CapabilityGrant {
   CapabilityOp op = CapabilityOp::kRead;

@@ -37,6 +37,14 @@ static_assert(defaults_internal::PortOf(kDefaultMasterAddress) == kDefaultMaster
 
 // ---- the master's state machine ([master]; master::Options) ----
 inline constexpr uint64_t kDefaultKvLeaseTtlUs = 10000000;
+// How long a sealed-read grant (direct reads, issue 33) lives: it needs no
+// lease, only a seal, so it may live longer; a client's cached location is
+// used no longer than this.
+inline constexpr uint64_t kSealedReadGrantTtlUs = 60000000;
+// A client's default for [cluster] direct_read_ttl (at most the above): how
+// long a key removed or replaced by another client may still be read in its
+// old version (whole; never another key's or version's bytes).
+inline constexpr uint64_t kDefaultDirectReadTtlUs = 5000000;
 inline constexpr uint64_t kDefaultKvSoftPinTtlUs = 1800000000;
 inline constexpr double kDefaultEvictionHighWatermarkRatio = 0.90;  // also master::PoolLevel
 inline constexpr double kDefaultEvictionRatio = 0.05;               // also master::PoolLevel

@@ -27,6 +27,7 @@ constexpr Entry kEntries[] = {
     {ErrorCode::OBJECT_ALREADY_EXISTS, "OBJECT_ALREADY_EXISTS"},
     {ErrorCode::OBJECT_HAS_LEASE, "OBJECT_HAS_LEASE"},
     {ErrorCode::LEASE_EXPIRED, "LEASE_EXPIRED"},
+    {ErrorCode::REPLICA_IS_GONE, "REPLICA_IS_GONE"},
     {ErrorCode::TRANSFER_FAIL, "TRANSFER_FAIL"},
     {ErrorCode::CHECKSUM_MISMATCH, "CHECKSUM_MISMATCH"},
     {ErrorCode::RPC_FAIL, "RPC_FAIL"},

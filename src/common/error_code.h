@@ -28,6 +28,9 @@ enum class ErrorCode : int32_t {
   OBJECT_ALREADY_EXISTS = -705,
   OBJECT_HAS_LEASE = -706,
   LEASE_EXPIRED = -707,
+  // The reference's code; ours also answers a direct read whose location no
+  // longer holds the version it names (stale; ask the master again).
+  REPLICA_IS_GONE = -712,
   TRANSFER_FAIL = -800,
   CHECKSUM_MISMATCH = -801,
   RPC_FAIL = -900,

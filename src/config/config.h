@@ -32,6 +32,8 @@ struct ClusterConfig {
   std::string device_name;                                         // MOONCAKE_DEVICE
   std::string auth_token;                                          // MOONCAKE_AUTH_TOKEN
   bool shm = true;  // same-host shared-memory fast path
+  // Direct reads (issue 33): a get reuses a key's cached location this long.
+  uint64_t direct_read_ttl_us = kDefaultDirectReadTtlUs;
   uint64_t rpc_timeout_us = kDefaultRpcTimeoutUs;
   uint32_t rpc_retries = kDefaultRpcRetries;  // with backoff, before "master unavailable"
 };

@@ -43,6 +43,11 @@ const Setting kSettings[] = {
      .env = "MOONCAKE_AUTH_TOKEN"},
     {.section = kCluster, .key = "shm", .type = Type::kBool, .field = MC_FIELD(cluster.shm),
      .help = "Use shared memory with stores on the same host (false forces TCP)"},
+    {.section = kCluster, .key = "direct_read_ttl", .type = Type::kDuration,
+     .field = MC_FIELD(cluster.direct_read_ttl_us),
+     .help = "How long a get may reuse a key's location without asking the master "
+             "(a sealed read, stale answers fall back); 0: always ask",
+     .plain_unit = DU::kMilliseconds, .max = kSealedReadGrantTtlUs},
     {.section = kCluster, .key = "rpc_timeout", .type = Type::kDuration,
      .field = MC_FIELD(cluster.rpc_timeout_us), .help = "Timeout of one RPC to the master",
      .plain_unit = DU::kMilliseconds, .zero_ok = false},

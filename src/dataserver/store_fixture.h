@@ -30,6 +30,7 @@ struct Store {
     if (!seg.ok()) std::abort();
     s.segment = std::move(*seg);
     options.listen_host = "127.0.0.1";
+    if (!options.epochs.valid()) options.epochs = s.segment->epochs();
     options.port = 0;
     auto srv = TcpDataServer::Start(s.segment->base(), s.segment->size_bytes(), std::move(check),
                                     std::move(options));

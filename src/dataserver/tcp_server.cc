@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/capability.h"
+#include "common/byte_io.h"
 #include "common/log.h"
 #include "transfer/access.h"
 
@@ -26,7 +27,7 @@ struct TcpDataServer::Counters {
   std::atomic<uint64_t> tls_failures{0};
   std::atomic<uint64_t> accepted{0}, refused{0}, served{0}, refused_requests{0},
       protocol_errors{0}, auth_failures{0}, bytes_written{0}, bytes_read{0},
-      rdma_connects{0};
+      rdma_connects{0}, sealed_reads{0}, stale_reads{0};
 };
 
 namespace {
@@ -166,12 +167,29 @@ class TcpDataServer::ConnIo {
     iovcnt_ = 0;
     queued_bytes_ = 0;
     holds_segment_bytes_ = false;
+    for (size_t i = 0; i < staged_; ++i) {
+      if (staging_[i].capacity() > kMaxQueuedBytes) std::vector<uint8_t>().swap(staging_[i]);
+    }
+    staged_ = 0;
     return st;
   }
 
   // Before a WRITE lands: a queued READ reply points at segment memory, and
   // must carry the bytes as they were when it was served.
   Status BeforeSegmentWrite() { return holds_segment_bytes_ ? Flush() : Status::Ok(); }
+
+  // `n` bytes that stay put until the next flush, for a reply of copied
+  // bytes (a sealed read). Flushes first if queueing `n` more would, so the
+  // buffer is not handed out again while a queued reply points at it.
+  Result<uint8_t*> Stage(uint64_t n) {
+    if (n_ == kMaxQueued || queued_bytes_ + n > kMaxQueuedBytes || staged_ == staging_.size()) {
+      MC_RETURN_IF_ERROR(Flush());
+    }
+    if (staging_.size() < kMaxQueued) staging_.resize(kMaxQueued);
+    std::vector<uint8_t>& b = staging_[staged_++];
+    b.resize(n);
+    return b.data();
+  }
 
  private:
   net::Stream s_;
@@ -183,6 +201,8 @@ class TcpDataServer::ConnIo {
   size_t n_ = 0;
   uint64_t queued_bytes_ = 0;
   bool holds_segment_bytes_ = false;
+  std::vector<std::vector<uint8_t>> staging_;  // Stage()'s buffers
+  size_t staged_ = 0;                          // handed out since the last flush
 };
 
 Result<std::unique_ptr<TcpDataServer>> TcpDataServer::Start(uint8_t* base, uint64_t size_bytes,
@@ -239,7 +259,7 @@ TcpDataServerStats TcpDataServer::stats() const {
   return {c.accepted.load(), c.refused.load(),         c.served.load(),
           c.refused_requests.load(), c.protocol_errors.load(), c.auth_failures.load(),
           c.bytes_written.load(), c.bytes_read.load(), c.tls_failures.load(),
-          c.rdma_connects.load()};
+          c.rdma_connects.load(), c.sealed_reads.load(), c.stale_reads.load()};
 }
 
 void TcpDataServer::ReapFinished(bool all) {
@@ -483,26 +503,19 @@ bool TcpDataServer::Handle(ConnIo& io, uint64_t conn_id, const wire::Request& re
       req.op == static_cast<uint16_t>(wire::Op::kRdmaConnect)) {
     return HandleRdma(io, conn_id, req);
   }
+  if (req.op == static_cast<uint16_t>(wire::Op::kReadSealed)) return HandleSealedRead(io, req);
   const RequestVerdict verdict = ScreenRequest(req, size_bytes_, options_.max_frame_bytes, check_);
   const bool is_write = verdict.op == OpKind::kWrite;
-  if (verdict.action == RequestVerdict::Action::kClose) {
-    counters_->protocol_errors.fetch_add(1);
-    MC_LOG(WARN) << "closing connection from " << PeerName(fd) << ": " << verdict.status.message();
-    (void)io.Reply(req.request_id, verdict.status, nullptr, 0);
-    return false;
-  }
-  if (verdict.action == RequestVerdict::Action::kRefuse) {
-    counters_->refused_requests.fetch_add(1);
-    LogRefusal(fd, verdict.op, verdict.status);
-    if (is_write && !io.Drain(req.length).ok()) return false;
-    return io.Reply(req.request_id, verdict.status, nullptr, 0).ok();
-  }
+  if (verdict.action != RequestVerdict::Action::kServe) return Decline(io, req, verdict);
   // A null base is absolute addressing (the p2p transfer engine's): the
   // offset is the address, already checked against registered memory.
   uint8_t* range = base_ != nullptr ? base_ + req.offset : reinterpret_cast<uint8_t*>(req.offset);
   // Counters move before the reply so a client that saw the reply also sees them.
   if (is_write) {
-    if (!io.BeforeSegmentWrite().ok() || !io.Read(range, req.length).ok()) return false;
+    if (!io.BeforeSegmentWrite().ok()) return false;
+    // Counted in the epochs before the first byte lands (write_epochs.h).
+    EpochWrite counted(options_.epochs, req.offset, req.length);
+    if (!io.Read(range, req.length).ok()) return false;
     counters_->bytes_written.fetch_add(req.length);
     counters_->served.fetch_add(1);
     return io.Reply(req.request_id, Status::Ok(), nullptr, 0).ok();
@@ -510,6 +523,76 @@ bool TcpDataServer::Handle(ConnIo& io, uint64_t conn_id, const wire::Request& re
   counters_->bytes_read.fetch_add(req.length);
   counters_->served.fetch_add(1);
   return io.Reply(req.request_id, Status::Ok(), range, req.length).ok();
+}
+
+bool TcpDataServer::Decline(ConnIo& io, const wire::Request& req, const RequestVerdict& verdict) {
+  const net::Stream fd = io.stream();
+  if (verdict.action == RequestVerdict::Action::kClose) {
+    counters_->protocol_errors.fetch_add(1);
+    MC_LOG(WARN) << "closing connection from " << PeerName(fd) << ": " << verdict.status.message();
+    (void)io.Reply(req.request_id, verdict.status, nullptr, 0);
+    return false;
+  }
+  counters_->refused_requests.fetch_add(1);
+  LogRefusal(fd, verdict.op, verdict.status);
+  const bool is_write = verdict.op == OpKind::kWrite;
+  if (is_write && !io.Drain(req.length).ok()) return false;
+  return io.Reply(req.request_id, verdict.status, nullptr, 0).ok();
+}
+
+bool TcpDataServer::HandleSealedRead(ConnIo& io, const wire::Request& req) {
+  uint8_t payload[wire::kSealBytes];
+  if (!io.Read(payload, sizeof payload).ok()) return false;
+  const uint64_t expect = LoadLe64(payload);
+  // Screened as a READ; a sealed-read grant counts only when a seal is named.
+  wire::Request as_read = req;
+  as_read.op = static_cast<uint16_t>(wire::Op::kRead);
+  const AccessCheck check = [&](OpKind op, uint64_t offset, uint64_t len, const Grant& g) {
+    if (expect != 0) {
+      Grant sealed = g;
+      sealed.sealed_only = true;
+      if (check_(op, offset, len, sealed).ok()) return Status::Ok();
+    }
+    return check_(op, offset, len, g);
+  };
+  const RequestVerdict verdict =
+      ScreenRequest(as_read, size_bytes_, options_.max_frame_bytes, check);
+  if (verdict.action != RequestVerdict::Action::kServe) return Decline(io, req, verdict);
+  if (!options_.epochs.valid() && expect != 0) {
+    return io.Reply(req.request_id,
+                    Error(ErrorCode::NOT_SUPPORTED,
+                          "this segment keeps no write epochs (RDMA peers write it)"),
+                    nullptr, 0)
+        .ok();
+  }
+  auto staged = io.Stage(wire::kSealBytes + req.length);
+  if (!staged.ok()) return false;
+  uint8_t* out = *staged;
+  const uint8_t* src =
+      base_ != nullptr ? base_ + req.offset : reinterpret_cast<const uint8_t*>(req.offset);
+  auto copy = [&] { std::memcpy(out + wire::kSealBytes, src, req.length); };
+  uint64_t seal = 0;
+  if (options_.epochs.valid()) {
+    seal = options_.epochs.SealedRead(req.offset, req.length, expect, copy);
+  }
+  if (seal == 0 && expect == 0) {
+    // Learning, and nothing proves the bytes (a write in flight in their
+    // regions, or no epochs): an ordinary read, seal 0 tells the client so.
+    copy();
+  } else if (seal == 0) {
+    counters_->stale_reads.fetch_add(1);
+    return io.Reply(req.request_id,
+                    Error(ErrorCode::REPLICA_IS_GONE,
+                          "range at offset " + std::to_string(req.offset) +
+                              " was written since its seal"),
+                    nullptr, 0)
+        .ok();
+  }
+  StoreLe64(out, seal);
+  counters_->bytes_read.fetch_add(req.length);
+  counters_->sealed_reads.fetch_add(1);
+  counters_->served.fetch_add(1);
+  return io.Reply(req.request_id, Status::Ok(), out, wire::kSealBytes + req.length).ok();
 }
 
 }  // namespace mc::transfer

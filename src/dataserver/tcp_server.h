@@ -34,8 +34,10 @@
 #include "net/socket.h"
 #include "net/stream_io.h"
 #include "net/tls.h"
+#include "transfer/access.h"
 #include "transfer/data_protocol.h"
 #include "transfer/transport.h"
+#include "transfer/write_epochs.h"
 
 namespace mc::transfer {
 
@@ -52,6 +54,10 @@ struct TcpDataServerOptions {
   const Clock* clock = nullptr;            // wall time of the refusal log window; null: SystemClock
   std::shared_ptr<net::TlsContext> tls;    // server role; null: plain TCP
   RdmaResponder* rdma = nullptr;           // answers ops 4 and 5; null: NOT_SUPPORTED
+  // The segment's write epochs (transfer/write_epochs.h): WRITEs count in
+  // them, READ_SEALED checks them. Invalid (RDMA peers write one-sided, or
+  // none given): READ_SEALED naming a seal is NOT_SUPPORTED.
+  WriteEpochs epochs;
 };
 
 struct TcpDataServerStats {
@@ -65,6 +71,8 @@ struct TcpDataServerStats {
   uint64_t bytes_read = 0;
   uint64_t tls_failures = 0;         // failed handshakes, plaintext clients refused
   uint64_t rdma_connects = 0;  // RDMA_CONNECT handshakes answered
+  uint64_t sealed_reads = 0;   // READ_SEALED served
+  uint64_t stale_reads = 0;    // READ_SEALED answered REPLICA_IS_GONE
 };
 
 // Bound on log lines about refused requests (the rest are only counted).
@@ -109,6 +117,10 @@ class TcpDataServer {
   // Serves one request after its header; false to close the connection.
   bool Handle(ConnIo& io, uint64_t conn_id, const wire::Request& req);
   bool HandleRdma(ConnIo& io, uint64_t conn_id, const wire::Request& req);
+  // READ_SEALED (op 6): the bytes go out only if the epochs prove them.
+  bool HandleSealedRead(ConnIo& io, const wire::Request& req);
+  // Answers a verdict other than kServe; false to close the connection.
+  bool Decline(ConnIo& io, const wire::Request& req, const RequestVerdict& verdict);
   // Logs a refused request, at most kMaxRefusalLogsPerWindow per window.
   void LogRefusal(net::Stream fd, OpKind op, const Status& st);
 

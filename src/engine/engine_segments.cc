@@ -97,7 +97,6 @@ int Store::AllocateAndMountSegment(size_t size, const std::string& protocol,
 int Store::UnmountSegment(const std::vector<std::string>& segment_ids,
                           uint64_t grace_period_seconds) {
   MC_ENGINE_CLIENT(kInvalidParams);
-  (void)cl;
   if (segment_ids.empty() || grace_period_seconds > kMaxGracePeriodSeconds) return kInvalidParams;
   std::vector<std::unique_ptr<mc::store::SegmentHost>> taken;
   {
@@ -116,6 +115,7 @@ int Store::UnmountSegment(const std::vector<std::string>& segment_ids,
   // already out of this store's list, so no new call sees it here.
   if (grace_period_seconds > 0) std::this_thread::sleep_for(std::chrono::seconds(grace_period_seconds));
   for (auto& h : taken) h->Stop();
+  cl.ForgetLocations();  // no direct read of the memory that left
   return kOk;
 }
 

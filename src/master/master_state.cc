@@ -424,7 +424,7 @@ Result<msg::GetReplicaListReply> MasterState::GetReplicaList(const msg::KeyReque
   GrantLease(rec, now_us, &req.client);
   return Count(counters_.get_replica_list,
                R(msg::GetReplicaListReply{DescribeReplicas(rec), rec.size_bytes,
-                                            options_.default_kv_lease_ttl_us}));
+                                            options_.default_kv_lease_ttl_us, IdOf(rec)}));
 }
 
 Result<bool> MasterState::ExistKey(const msg::KeyRequest& req, uint64_t now_us) {
@@ -488,7 +488,10 @@ Status MasterState::Remove(const msg::RemoveRequest& req, uint64_t now_us) {
                  Error(ErrorCode::OBJECT_HAS_LEASE,
                        "key " + Quoted(req.key) + " is leased for another " +
                            std::to_string((it->record.deadline_us - now_us) / 1000) + " ms"));
-  EraseObject(it, RemoveReason::kRemoved, true);
+  // Forced past a lease: its readers' grants live until the lease ends, so
+  // its space is not handed out before (RetireObject frees it at once when
+  // unleased).
+  RetireObject(it, RemoveReason::kRemoved, now_us);
   return Count(counters_.remove, Status::Ok());
 }
 
@@ -497,7 +500,7 @@ msg::RemoveAllReply MasterState::RemoveAll(uint64_t now_us, bool force) {
   for (auto it = objects_.begin(); it != objects_.end();) {
     auto next = std::next(it);
     if (it->record.complete() && (force || !Leased(it->record, now_us))) {
-      EraseObject(it, RemoveReason::kRemoved, true);
+      RetireObject(it, RemoveReason::kRemoved, now_us);  // as in Remove
       ++reply.removed;
     }
     it = next;

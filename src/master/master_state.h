@@ -16,7 +16,9 @@
 //   first, then pinned ones) and fails with NO_AVAILABLE_HANDLE only when
 //   nothing evictable is left or the object can never fit.
 // - Reads (GetReplicaList, ExistKey) grant a lease; leased and in-flight
-//   objects are never evicted, and leased ones are removed only by force.
+//   objects are never evicted, and leased ones are removed only by force,
+//   which keeps their buffers allocated (retired) until the lease ends, so no
+//   read grant outlives the bytes it names.
 //   A lease ends at its TTL, or earlier once every GetReplicaList of it was
 //   released (ReleaseLeases) by its client within its own TTL. ExistKey's
 //   lease guards no bytes (it describes no replica), so a release can end it.
@@ -125,6 +127,13 @@ class MasterState {
       const std::vector<msg::KeyRequest>& reqs, uint64_t now_us);
   Result<std::vector<msg::BatchItem<bool>>> BatchExistKey(
       const std::vector<msg::KeyRequest>& reqs, uint64_t now_us);
+
+  // Reads a client served from its direct-read cache (master_state_access.cc):
+  // each complete key counts as up to kMaxReportedAccessesPerKey accesses
+  // for eviction. No lease: a direct read needs none (its seal proves its
+  // bytes). Unknown and in-flight keys are skipped. Returns the keys counted.
+  static constexpr uint32_t kMaxReportedAccessesPerKey = 16;
+  uint64_t ReportAccesses(const msg::AccessReport& report, uint64_t now_us);
 
   // The clients are done reading these keys (see the rules above). Never
   // fails: a key not found, never leased by that client, or whose lease

@@ -70,6 +70,14 @@ void MasterService::Sign(msg::ReplicaDesc* replica, bool write, uint64_t now_wal
                       now_wall_ms + ttl_us / 1000};
     b.capability = SignCapability(it->second.access_key, g);
     b.capability_expiry_unix_ms = g.expiry_unix_ms;
+    if (!write) {
+      // A direct read's grant may outlive the lease: the store serves it only
+      // on a sealed read naming a seal, which reused space fails.
+      g.op = CapabilityOp::kReadSealed;
+      g.expiry_unix_ms = now_wall_ms + kSealedReadGrantTtlUs / 1000;
+      b.sealed_capability = SignCapability(it->second.access_key, g);
+      b.sealed_capability_expiry_unix_ms = g.expiry_unix_ms;
+    }
   }
 }
 
@@ -240,6 +248,13 @@ Status MasterService::ReportTransfers(const msg::TransferReport& req) {
     t.ops += c.ops;
     t.bytes += c.bytes;
   }
+  return Status::Ok();
+}
+
+Status MasterService::ReportAccesses(const msg::AccessReport& req) {
+  ++t_private_ops;
+  std::lock_guard<std::mutex> lock(mu_);
+  state_->ReportAccesses(req, clock_.NowUs());
   return Status::Ok();
 }
 

@@ -61,6 +61,7 @@ class MasterService final : public rpc::Handler {
   // Adds a client's report to the per-path totals; rows of a path or
   // direction this master does not know are ignored.
   Status ReportTransfers(const msg::TransferReport& req) override;
+  Status ReportAccesses(const msg::AccessReport& req) override;
   // service_ops.cc: the replica operations (MasterState's, with grants:
   // write grants for an upsert's and a task's new buffers, a read grant for
   // a task's source replica).

@@ -40,6 +40,31 @@ TEST_CASE("buffers handed out carry capabilities the store can check") {
   CHECK(r.capability_expiry_unix_ms <= now + config.default_kv_lease_ttl_us / 1000 + 1000);
 }
 
+TEST_CASE("reads carry a sealed-read grant that outlives the lease and is no plain read grant") {
+  ManualClock clock;
+  MasterConfig config;
+  masterd::MasterService svc(config, clock);
+  REQUIRE(svc.MountSegment(Mount("s1", "secret-1")).ok());
+  auto put = svc.PutStart({{1, 2}, "k", 1000, {}});
+  REQUIRE(put.ok());
+  CHECK(put->replicas.at(0).buffers.at(0).sealed_capability.empty());  // writes get none
+  REQUIRE(svc.PutEnd({{1, 2}, "k"}).ok());
+  auto get = svc.GetReplicaList({{1, 2}, "k"});
+  REQUIRE(get.ok());
+  CHECK(get->generation != 0);
+  const msg::BufferDesc& r = get->replicas.at(0).buffers.at(0);
+  const uint64_t now = clock.UnixMs();
+  CapabilityGrant g{CapabilityOp::kReadSealed, 9, r.offset, r.size_bytes,
+                    r.sealed_capability_expiry_unix_ms};
+  CHECK(CheckCapability("secret-1", g, r.sealed_capability, CapabilityOp::kReadSealed, r.offset,
+                        1000, now).ok());
+  CHECK(r.sealed_capability_expiry_unix_ms == now + kSealedReadGrantTtlUs / 1000);
+  CHECK(r.sealed_capability_expiry_unix_ms > r.capability_expiry_unix_ms);
+  g.op = CapabilityOp::kRead;  // as a plain read's grant it does not verify
+  CHECK_FALSE(CheckCapability("secret-1", g, r.sealed_capability, CapabilityOp::kRead, r.offset,
+                              1000, now).ok());
+}
+
 TEST_CASE("a read grant expires with its lease and then no longer reads the freed space") {
   // The grant-expiry half of tests/e2e/test_data_port_grants.py, on a manual
   // clock instead of a sleep: the master signs with the injected wall clock.

@@ -76,6 +76,11 @@ struct BufferDesc {
   // service, not by the state machine.
   std::string capability;
   uint64_t capability_expiry_unix_ms = 0;
+  // Reads only: a sealed-read grant (CapabilityOp::kReadSealed) for direct
+  // reads that skip the master. It outlives the lease because the store
+  // serves it only on a sealed read naming a seal (transfer/write_epochs.h).
+  std::string sealed_capability;
+  uint64_t sealed_capability_expiry_unix_ms = 0;
   template <typename S, typename F>
   static void Fields(S& s, F&& f) {
     f(s.segment_name, "buffer.segment_name");
@@ -86,6 +91,8 @@ struct BufferDesc {
     f(s.size_bytes, "buffer.size_bytes");
     f(s.capability, "buffer.capability");
     f(s.capability_expiry_unix_ms, "buffer.capability_expiry_unix_ms");
+    f(s.sealed_capability, "buffer.sealed_capability");
+    f(s.sealed_capability_expiry_unix_ms, "buffer.sealed_capability_expiry_unix_ms");
   }
 };
 
@@ -218,11 +225,15 @@ struct GetReplicaListReply {
   std::vector<ReplicaDesc> replicas;  // complete replicas only
   uint64_t size_bytes = 0;
   uint64_t lease_ttl_us = 0;          // reads are safe until the lease expires
+  // The version's generation: another upsert, or a removal and a new put,
+  // gives the key another (a client's direct-read cache keys on it).
+  uint64_t generation = 0;
   template <typename S, typename F>
   static void Fields(S& s, F&& f) {
     f(s.replicas, "replicas count", kMaxWireReplicas);
     f(s.size_bytes, "size_bytes");
     f(s.lease_ttl_us, "lease_ttl_us");
+    f(s.generation, "generation");
   }
 };
 
@@ -255,6 +266,27 @@ struct TransferReport {
   static void Fields(S& s, F&& f) {
     f(s.client, "client");
     f(s.counts, "transfer counts count", kMaxTransferCounts);
+  }
+};
+
+// ReportAccesses (a notification): reads a client served from its direct-read
+// cache without asking the master, so eviction still sees those hits.
+struct KeyAccess {
+  std::string key;
+  uint32_t count = 0;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.key, "access.key");
+    f(s.count, "access.count");
+  }
+};
+struct AccessReport {
+  ClientId client;
+  std::vector<KeyAccess> accesses;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.client, "client");
+    f(s.accesses, "accesses count", kMaxBatchItems);
   }
 };
 

@@ -58,5 +58,7 @@
   X(TaskStart, 0x0064, msg::TaskRequest, msg::TaskStartReply, Call)                             \
   X(TaskEnd, 0x0065, msg::TaskEndRequest, Empty, Call)                                          \
   X(BatchReplicaClear, 0x0066, msg::ReplicaClearRequest, msg::ReplicaClearReply, Call)          \
-  X(RemoveByRegex, 0x0067, msg::RemoveByRegexRequest, msg::RemoveByRegexReply, Call)
+  X(RemoveByRegex, 0x0067, msg::RemoveByRegexRequest, msg::RemoveByRegexReply, Call)          \
+  /* reads a client served from its direct-read cache (issue 33) */                           \
+  X(ReportAccesses, 0x0090, msg::AccessReport, Empty, Notify)
 // clang-format on

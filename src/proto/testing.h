@@ -32,7 +32,9 @@ MC_EQ(msg::BufferDesc, a.segment_name == b.segment_name && a.endpoint == b.endpo
                       a.shm_path == b.shm_path && a.hostname == b.hostname &&
                       a.offset == b.offset && a.size_bytes == b.size_bytes &&
                       a.capability == b.capability &&
-                      a.capability_expiry_unix_ms == b.capability_expiry_unix_ms)
+                      a.capability_expiry_unix_ms == b.capability_expiry_unix_ms &&
+                      a.sealed_capability == b.sealed_capability &&
+                      a.sealed_capability_expiry_unix_ms == b.sealed_capability_expiry_unix_ms)
 MC_EQ(msg::ReplicaDesc, a.status == b.status && a.buffers == b.buffers)
 MC_EQ(msg::PutOptions, a.replicas == b.replicas && a.soft_pin == b.soft_pin)
 MC_EQ(msg::MountSegmentRequest, a.client == b.client && a.segment == b.segment)
@@ -51,7 +53,10 @@ MC_EQ(msg::TransferCount,
       a.path == b.path && a.dir == b.dir && a.ops == b.ops && a.bytes == b.bytes)
 MC_EQ(msg::TransferReport, a.client == b.client && a.counts == b.counts)
 MC_EQ(msg::GetReplicaListReply, a.replicas == b.replicas && a.size_bytes == b.size_bytes &&
-                               a.lease_ttl_us == b.lease_ttl_us)
+                               a.lease_ttl_us == b.lease_ttl_us &&
+                               a.generation == b.generation)
+MC_EQ(msg::KeyAccess, a.key == b.key && a.count == b.count)
+MC_EQ(msg::AccessReport, a.client == b.client && a.accesses == b.accesses)
 MC_EQ(msg::RemoveRequest, a.key == b.key && a.force == b.force)
 MC_EQ(msg::RemoveAllRequest, a.force == b.force)
 MC_EQ(msg::RemoveAllReply, a.removed == b.removed)

@@ -201,10 +201,14 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Create(const Config& config, m
       return Error(responder.code(), "protocol rdma: " + responder.status().message());
     }
     h->rdma_ = std::move(*responder);
+    // One-sided writes never count in the write epochs: no reader may
+    // trust them, so direct reads of this segment ask the master.
+    h->segment_->MarkEpochsBypassed();
   }
 
   transfer::TcpDataServerOptions to;
   to.rdma = h->rdma_.get();
+  to.epochs = h->segment_->epochs();  // invalid once RDMA bypasses them
   to.port = config.store.port;
   to.max_connections = config.store.max_connections;
   to.auth_token = config.cluster.auth_token;

@@ -9,8 +9,10 @@ namespace mc::transfer {
 namespace {
 
 CapabilityGrant ToCapability(OpKind op, uint64_t incarnation, const Grant& g) {
-  return {op == OpKind::kWrite ? CapabilityOp::kWrite : CapabilityOp::kRead, incarnation,
-          g.offset, g.size_bytes, g.expiry_unix_ms};
+  const CapabilityOp cap = op == OpKind::kWrite ? CapabilityOp::kWrite
+                          : g.sealed_only      ? CapabilityOp::kReadSealed
+                                               : CapabilityOp::kRead;
+  return {cap, incarnation, g.offset, g.size_bytes, g.expiry_unix_ms};
 }
 
 }  // namespace

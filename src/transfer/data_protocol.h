@@ -23,6 +23,20 @@
 //               The store's QPs live until this connection closes.
 //   A store that serves no RDMA answers ops 4 and 5 NOT_SUPPORTED and keeps
 //   the connection.
+//   op 6 READ_SEALED: 8 payload bytes follow, u64 expected seal (0: none);
+//               the store copies `length` bytes of segment between two looks
+//               at its write epochs (write_epochs.h). With an expected seal
+//               it answers them only if no write touched the range since
+//               that seal (nor during the copy): the reply carries u64 seal,
+//               then the `length` bytes; otherwise REPLICA_IS_GONE (stale:
+//               the space was written since; ask the master). Without one
+//               it is a READ that also tells the range's seal, or 0 when a
+//               write was in flight there. With an expected seal
+//               the grant may be a sealed-read grant (op byte 3 in its MAC):
+//               those live longer than a lease, and serve only sealed reads
+//               that name a seal. A store whose segment RDMA peers may write
+//               (no trustworthy epochs) answers seal 0 without an expected
+//               seal and NOT_SUPPORTED with one.
 // The grant is the transfer capability the master signed for the buffer
 // being moved (common/capability.h): grant_mac = HMAC-SHA256(segment access
 // key, "mooncake-cap-v1" || u8 op || u64 incarnation || u64 grant_offset ||
@@ -68,7 +82,15 @@ inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;
 inline constexpr size_t kMaxErrorMessageBytes = 512;
 
-enum class Op : uint16_t { kWrite = 1, kRead = 2, kAuth = 3, kRdmaDescribe = 4, kRdmaConnect = 5 };
+enum class Op : uint16_t {
+  kWrite = 1,
+  kRead = 2,
+  kAuth = 3,
+  kRdmaDescribe = 4,
+  kRdmaConnect = 5,
+  kReadSealed = 6,
+};
+inline constexpr size_t kSealBytes = 8;
 inline constexpr size_t kMaxRdmaConnectBytes = 1024;
 inline constexpr size_t kMaxRdmaDescribeReplyBytes = 1 << 20;
 

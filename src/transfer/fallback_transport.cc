@@ -31,6 +31,7 @@ Status FallbackTransport::RunLayer(Layer& layer, std::span<TransferOp> ops,
       TransferOp& op = ops[here[start + k]];
       op.status = whole ? st : batch[k].status;
       op.peer_unreachable = batch[k].peer_unreachable;
+      op.seal = batch[k].seal;  // what a sealed read proved (transport.h)
       if (op.status.ok()) {
         op.moved_by = layer.transport->name();
       } else if (layer.passes_on && layer.passes_on(op.status)) {

@@ -147,3 +147,31 @@ TEST_CASE("a buffer is registered with every layer") {
   REQUIRE(l.all->UnregisterBuffer(&buffer).ok());
   CHECK_FALSE(l.rdma->registered(&buffer));
 }
+
+TEST_CASE("a sealed read's seal comes back through the fallback") {
+  // A layer that proves every read with seal 42.
+  class Sealing final : public Transport {
+   public:
+    std::string_view name() const override { return "sealing"; }
+    Status Batch(std::span<TransferOp> ops) override {
+      for (TransferOp& op : ops) {
+        op.status = Status::Ok();
+        if (op.sealed) op.seal = 42;
+      }
+      return Status::Ok();
+    }
+  };
+  std::vector<FallbackTransport::Layer> layers;
+  layers.push_back({std::make_unique<Sealing>(), nullptr, nullptr});
+  FallbackTransport t(std::move(layers));
+  Endpoint ep{"127.0.0.1", 1, ""};
+  uint8_t buf[8];
+  TransferOp op;
+  op.kind = OpKind::kRead;
+  op.endpoint = &ep;
+  op.buffer = buf;
+  op.len = sizeof buf;
+  op.sealed = true;
+  REQUIRE(t.Batch({&op, 1}).ok());
+  CHECK(op.seal == 42);
+}

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -169,14 +170,45 @@ Status Segment::MapSmallPages(const SegmentOptions& options) {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<Segment>> Segment::Create(const SegmentOptions& options) {
-  if (options.size_bytes == 0 || options.size_bytes > kMaxSegmentBytes) {
+uint64_t EpochsOffset(uint64_t data_bytes) { return RoundUp(data_bytes, kSmallPageBytes); }
+
+uint64_t SegmentFileBytes(uint64_t data_bytes) {
+  return EpochsOffset(data_bytes) + WriteEpochs::Words(data_bytes) * sizeof(uint64_t) +
+         kEpochTrailerBytes;
+}
+
+WriteEpochs EpochsOfMapping(uint8_t* base, uint64_t file_bytes, uint64_t* data_bytes) {
+  *data_bytes = 0;
+  if (file_bytes < kEpochTrailerBytes) return {};
+  uint64_t t[5];
+  std::memcpy(t, base + file_bytes - kEpochTrailerBytes, sizeof t);
+  if (t[0] != kEpochTrailerMagic || t[3] != WriteEpochs::kRegionShift ||
+      t[2] != EpochsOffset(t[1]) || SegmentFileBytes(t[1]) > file_bytes) {
+    return {};
+  }
+  *data_bytes = t[1];
+  if ((t[4] & kEpochsBypassed) != 0) return {};
+  return WriteEpochs(reinterpret_cast<std::atomic<uint64_t>*>(base + t[2]), t[1]);
+}
+
+void Segment::MarkEpochsBypassed() {
+  const uint64_t flags = kEpochsBypassed;
+  std::memcpy(base_ + mapped_bytes_ - kEpochTrailerBytes + 4 * sizeof(uint64_t), &flags,
+              sizeof flags);
+  epochs_ = WriteEpochs();
+}
+
+Result<std::unique_ptr<Segment>> Segment::Create(const SegmentOptions& data_options) {
+  if (data_options.size_bytes == 0 || data_options.size_bytes > kMaxSegmentBytes) {
     return Error(ErrorCode::INVALID_PARAMS,
-                 "segment size " + std::to_string(options.size_bytes) +
+                 "segment size " + std::to_string(data_options.size_bytes) +
                      " bytes is outside 1 .. " + std::to_string(kMaxSegmentBytes));
   }
+  // The file holds the data, then the write epochs and their trailer.
+  SegmentOptions options = data_options;
+  options.size_bytes = SegmentFileBytes(data_options.size_bytes);
   std::unique_ptr<Segment> seg(new Segment());
-  seg->size_bytes_ = options.size_bytes;
+  seg->size_bytes_ = data_options.size_bytes;
   seg->backing_ = options.backing;
   MC_RETURN_IF_ERROR(options.backing == SegmentBacking::kMemfd ? seg->OpenMemfd(options)
                                                                : seg->OpenShmFile(options));
@@ -187,6 +219,12 @@ Result<std::unique_ptr<Segment>> Segment::Create(const SegmentOptions& options) 
     const std::string shm_dir = options.backing == SegmentBacking::kShmFile ? options.shm_dir : "";
     MC_RETURN_IF_ERROR(CheckSegmentFits(options.size_bytes, ReadMemoryFacts(shm_dir)));
   }
+  const uint64_t trailer[5] = {kEpochTrailerMagic, seg->size_bytes_,
+                               EpochsOffset(seg->size_bytes_), WriteEpochs::kRegionShift, 0};
+  std::memcpy(seg->base_ + seg->mapped_bytes_ - kEpochTrailerBytes, trailer, sizeof trailer);
+  uint64_t data_bytes = 0;
+  seg->epochs_ = EpochsOfMapping(seg->base_, seg->mapped_bytes_, &data_bytes);
+  assert(seg->epochs_.valid() && data_bytes == seg->size_bytes_);
   MC_LOG(DEBUG) << "segment of " << seg->size_bytes_ << " bytes at " << seg->shm_path_
                 << " pages " << PageKindName(seg->page_kind_);
   return seg;

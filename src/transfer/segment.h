@@ -18,6 +18,12 @@
 //    O_EXCL and mode 0600 and unlinked by the destructor. A kill -9 leaks the
 //    file; Create() therefore first removes "mooncake-<pid>-*" files of this
 //    user whose <pid> is no longer alive.
+// Layout of the shared file: the data [0, size_bytes), then the write epochs
+// (write_epochs.h, one word per region, at EpochsOffset(size_bytes)), and in
+// the file's last kEpochTrailerBytes a trailer naming them: u64 magic
+// "MCEPOCH1", u64 data bytes, u64 epochs offset, u64 region shift, u64 flags
+// (bit 0: some writes bypass the epochs, RDMA; readers must not trust them).
+// Every writer in a process that maps the file counts its writes there.
 // Not thread-safe to create/destroy concurrently with use; the memory itself
 // is shared and synchronisation of its contents is the caller's business.
 #pragma once
@@ -29,6 +35,7 @@
 
 #include "common/ceilings.h"
 #include "common/result.h"
+#include "transfer/write_epochs.h"
 
 namespace mc::transfer {
 
@@ -57,6 +64,17 @@ struct SegmentOptions {
   bool check_memory = true;
 };
 
+inline constexpr uint64_t kEpochTrailerBytes = 64;
+inline constexpr uint64_t kEpochTrailerMagic = 0x3148434f50454d43ull;  // "MCEPOCH1"
+inline constexpr uint64_t kEpochsBypassed = 1;
+uint64_t EpochsOffset(uint64_t data_bytes);
+// Bytes a segment of `data_bytes` needs with its epochs and trailer.
+uint64_t SegmentFileBytes(uint64_t data_bytes);
+// The epochs of a mapped segment file of `file_bytes` at `base`, read from its
+// trailer; an invalid table when there is none, it does not fit, or writes
+// bypass it. `data_bytes` gets the data size (0 when there is no trailer).
+WriteEpochs EpochsOfMapping(uint8_t* base, uint64_t file_bytes, uint64_t* data_bytes);
+
 // The upper bound of one segment, kMaxSegmentBytes (common/ceilings.h), is
 // checked when the segment is created.
 
@@ -75,6 +93,12 @@ class Segment {
   const std::string& shm_path() const { return shm_path_; }
   PageKind page_kind() const { return page_kind_; }
   SegmentBacking backing() const { return backing_; }
+  // The segment's write epochs (write_epochs.h), shared with every mapper.
+  WriteEpochs& epochs() { return epochs_; }
+  // Some writes will not count in the epochs (RDMA peers write one-sided):
+  // flags the trailer so no reader trusts them, and returns an invalid table.
+  void MarkEpochsBypassed();
+  bool epochs_bypassed() const { return !epochs_.valid(); }
 
   // Faults every page of the mapping in, writable, without changing its
   // contents (MADV_POPULATE_WRITE, or touching a byte per page on kernels
@@ -102,6 +126,7 @@ class Segment {
   bool unlink_on_close_ = false;
   PageKind page_kind_ = PageKind::kNormal;
   SegmentBacking backing_ = SegmentBacking::kMemfd;
+  WriteEpochs epochs_;
 };
 
 // Removes "<dir>/mooncake-<pid>-*" files owned by this user whose pid is not

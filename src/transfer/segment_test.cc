@@ -120,7 +120,9 @@ TEST_CASE("prefault brings every page of a segment in and keeps its contents") {
   auto seg = SmallPageSegment();
   uint8_t* base = seg->base();
   const uint64_t pages = seg->mapped_bytes() / 4096;
-  CHECK(ResidentPages(base, seg->mapped_bytes()) == 0);  // nothing touched yet
+  // Nothing touched yet but the page of the epochs' trailer (the file's last).
+  CHECK(ResidentPages(base, seg->mapped_bytes()) == 1);
+  CHECK(ResidentPages(base + seg->mapped_bytes() - 4096, 4096) == 1);
   std::memcpy(base + 4096 * 5 + 7, "kept", 4);
   CHECK(seg->Prefault({}, 1 << 20) == seg->mapped_bytes());
   CHECK(ResidentPages(base, seg->mapped_bytes()) == pages);
@@ -132,7 +134,24 @@ TEST_CASE("prefault stops between chunks when asked") {
   std::stop_source stop;
   stop.request_stop();
   CHECK(seg->Prefault(stop.get_token(), 1 << 20) == 0);
-  CHECK(ResidentPages(seg->base(), seg->mapped_bytes()) == 0);
+  CHECK(ResidentPages(seg->base(), seg->mapped_bytes()) == 1);  // the trailer's page
+}
+
+TEST_CASE("a segment's file names its write epochs, which a second mapping shares") {
+  auto seg = SmallPageSegment();
+  REQUIRE(seg->epochs().valid());
+  CHECK(seg->mapped_bytes() >= SegmentFileBytes(seg->size_bytes()));
+  uint64_t data_bytes = 0;
+  WriteEpochs other = EpochsOfMapping(seg->base(), seg->mapped_bytes(), &data_bytes);
+  REQUIRE(other.valid());
+  CHECK(data_bytes == seg->size_bytes());
+  const uint64_t s = other.Seal(0, 100);
+  { EpochWrite w(seg->epochs(), 50, 10); }
+  CHECK(other.Seal(0, 100) != s);
+  seg->MarkEpochsBypassed();
+  CHECK(!seg->epochs().valid());
+  CHECK(!EpochsOfMapping(seg->base(), seg->mapped_bytes(), &data_bytes).valid());
+  CHECK(data_bytes == seg->size_bytes());
 }
 
 TEST_CASE("huge page advice names the count a segment needs, and is silent when enough are free") {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "transfer/segment.h"
 #include "transfer/stream_copy.h"
 
 namespace mc::transfer {
@@ -69,6 +70,8 @@ Result<std::shared_ptr<ShmTransport::Mapping>> ShmTransport::Map(const std::stri
   }
   m->base = static_cast<uint8_t*>(p);
   m->size_bytes = static_cast<uint64_t>(st.st_size);
+  m->epochs = EpochsOfMapping(m->base, m->size_bytes, &m->data_bytes);
+  if (m->data_bytes == 0) m->data_bytes = m->size_bytes;  // a file without the layout
   const uint64_t regions = (m->size_bytes + kTouchRegionBytes - 1) / kTouchRegionBytes;
   m->touched = std::make_unique<std::atomic<uint64_t>[]>((regions + 63) / 64);
   maps_[shm_path] = m;
@@ -103,6 +106,7 @@ Status ShmTransport::Batch(std::span<TransferOp> ops) {
   };
   std::vector<Piece> pieces;
   std::vector<std::shared_ptr<Mapping>> held;  // keeps mappings alive during copies
+  std::vector<bool> expected;  // per held op: a sealed read that named its seal
   const uint64_t threads = static_cast<uint64_t>(options_.copy_threads);
   for (TransferOp& op : ops) {
     op.status = Status::Ok();
@@ -111,7 +115,7 @@ Status ShmTransport::Batch(std::span<TransferOp> ops) {
       op.status = m.status();
       continue;
     }
-    const uint64_t size = (*m)->size_bytes;
+    const uint64_t size = (*m)->data_bytes;
     if (op.remote_offset > size || op.len > size - op.remote_offset) {
       op.status = Error(op.kind == OpKind::kWrite ? ErrorCode::INVALID_WRITE
                                                   : ErrorCode::INVALID_READ,
@@ -124,7 +128,13 @@ Status ShmTransport::Batch(std::span<TransferOp> ops) {
       op.status = options_.check(op.kind, op.remote_offset, op.len, op.grant);
       if (!op.status.ok()) continue;
     }
-    if (op.kind == OpKind::kWrite) MapPagesForWrite(**m, op.remote_offset, op.len);
+    const bool named_seal = op.kind == OpKind::kRead && op.sealed && op.seal != 0;
+    if (op.kind == OpKind::kWrite) {
+      MapPagesForWrite(**m, op.remote_offset, op.len);
+      if ((*m)->epochs.valid()) (*m)->epochs.BeginWrite(op.remote_offset, op.len);
+    } else if (op.sealed && !BeginSealedRead(**m, op)) {
+      continue;
+    }
     uint8_t* remote = (*m)->base + op.remote_offset;
     uint8_t* local = static_cast<uint8_t*>(op.buffer);
     uint8_t* dst = op.kind == OpKind::kWrite ? remote : local;
@@ -138,6 +148,7 @@ Status ShmTransport::Batch(std::span<TransferOp> ops) {
                         op.kind == OpKind::kWrite});
     }
     held.push_back(*m);
+    expected.push_back(named_seal);
   }
   workers_.ParallelFor(pieces.size(), options_.copy_threads - 1, [&](size_t i) {
     // A put's bytes are not read again by this process: stream them into the
@@ -149,10 +160,56 @@ Status ShmTransport::Batch(std::span<TransferOp> ops) {
       std::memcpy(p.dst, p.src, p.len);
     }
   });
+  // Every op that got this far holds its mapping in `held`, in op order.
+  std::atomic_thread_fence(std::memory_order_acquire);
+  size_t h = 0;
+  for (TransferOp& op : ops) {
+    if (!op.status.ok()) continue;
+    Mapping& m = *held[h++];
+    if (op.kind == OpKind::kWrite) {
+      if (m.epochs.valid()) m.epochs.EndWrite(op.remote_offset, op.len);
+    } else if (op.sealed && op.seal != 0 && m.epochs.valid() &&
+               m.epochs.Seal(op.remote_offset, op.len) != op.seal) {
+      // Written during the copy. A read that named its seal is stale; one
+      // that was learning it just learns nothing.
+      if (expected[h - 1]) op.status = Stale(op);
+      else op.seal = 0;
+    }
+  }
   for (const TransferOp& op : ops) {
     if (!op.status.ok()) return op.status;
   }
   return Status::Ok();
+}
+
+Status ShmTransport::Stale(const TransferOp& op) {
+  return Error(ErrorCode::REPLICA_IS_GONE,
+               "range at offset " + std::to_string(op.remote_offset) + " of " +
+                   op.endpoint->shm_path + " was written since its seal");
+}
+
+bool ShmTransport::BeginSealedRead(Mapping& m, TransferOp& op) {
+  if (!m.epochs.valid()) {
+    // RDMA peers may write this segment one-sided: nothing proves the bytes.
+    if (op.seal != 0) {
+      op.status = Error(ErrorCode::NOT_SUPPORTED, "segment " + op.endpoint->shm_path +
+                                                       " keeps no write epochs");
+      return false;
+    }
+    return true;  // an ordinary read; seal stays 0
+  }
+  const uint64_t now = m.epochs.Seal(op.remote_offset, op.len);
+  if (op.seal == 0) {
+    // Learning: an ordinary read that also tells the seal when it can (not
+    // while a write is in flight in the range's regions: 0 then).
+    op.seal = now;
+    return true;
+  }
+  if (now != op.seal) {
+    op.status = Stale(op);
+    return false;
+  }
+  return true;
 }
 
 }  // namespace mc::transfer

@@ -17,6 +17,9 @@
 // can map the file and write anywhere. Use TCP (--no-shm), where the store
 // verifies the master's signature, between mutually distrusting processes.
 //
+// Writes count in the segment's write epochs (write_epochs.h) around their
+// copies; sealed reads (TransferOp::sealed) check them around theirs.
+//
 // Thread-safe. Mappings are kept until Forget() or destruction; a store that
 // restarts gets a new path, and the caller should Forget() the old one.
 #pragma once
@@ -31,6 +34,7 @@
 
 #include "transfer/transport.h"
 #include "transfer/worker_pool.h"
+#include "transfer/write_epochs.h"
 
 namespace mc::transfer {
 
@@ -59,7 +63,9 @@ class ShmTransport final : public Transport {
  private:
   struct Mapping {
     uint8_t* base = nullptr;
-    uint64_t size_bytes = 0;
+    uint64_t size_bytes = 0;  // of the mapping
+    uint64_t data_bytes = 0;  // of the segment's data (segment.h's layout)
+    WriteEpochs epochs;       // invalid: no sealed reads, writes count nowhere
     // One bit per kTouchRegionBytes of the segment: set once this process
     // has mapped the region's pages (see MapPagesForWrite).
     std::unique_ptr<std::atomic<uint64_t>[]> touched;
@@ -74,6 +80,10 @@ class ShmTransport final : public Transport {
   // once mapped.
   static void MapPagesForWrite(Mapping& m, uint64_t offset, uint64_t len);
   Result<std::shared_ptr<Mapping>> Map(const std::string& shm_path);
+  // A sealed read's first look at the epochs: false (and op.status set)
+  // when the range is being written or lost the seal the op names.
+  static bool BeginSealedRead(Mapping& m, TransferOp& op);
+  static Status Stale(const TransferOp& op);
 
   const ShmTransportOptions options_;
   std::mutex mu_;  // guards maps_

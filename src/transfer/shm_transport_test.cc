@@ -92,3 +92,33 @@ TEST_CASE("shm refuses out-of-bounds ranges and what the range check denies") {
   missing.shm_path = "/dev/shm/mooncake-no-such-segment";
   CHECK(shm.Read(missing, 0, buf.data(), 1).code() == ErrorCode::SEGMENT_NOT_FOUND);
 }
+
+TEST_CASE("shm sealed reads succeed while the range is untouched and go stale once it is written") {
+  auto seg = MakeSegment(1 << 20, SegmentBacking::kMemfd);
+  Endpoint ep;
+  ep.shm_path = seg->shm_path();
+  ShmTransport shm;
+  std::string v1(4096, 'a'), v2(4096, 'b'), got(4096, '\0');
+  REQUIRE(shm.Write(ep, 8192, v1.data(), v1.size()).ok());
+  TransferOp op;
+  op.kind = OpKind::kRead;
+  op.endpoint = &ep;
+  op.remote_offset = 8192;
+  op.buffer = got.data();
+  op.len = got.size();
+  op.sealed = true;
+  REQUIRE(shm.Batch({&op, 1}).ok());
+  const uint64_t seal = op.seal;
+  CHECK(seal != 0);
+  CHECK(got == v1);
+  REQUIRE(shm.Batch({&op, 1}).ok());  // with the seal it learnt
+  CHECK(op.seal == seal);
+  // A second transport (another process's mapping) writes the space anew.
+  ShmTransport other;
+  REQUIRE(other.Write(ep, 8192 + 1024, v2.data(), 64).ok());
+  op.seal = seal;
+  CHECK(shm.Batch({&op, 1}).code() == ErrorCode::REPLICA_IS_GONE);
+  op.seal = 0;
+  REQUIRE(shm.Batch({&op, 1}).ok());
+  CHECK(op.seal != seal);
+}

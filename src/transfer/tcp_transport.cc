@@ -11,12 +11,15 @@
 #include <deque>
 #include <optional>
 
+#include "common/byte_io.h"
 #include "common/log.h"
 #include "transfer/data_protocol.h"
 
 namespace mc::transfer {
 
 namespace {
+
+bool IsSealedRead(const TransferOp& op) { return op.kind == OpKind::kRead && op.sealed; }
 
 std::string PeerKey(const Endpoint& ep) { return ep.host + ":" + std::to_string(ep.port); }
 
@@ -228,7 +231,9 @@ void TcpTransport::Release(const Endpoint& ep, Conn conn) {
 uint64_t TcpTransport::EncodeChunk(Conn& conn, const TransferOp& op, const Chunk& chunk,
                                    uint8_t hdr[wire::kRequestBytes]) {
   wire::Request req;
-  req.op = static_cast<uint16_t>(op.kind == OpKind::kWrite ? wire::Op::kWrite : wire::Op::kRead);
+  req.op = static_cast<uint16_t>(op.kind == OpKind::kWrite ? wire::Op::kWrite
+                                : op.sealed                ? wire::Op::kReadSealed
+                                                           : wire::Op::kRead);
   req.request_id = conn.next_request_id++;
   req.offset = op.remote_offset + chunk.offset_in_op;
   req.length = chunk.len;
@@ -252,7 +257,13 @@ Status TcpTransport::SendChunk(Conn& conn, const TransferOp& op, const Chunk& ch
   *request_id = EncodeChunk(conn, op, chunk, hdr);
   // Header and payload leave in one sendmsg; the payload is the caller's
   // buffer itself, never copied.
+  uint8_t seal[wire::kSealBytes];
   iovec iov[2] = {{hdr, sizeof(hdr)}, {local, is_write ? chunk.len : 0}};
+  if (IsSealedRead(op)) {
+    StoreLe64(seal, op.seal);
+    iov[1] = {seal, sizeof seal};
+    return net::SendAllV(conn.stream(), iov, 2);
+  }
   return net::SendAllV(conn.stream(), iov, is_write && chunk.len > 0 ? 2 : 1);
 }
 
@@ -269,11 +280,18 @@ Status TcpTransport::FinishChunk(Conn& conn, const TransferOp& op, const Chunk& 
               st.code() == ErrorCode::PROTOCOL_ERROR;
     return st;
   }
-  const uint64_t expect = is_write ? 0 : chunk.len;
+  const uint64_t seal_bytes = IsSealedRead(op) ? wire::kSealBytes : 0;
+  const uint64_t expect = is_write ? 0 : seal_bytes + chunk.len;
   if (reply.length != expect) {
     return Error(ErrorCode::PROTOCOL_ERROR, peer + ": reply carries " +
                                                 std::to_string(reply.length) + " bytes, expected " +
                                                 std::to_string(expect));
+  }
+  if (seal_bytes > 0) {
+    uint8_t seal[wire::kSealBytes];
+    MC_RETURN_IF_ERROR(net::RecvAll(conn.stream(), seal, sizeof seal));
+    // The op's only chunk (sealed reads are never cut): no other writer.
+    const_cast<TransferOp&>(op).seal = LoadLe64(seal);
   }
   if (!is_write) {
     MC_RETURN_IF_ERROR(
@@ -354,13 +372,19 @@ Status ReadPipelinedReply(BufferedReader& in, TransferOp& op, uint64_t request_i
     op.status = Error(code, peer + ": " + msg);
     return Status::Ok();
   }
-  const uint64_t expect = op.kind == OpKind::kWrite ? 0 : op.len;
+  const uint64_t seal_bytes = IsSealedRead(op) ? wire::kSealBytes : 0;
+  const uint64_t expect = op.kind == OpKind::kWrite ? 0 : seal_bytes + op.len;
   if (reply.length != expect) {
     return Error(ErrorCode::PROTOCOL_ERROR, peer + ": reply carries " +
                                                 std::to_string(reply.length) + " bytes, expected " +
                                                 std::to_string(expect));
   }
-  if (expect > 0) MC_RETURN_IF_ERROR(in.Read(op.buffer, op.len));
+  if (seal_bytes > 0) {
+    uint8_t seal[wire::kSealBytes];
+    MC_RETURN_IF_ERROR(in.Read(seal, sizeof seal));
+    op.seal = LoadLe64(seal);
+  }
+  if (op.len > 0 && op.kind == OpKind::kRead) MC_RETURN_IF_ERROR(in.Read(op.buffer, op.len));
   op.status = Status::Ok();
   return Status::Ok();
 }
@@ -373,6 +397,7 @@ size_t TcpTransport::RunWindow(Conn& conn, std::span<TransferOp> ops,
   assert(n <= kPipelineWindowOps);
   const Endpoint& ep = *ops[group[first]].endpoint;
   uint8_t hdrs[kPipelineWindowOps][wire::kRequestBytes];
+  uint8_t seals[kPipelineWindowOps][wire::kSealBytes];
   uint64_t ids[kPipelineWindowOps];
   iovec iov[2 * kPipelineWindowOps];
   int iovcnt = 0;
@@ -381,6 +406,10 @@ size_t TcpTransport::RunWindow(Conn& conn, std::span<TransferOp> ops,
     ids[j] = EncodeChunk(conn, op, Chunk{group[first + j], 0, op.len}, hdrs[j]);
     iov[iovcnt++] = {hdrs[j], wire::kRequestBytes};
     if (op.kind == OpKind::kWrite && op.len > 0) iov[iovcnt++] = {op.buffer, op.len};
+    if (IsSealedRead(op)) {
+      StoreLe64(seals[j], op.seal);
+      iov[iovcnt++] = {seals[j], wire::kSealBytes};
+    }
   }
   Status st = net::SendAllV(conn.stream(), iov, iovcnt);
   size_t done = 0;
@@ -552,6 +581,8 @@ Status TcpTransport::Batch(std::span<TransferOp> ops) {
                                         options_.max_chunk_bytes);
     uint64_t piece = (len + options_.streams - 1) / options_.streams;
     piece = std::clamp(piece, min_piece, options_.max_chunk_bytes);
+    // One seal proves one range: a sealed read is never cut.
+    if (IsSealedRead(ops[i])) piece = std::max<uint64_t>(len, 1);
     uint64_t off = 0;
     do {
       uint64_t n = std::min(piece, len - off);

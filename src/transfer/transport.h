@@ -45,6 +45,9 @@ struct Grant {
   uint64_t size_bytes = 0;
   uint64_t expiry_unix_ms = 0;
   std::string signature;  // 32 bytes, from msg::BufferDesc::capability
+  // Signed for sealed reads that name a seal only (CapabilityOp::kReadSealed,
+  // msg::BufferDesc::sealed_capability): it outlives the lease.
+  bool sealed_only = false;
 };
 
 // Decides whether [offset, offset + len) of a segment may be written or read
@@ -64,6 +67,13 @@ struct TransferOp {
   void* buffer = nullptr;  // source for kWrite, destination for kRead
   size_t len = 0;
   Grant grant;  // the master's grant covering this range
+  // A sealed read (write_epochs.h): the transport proves no write touched
+  // the range while (and, with `seal` != 0, since) it was read. With `seal`
+  // != 0 the op fails REPLICA_IS_GONE unless the range still has that seal;
+  // a transport that cannot check fails it NOT_SUPPORTED. On success `seal`
+  // is the range's seal (left 0 by a transport that cannot tell).
+  bool sealed = false;
+  uint64_t seal = 0;
   Status status;
   // Set by Batch with a failed status: the peer could not be reached (the
   // connect failed, or it made no progress for the transport's timeout),

@@ -1,0 +1,98 @@
+// WriteEpochs: per-region write counters that let a reader prove the bytes it
+// copied out of a segment were not overwritten since it last saw them.
+//
+// Why: a client that remembers where a key lives (a direct read, issue 33)
+// reads without asking the master, so nothing stops the master from having
+// freed that space and given it to another object meanwhile. Every writer of
+// a segment (the store's data port for TCP writes, a same-host client for
+// shm writes) counts each write in every region of kRegionBytes it touches,
+// BEFORE the first byte lands, and marks it finished after the last one. A
+// reader's "seal" of a range is 1 + the sum of the started-write counts of its
+// regions, taken while no write is in flight there. Counts only grow, so an
+// unchanged seal means no write touched the range since it was taken.
+//
+// A sealed read (seqlock-style): seal before, copy, acquire fence, seal
+// after; the copy is good iff both equal the seal the reader expects (and
+// neither is 0, "a write is in flight"). The cost is a false "stale" when a
+// neighbour in a shared region is rewritten: the reader then asks the master,
+// as it would have without the cache.
+//
+// Word layout: low 40 bits started writes, high 24 bits writes in flight.
+// The table lives in the segment's shared mapping, after the data, so every
+// process that maps the segment shares it (segment.h). Thread-safe and
+// process-safe: only atomic operations on the words.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace mc::transfer {
+
+class WriteEpochs {
+ public:
+  static constexpr uint32_t kRegionShift = 12;
+  static constexpr uint64_t kRegionBytes = 1ull << kRegionShift;
+  static constexpr uint64_t kInFlightOne = 1ull << 40;
+  static constexpr uint64_t kStartedMask = kInFlightOne - 1;
+
+  // Words a table for `data_bytes` of segment needs.
+  static uint64_t Words(uint64_t data_bytes) {
+    return (data_bytes + kRegionBytes - 1) >> kRegionShift;
+  }
+
+  WriteEpochs() = default;
+  // `words` holds Words(data_bytes) zero-initialised (or previously used) words.
+  WriteEpochs(std::atomic<uint64_t>* words, uint64_t data_bytes)
+      : words_(words), data_bytes_(data_bytes) {}
+  bool valid() const { return words_ != nullptr; }
+
+  // Before the first byte of a write of [offset, offset + len) lands.
+  void BeginWrite(uint64_t offset, uint64_t len);
+  // After its last byte landed.
+  void EndWrite(uint64_t offset, uint64_t len);
+
+  // The seal of [offset, offset + len): never 0, except 0 while a write is in
+  // flight in one of its regions.
+  uint64_t Seal(uint64_t offset, uint64_t len) const;
+
+  // Copies [offset, offset + len) of `base` (the segment) to `dst` and
+  // checks the seal around the copy. Returns the seal the copy is good for:
+  // `expect` (or, when `expect` is 0, whatever it was), and 0 when the range
+  // was being written or no longer matches `expect`: `dst` is then garbage.
+  uint64_t SealedCopy(const uint8_t* base, uint64_t offset, uint64_t len, void* dst,
+                      uint64_t expect) const;
+  // The same around any `copy()` of the range's bytes (a test's hook, a
+  // socket send into a staging buffer).
+  template <typename Copy>
+  uint64_t SealedRead(uint64_t offset, uint64_t len, uint64_t expect, Copy&& copy) const {
+    const uint64_t before = Seal(offset, len);
+    if (before == 0 || (expect != 0 && before != expect)) return 0;
+    copy();
+    // The copy's loads come before the second look at the counts (seqlock reader).
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return Seal(offset, len) == before ? before : 0;
+  }
+
+ private:
+  std::atomic<uint64_t>* words_ = nullptr;
+  uint64_t data_bytes_ = 0;
+};
+
+// A RAII write: BeginWrite now, EndWrite at scope exit (no-op on an invalid table).
+class EpochWrite {
+ public:
+  EpochWrite(WriteEpochs& e, uint64_t offset, uint64_t len) : e_(e), off_(offset), len_(len) {
+    if (e_.valid()) e_.BeginWrite(off_, len_);
+  }
+  ~EpochWrite() {
+    if (e_.valid()) e_.EndWrite(off_, len_);
+  }
+  EpochWrite(const EpochWrite&) = delete;
+  EpochWrite& operator=(const EpochWrite&) = delete;
+
+ private:
+  WriteEpochs& e_;
+  uint64_t off_, len_;
+};
+
+}  // namespace mc::transfer
