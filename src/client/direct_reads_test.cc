@@ -286,8 +286,13 @@ TEST_CASE("racing removals, upserts, evictions and re-puts never let a get retur
   std::vector<std::unique_ptr<Client>> readers;
   for (int i = 0; i < 3; ++i) readers.push_back(c.NewClient());
   uint64_t requested = 0, served = 0, wrong = 0;
+  // On a loaded machine the writers may not have run yet: read only once
+  // there is something to read, and keep reading (up to a bound on the
+  // iterations, not on time) until enough gets were served to mean anything.
+  while (next_version.load() < 32) std::this_thread::yield();
+  constexpr uint64_t kMinServed = 200;
   const uint64_t lookups_before = c.master->lookups;
-  for (uint64_t g = 0; g < gets; ++g) {
+  for (uint64_t g = 0; g < gets || (served < kMinServed && g < 100 * gets); ++g) {
     Client& r = *readers[rng() % readers.size()];
     std::vector<std::string> names;
     std::vector<uint64_t> keys;
