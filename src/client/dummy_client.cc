@@ -1,6 +1,5 @@
 #include "client/dummy_client.h"
 
-#include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -235,7 +234,6 @@ class DummyClientImpl final : public DummyClient {
   bool ReadDirect(const std::vector<std::string>& keys, const std::vector<Parts>& parts,
                   std::vector<bool>* served, std::vector<uint64_t>* sizes);
   void SendAccesses();
-  bool PeerAlive() const;
   uint64_t Attaches() const {
     std::lock_guard lock(mu_);
     return attaches_;
@@ -485,16 +483,9 @@ bool DummyClientImpl::ReadDirect(const std::vector<std::string>& keys,
   }
   // Bytes of a standalone client that died must not be served: its dummies'
   // calls fail until it is back (mooncake-client(1)).
-  if (!PeerAlive()) return false;
+  if (!direct_.owner_alive()) return false;
   direct_.Read(keys, parts, served, sizes);
   return true;
-}
-
-// One poll of the socket, no wait: a closed or dead peer shows as a hang-up.
-bool DummyClientImpl::PeerAlive() const {
-  pollfd p{sock_, POLLRDHUP, 0};
-  if (::poll(&p, 1, 0) < 0) return true;  // cannot tell: the call will
-  return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) == 0;
 }
 
 void DummyClientImpl::SendAccesses() {

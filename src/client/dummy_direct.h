@@ -46,6 +46,12 @@ class DummyDirect {
   // segments: nothing learnt before may be read).
   void Reset(const ForgetTable* table);
   bool enabled() const { return table_.load() != nullptr; }
+  // False once the standalone client that serves the table stopped or died
+  // (no syscall: dummy_forgets.h); true without a table.
+  bool owner_alive() const {
+    const ForgetTable* t = table_.load();
+    return t == nullptr || OwnerAlive(*t);
+  }
 
   // Reads the keys it knows into their buffer (one part holding the whole
   // object); served[i] and sizes[i] for each one read. Returns how many.

@@ -1,5 +1,6 @@
 #include "client/dummy_forgets.h"
 
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,6 +33,22 @@ void BumpForget(ForgetTable& t, std::string_view key) {
 
 void BumpForgetAll(ForgetTable& t) { t.all.fetch_add(1, std::memory_order_acq_rel); }
 
+Status HoldAlive(ForgetTable& t) {
+  int rc = ::pthread_mutex_lock(&t.alive);
+  if (rc == EOWNERDEAD) rc = ::pthread_mutex_consistent(&t.alive);
+  if (rc != 0) return Error(ErrorCode::INTERNAL_ERROR, std::string("forget table: ") + std::strerror(rc));
+  return Status::Ok();
+}
+
+void ReleaseAlive(ForgetTable& t) { (void)::pthread_mutex_unlock(&t.alive); }
+
+bool OwnerAlive(const ForgetTable& t) {
+  // The futex word of a robust mutex: the holder's tid, and FUTEX_OWNER_DIED
+  // (tid cleared) once the kernel found the holder dead at its exit.
+  const int word = __atomic_load_n(&t.alive.__data.__lock, __ATOMIC_ACQUIRE);
+  return (word & FUTEX_TID_MASK) != 0 && (word & FUTEX_OWNER_DIED) == 0;
+}
+
 Result<ForgetTable*> CreateForgetTable(int* fd) {
   *fd = ::memfd_create("mooncake-dummy-forgets", MFD_CLOEXEC);
   if (*fd < 0) return Errno("memfd_create of the forget table");
@@ -46,7 +63,20 @@ Result<ForgetTable*> CreateForgetTable(int* fd) {
     *fd = -1;
     return Errno("mapping the forget table");
   }
-  return new (at) ForgetTable();  // a fresh memfd is zeroed; this starts the atomics' lives
+  auto* t = new (at) ForgetTable();  // a fresh memfd is zeroed; this starts the atomics' lives
+  pthread_mutexattr_t attr;
+  ::pthread_mutexattr_init(&attr);
+  ::pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+  ::pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+  const int rc = ::pthread_mutex_init(&t->alive, &attr);
+  ::pthread_mutexattr_destroy(&attr);
+  if (rc != 0) {
+    ::munmap(at, sizeof(ForgetTable));
+    ::close(*fd);
+    *fd = -1;
+    return Error(ErrorCode::INTERNAL_ERROR, std::string("forget table mutex: ") + std::strerror(rc));
+  }
+  return t;
 }
 
 Result<const ForgetTable*> MapForgetTable(int fd) {

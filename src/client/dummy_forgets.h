@@ -14,8 +14,17 @@
 // read). Changes made through other clients are bounded by the direct-read
 // TTL, as for any client (client/direct_reads.h).
 //
+// The table also tells a dummy, without a syscall, that its standalone
+// client is alive: a robust process-shared mutex in it is held by the
+// server's thread for as long as it serves (HoldAlive); when that process
+// dies the kernel marks the mutex's owner dead before anyone can reap it, so
+// a dummy that saw the death of its client (waitpid, a failed call) never
+// reads again through a location it learnt from it.
+//
 // Thread-safe: the counters are atomics; a mapping lives until Unmap.
 #pragma once
+
+#include <pthread.h>
 
 #include <atomic>
 #include <cstddef>
@@ -31,6 +40,7 @@ inline constexpr size_t kForgetSlots = 4096;
 
 struct ForgetTable {
   std::atomic<uint64_t> all{0};
+  pthread_mutex_t alive;  // robust, process-shared (HoldAlive)
   std::atomic<uint64_t> slots[kForgetSlots];
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "the table is shared memory");
@@ -40,6 +50,13 @@ uint64_t ForgetMark(const ForgetTable& t, std::string_view key);
 // After a change of `key` (release: the change happened before).
 void BumpForget(ForgetTable& t, std::string_view key);
 void BumpForgetAll(ForgetTable& t);
+
+// The serving thread holds `alive` from HoldAlive until ReleaseAlive (the
+// same thread); OwnerAlive is true only in between, and never once the
+// holder's process died.
+Status HoldAlive(ForgetTable& t);
+void ReleaseAlive(ForgetTable& t);
+bool OwnerAlive(const ForgetTable& t);
 
 // A fresh zeroed table, mapped read/write; its memfd in *fd (the caller
 // closes it).

@@ -310,6 +310,16 @@ void DummyServer::Reap(bool all) {
 }
 
 void DummyServer::AcceptLoop() {
+  // Held while this thread serves: the dummies' sign that this process lives.
+  const Status held = client::HoldAlive(*forgets_);
+  if (!held.ok()) {
+    MC_LOG(WARN) << "dummies will not read directly: " << held.ToString();
+  }
+  AcceptUntilStopped();
+  if (held.ok()) client::ReleaseAlive(*forgets_);
+}
+
+void DummyServer::AcceptUntilStopped() {
   while (!stopping_.load()) {
     pollfd p{listen_fd_, POLLIN, 0};
     if (::poll(&p, 1, kAcceptPollMs) <= 0) continue;

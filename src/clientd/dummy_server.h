@@ -72,6 +72,7 @@ class DummyServer {
   struct Session;
   DummyServer(client::Client& client, std::string hostname, const DummyServerOptions& o);
   void AcceptLoop();
+  void AcceptUntilStopped();
   void Serve(Session* s);
   void ServeRequests(Session* s);
   void Reap(bool all);
