@@ -35,7 +35,13 @@
 # SCALE_OBJECTS: objects for the master at scale (default 10000000; 0 skips).
 # ONLY: a comma-separated subset of the parts to run: workloads, dataplane,
 # scale, trace (default all of them; ONLY=trace runs the trace replays alone,
-# for eviction policy work).
+# for eviction policy work), and gets: the 4 KiB batch-32 runs of the default
+# durable master (--fsync everysec) beside Redis (AOF everysec), same-host
+# and over TCP, GET_RUNS times (default 5; issue 33's goals) -- workloads
+# runs them too, RUNS times. For every run the master's get RPCs
+# (GetReplicaList and BatchGetReplicaList, from its /metrics before and after
+# the bench) are counted per client get call, so reads served in one round
+# trip (direct reads, mooncake-client(1)) show as fewer than 1.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,6 +54,7 @@ else
 fi
 bin=${MOONCAKE_BIN:-$here/build/src/cli/mooncake}
 runs=${RUNS:-3}
+get_runs=${GET_RUNS:-5}
 duration=${DURATION:-3s}
 trace=${TRACE:-$here/../shared/traces/synthetic_trace.jsonl}
 block_size=${BLOCK_SIZE:-64kb}
@@ -58,8 +65,8 @@ threads=${THREADS:-2}
 scale_objects=${SCALE_OBJECTS:-10000000}
 only=${ONLY:-workloads,dataplane,scale,trace}
 for part in ${only//,/ }; do
-  case $part in workloads|dataplane|scale|trace) ;;
-    *) echo "bench_suite: ONLY takes workloads, dataplane, scale and trace, not '$part'" >&2; exit 2 ;;
+  case $part in workloads|dataplane|scale|trace|gets) ;;
+    *) echo "bench_suite: ONLY takes workloads, dataplane, scale, trace and gets, not '$part'" >&2; exit 2 ;;
   esac
 done
 runs_part() { [[ ,$only, == *,$1,* ]]; }
@@ -118,7 +125,7 @@ store_flags=()
 persistence=none
 fresh_dirs=0
 start_cluster() {
-  local rpc metrics meta master_persist redis_persist
+  local rpc meta master_persist redis_persist
   rpc=$(free_port); metrics=$(free_port); meta=$(free_port); redis_port=$(free_port)
   export MOONCAKE_MASTER=127.0.0.1:$rpc
   export MOONCAKE_TE_META_DATA_SERVER=http://127.0.0.1:$meta/metadata
@@ -153,19 +160,29 @@ start_cluster() {
   wait_for redis-server redis-cli -p "$redis_port" ping
 }
 
+# The master's get RPCs so far (GetReplicaList + BatchGetReplicaList).
+master_get_rpcs() {
+  curl -sf "http://127.0.0.1:$metrics/metrics" | awk '
+    /^master_(batch_)?get_replica_list_requests_total / {n += $2} END {print n + 0}'
+}
+
 # run_case NAME COMPARE BENCH-ARGS...: RUNS fresh clusters (and redis), one
-# JSON each; COMPARE=redis adds --compare against that run's redis. A first
+# JSON each (and NAME.I.rpcs: the master's get RPCs during the bench);
+# COMPARE=redis adds --compare against that run's redis. A first
 # unmeasured put pass writes the pool twice over, so the figures are those of
 # a warm pool in steady state (full, evicting), not of first page faults.
 run_case() {
   local name=$1 compare=$2; shift 2
   local extra=()
-  for i in $(seq "$runs"); do
+  local rpcs_before
+  for i in $(seq "${case_runs:-$runs}"); do
     start_cluster "$segment"
     "$bin" bench --op put --value-size 4mb --ops "$warm_ops" >/dev/null
     [ "$compare" = redis ] && extra=(--compare "redis://127.0.0.1:$redis_port")
-    echo "== $name (run $i/$runs): mooncake bench $* ${extra[*]}" >&2
+    echo "== $name (run $i/${case_runs:-$runs}): mooncake bench $* ${extra[*]}" >&2
+    rpcs_before=$(master_get_rpcs)
     "$bin" bench "$@" "${extra[@]}" --json "$work/$name.$i.json" >>"$work/bench.log"
+    echo $(( $(master_get_rpcs) - rpcs_before )) >"$work/$name.$i.rpcs"
     echo "$store_pages" >"$work/$name.$i.pages"
     echo "$persistence" >"$work/$name.$i.persistence"
     stop_all
@@ -189,12 +206,21 @@ warm_ops=$(( 2 * segment_bytes / (4 << 20) ))
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
+small=(--op put,get --value-size 4kb --batch 32 --threads "$threads" --duration "$duration")
+if runs_part gets && ! runs_part workloads; then
+  persistence=everysec
+  case_runs=$get_runs
+  runs=$get_runs  # what the report says each figure is the median of
+  run_case put_get_4k_b32_everysec redis "${small[@]}"
+  run_case put_get_4k_b32_tcp_everysec redis "${small[@]}" --no-shm
+  case_runs=""
+  persistence=none
+fi
 if runs_part workloads; then
 run_case put_get_4m_same_host redis --op put,get --value-size 4mb --duration "$duration"
 run_case put_get_4m_tcp redis --op put,get --value-size 4mb --duration "$duration" --no-shm
 # Small objects: the master in each durability mode against the Redis
 # persistence it compares with, on both paths.
-small=(--op put,get --value-size 4kb --batch 32 --threads "$threads" --duration "$duration")
 for persistence in everysec always none; do
   run_case "put_get_4k_b32_$persistence" redis "${small[@]}"
   run_case "put_get_4k_b32_tcp_$persistence" redis "${small[@]}" --no-shm
@@ -249,6 +275,8 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
 python3 "$here/scripts/bench_table.py" "$work" "$runs" "$duration" "$started" "$load_start" \
   "$load_end" "$trace" "$block_size" "$trace_lease" "$trace_runs" "$threads" >"$out"
+# The gets of issue 33 on the terminal too (they are in the report).
+sed -n '/^Gets of the default durable master/,/^| TCP/p' "$out" >&2 || true
 if [ -n "$readme" ]; then
   # The generated part sits between two marker lines; the prose around it
   # is kept.

@@ -120,7 +120,48 @@ def workload_tables():
             print("| " + " | ".join(cells) + " |")
 
 
+BATCH = 32  # the suite's small workloads
+
+
+def gets_table():
+    """Issue 33's goals: gets of the default durable master against Redis on
+    both paths, puts too, and the master's get RPCs per client get call."""
+    rows = [("put_get_4k_b32_everysec", "same-host", 1.2),
+            ("put_get_4k_b32_tcp_everysec", "TCP (--no-shm)", 1.0)]
+    if not any(load(name) for name, _, _ in rows):
+        return
+    print("Gets of the default durable master (`--fsync everysec`) beside Redis (AOF everysec), "
+          f"4 KiB values, batch {BATCH}, {threads} threads: medians of each case's runs, every run "
+          "side by side on a fresh cluster and redis; each run's ratio in brackets. Master get RPCs "
+          "per get call: GetReplicaList + BatchGetReplicaList requests the master counted during "
+          "the run over the client's get calls (a batch is one call); below 1 the rest were "
+          "direct reads in one round trip.\n")
+    print("| path | get ratio (goal) | put ratio (goal 1.0x) | mooncake get keys/s | redis get keys/s "
+          "| master get RPCs per get call | runs |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: |")
+    for name, label, goal in rows:
+        docs = load(name)
+        if not docs:
+            continue
+        ratios = {op: [r.get("mooncake_ratio") for r in (row_of(d, "redis", op) for d in docs) if r]
+                  for op in ("get", "put")}
+        per_call = []
+        for i, d in enumerate(docs, 1):
+            rpcs = os.path.join(work, f"{name}.{i}.rpcs")
+            row = row_of(d, "mooncake", "get")
+            if os.path.exists(rpcs) and row and row["ops"]:
+                per_call.append(int(open(rpcs).read()) / (row["ops"] / BATCH))
+        runs_of = lambda v: ", ".join(f"{x:.2f}" for x in v if x is not None)
+        print(f"| {label} | {fmt(med(ratios['get']), '.2f')}x ({goal}x) [{runs_of(ratios['get'])}] "
+              f"| {fmt(med(ratios['put']), '.2f')}x [{runs_of(ratios['put'])}] "
+              f"| {fmt(fig(docs, 'mooncake', 'get', keys_per_s), ',.0f')} "
+              f"| {fmt(fig(docs, 'redis', 'get', keys_per_s), ',.0f')} "
+              f"| {fmt(med(per_call), '.3f')} [{runs_of(per_call)}] | {len(docs)} |")
+    print()
+
+
 if glob.glob(os.path.join(work, "put_get_*.json")) or glob.glob(os.path.join(work, "metadata_*.json")):
+    gets_table()
     workload_tables()
 else:
     print("The workloads did not run (ONLY left them out).")

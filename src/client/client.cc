@@ -156,6 +156,13 @@ class ClientImpl final : public Client {
   }
   msg::ClientId id() const override { return id_; }
   void ForgetLocations() override { direct_.Clear(); }
+  std::optional<DirectReads::Entry> CachedLocation(const std::string& key) override {
+    return direct_.Lookup(key, clock_.UnixMs());
+  }
+  void CountHits(const std::vector<msg::KeyAccess>& hits) override {
+    for (const msg::KeyAccess& a : hits) direct_.CountHit(a.key, a.count);
+    ReportAccesses(/*force=*/false);
+  }
 
   std::string last_transfer_path() const override {
     std::lock_guard<std::mutex> lock(path_mu_);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "client/direct_reads.h"
 #include "common/result.h"
 #include "config/config.h"
 #include "msg/messages.h"
@@ -110,6 +111,14 @@ class Client {
   // the master. For a process whose own segment left (unmount): its memory
   // may still be mapped, unwritten, so a seal would not go stale.
   virtual void ForgetLocations() {}
+  // The cached location a direct read of `key` would use now, if any: for a
+  // dummy client of this one (clientd) to read the key itself.
+  virtual std::optional<DirectReads::Entry> CachedLocation(const std::string&) {
+    return std::nullopt;
+  }
+  // Direct-read hits made elsewhere (by dummy clients), reported to the
+  // master with this client's own.
+  virtual void CountHits(const std::vector<msg::KeyAccess>&) {}
 
   // "same-host" if the last transfer used mapped memory, "rdma" if it went
   // over RDMA, else "tcp" (also "rdma+tcp" when a batch used both).

@@ -38,6 +38,15 @@ void DirectReads::Learn(const std::string& key, const msg::GetReplicaListReply& 
   e.expiry_unix_ms = std::min(now_unix_ms + ttl_us_ / 1000, e.grant.expiry_unix_ms);
   std::lock_guard<std::mutex> lock(mu_);
   if (forgets_.load() != forgets_before) return;  // a put or removal came in between
+  InsertLocked(key, std::move(e));
+}
+
+void DirectReads::Install(const std::string& key, Entry entry) {
+  std::lock_guard<std::mutex> lock(mu_);
+  InsertLocked(key, std::move(entry));
+}
+
+void DirectReads::InsertLocked(const std::string& key, Entry e) {
   if (entries_.size() >= kMaxEntries && entries_.find(key) == entries_.end()) {
     entries_.erase(entries_.begin());  // any one: the cache only saves round trips
   }
@@ -56,10 +65,11 @@ void DirectReads::Clear() {
   entries_.clear();
 }
 
-void DirectReads::CountHit(const std::string& key) {
+void DirectReads::CountHit(const std::string& key, uint32_t n) {
   std::lock_guard<std::mutex> lock(mu_);
-  uint32_t& n = hits_[key];
-  if (n < std::numeric_limits<uint32_t>::max()) ++n;
+  uint32_t& count = hits_[key];
+  count = static_cast<uint32_t>(
+      std::min<uint64_t>(uint64_t{count} + n, std::numeric_limits<uint32_t>::max()));
 }
 
 std::vector<msg::KeyAccess> DirectReads::TakeAccesses() {

@@ -49,6 +49,7 @@ class DirectReads {
     transfer::Grant grant;  // the sealed-read grant
     uint64_t seal = 0;
     uint64_t expiry_unix_ms = 0;  // used until then
+    uint64_t forget_mark = 0;     // a dummy's (client/dummy_forgets.h); unused here
   };
 
   explicit DirectReads(uint64_t ttl_us) : ttl_us_(ttl_us) {}
@@ -66,11 +67,13 @@ class DirectReads {
   void Learn(const std::string& key, const msg::GetReplicaListReply& reply,
              const msg::BufferDesc& buffer, const transfer::Endpoint& endpoint, uint64_t seal,
              uint64_t now_unix_ms, uint64_t forgets_before);
+  // Remembers `entry` as it is (a dummy's copy of its standalone client's).
+  void Install(const std::string& key, Entry entry);
   void Forget(const std::string& key);
   void Clear();
 
   // A hit served without the master.
-  void CountHit(const std::string& key);
+  void CountHit(const std::string& key, uint32_t n = 1);
   // The hits since the last call, to report; empty when none.
   std::vector<msg::KeyAccess> TakeAccesses();
   bool report_due() const;
@@ -78,6 +81,8 @@ class DirectReads {
   size_t size() const;
 
  private:
+  void InsertLocked(const std::string& key, Entry e);
+
   const uint64_t ttl_us_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, Entry> entries_;

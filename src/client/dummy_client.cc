@@ -7,8 +7,10 @@
 #include <mutex>
 #include <vector>
 
+#include "client/dummy_direct.h"
 #include "client/dummy_wire.h"
 #include "client/pool_allocator.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "msg/dummy_messages.h"
 #include "net/unix_socket.h"
@@ -146,10 +148,13 @@ class DummyClientImpl final : public DummyClient {
     return BatchRemove({key}, force)[0];
   }
   std::vector<Status> BatchRemove(const std::vector<std::string>& keys, bool force) override {
-    return Statuses(keys.size(), Call<DummyOp::kDummyRemove>(msg::DummyKeysRequest{keys, force}));
+    auto r = Statuses(keys.size(), Call<DummyOp::kDummyRemove>(msg::DummyKeysRequest{keys, force}));
+    for (const std::string& k : keys) direct_.Forget(k);
+    return r;
   }
   Result<uint64_t> RemoveAll(bool force) override {
     auto r = Call<DummyOp::kDummyRemoveAll>(msg::RemoveAllRequest{force});
+    direct_.Clear();
     if (!r.ok()) return r.status();
     return r->removed;
   }
@@ -160,13 +165,15 @@ class DummyClientImpl final : public DummyClient {
     return Call<DummyOp::kDummyClusterStatus>(proto::Empty{});
   }
   std::string last_transfer_path() const override {
+    if (last_direct_.load()) return "same-host";
     auto r = const_cast<DummyClientImpl*>(this)->Call<DummyOp::kDummyPathCounts>(proto::Empty{});
     return r.ok() ? r->last_path : "tcp";
   }
   PathCounts path_counts() const override {
     auto r = const_cast<DummyClientImpl*>(this)->Call<DummyOp::kDummyPathCounts>(proto::Empty{});
     if (!r.ok()) return {};
-    return PathCounts{r->same_host, r->rdma, r->tcp, r->tcp_fallback};
+    // With the gets this dummy served itself (same-host, DummyDirect).
+    return PathCounts{r->same_host + direct_.hits(), r->rdma, r->tcp, r->tcp_fallback};
   }
   // The standalone client registers the whole pool (RDMA) at attach; other
   // memory is staged through the pool, so there is nothing to register.
@@ -185,6 +192,7 @@ class DummyClientImpl final : public DummyClient {
   }
   Status RunTask(const msg::TaskId& task) override {
     auto r = Call<DummyOp::kDummyRunTask>(msg::TaskRequest{{}, task});
+    direct_.Clear();
     return r.ok() ? Status::Ok() : r.status();
   }
   Result<msg::TaskInfo> QueryTask(const msg::TaskId& task) override {
@@ -193,11 +201,13 @@ class DummyClientImpl final : public DummyClient {
   Result<std::vector<std::string>> BatchReplicaClear(const std::vector<std::string>& keys,
                                                      const std::string& segment) override {
     auto r = Call<DummyOp::kDummyReplicaClear>(msg::ReplicaClearRequest{{}, keys, segment});
+    direct_.Clear();
     if (!r.ok()) return r.status();
     return std::move(r->cleared);
   }
   Result<uint64_t> RemoveByRegex(const std::string& pattern, bool force) override {
     auto r = Call<DummyOp::kDummyRemoveByRegex>(msg::RemoveByRegexRequest{pattern, force});
+    direct_.Clear();
     if (!r.ok()) return r.status();
     return r->removed;
   }
@@ -217,6 +227,17 @@ class DummyClientImpl final : public DummyClient {
                                const msg::PutOptions& options);
   std::vector<Result<uint64_t>> GetParts(const std::vector<std::string>& keys,
                                          const std::vector<Parts>& parts);
+  std::vector<Result<uint64_t>> GetThroughClient(const std::vector<std::string>& keys,
+                                                 const std::vector<Parts>& parts);
+  // Direct reads of the keys this dummy knows (DummyDirect); false when the
+  // standalone client is gone (then nothing was read: the call fails as any).
+  bool ReadDirect(const std::vector<std::string>& keys, const std::vector<Parts>& parts,
+                  std::vector<bool>* served, std::vector<uint64_t>* sizes);
+  void SendAccesses();
+  uint64_t Attaches() const {
+    std::lock_guard lock(mu_);
+    return attaches_;
+  }
   std::vector<Result<uint64_t>> Sizes(const std::vector<std::string>& keys) {
     return Items<msg::DummyU64, uint64_t>(
         keys.size(), Call<DummyOp::kDummySize>(msg::DummyKeysRequest{keys, false}));
@@ -251,6 +272,7 @@ class DummyClientImpl final : public DummyClient {
   template <DummyOp op>
   Result<typename DummyOpTraits<op>::Reply> Call(const typename DummyOpTraits<op>::Request& req);
   Status AttachLocked();
+  Status ResetDirectLocked();
   void* MapPool(int fd);
   void CloseLocked() {
     if (sock_ >= 0) ::close(sock_);
@@ -258,6 +280,7 @@ class DummyClientImpl final : public DummyClient {
   }
   Status Gone(const Status& why) {
     CloseLocked();
+    direct_.Clear();
     const ErrorCode code =
         why.code() == ErrorCode::RPC_TIMEOUT ? ErrorCode::RPC_TIMEOUT : ErrorCode::RPC_FAIL;
     return Error(code, "mooncake client at " + opt_.socket_path + " is gone: " + why.message());
@@ -272,6 +295,9 @@ class DummyClientImpl final : public DummyClient {
   uint64_t next_request_ = 1;
   msg::ClientId id_;
   std::string hostname_;
+  DummyDirect direct_;  // reads, Learn and Reset under mu_
+  uint64_t attaches_ = 0;  // under mu_
+  std::atomic<bool> last_direct_{false};  // the last get was served by direct_ alone
 };
 
 template <DummyOp op>
@@ -330,8 +356,36 @@ Status DummyClientImpl::AttachLocked() {
   size_ = pool_.size_bytes();
   id_ = reply->client;
   hostname_ = reply->hostname;
+  ++attaches_;
+  MC_RETURN_IF_ERROR(ResetDirectLocked());
   MC_LOG(INFO) << "dummy client attached to " << opt_.socket_path << " (pool "
                << size_ << " bytes, client " << hostname_ << ")";
+  return Status::Ok();
+}
+
+// Asks for the forget table (client/dummy_forgets.h) and starts direct
+// reads over with it; without one (a standalone client that does not offer
+// it) every get goes through the standalone client.
+Status DummyClientImpl::ResetDirectLocked() {
+  DummyFrame f;
+  f.opcode = static_cast<uint16_t>(DummyOp::kDummyForgetTable);
+  f.request_id = next_request_++;
+  proto::EncodePayload(proto::Empty{}, &f.payload);
+  if (Status st = SendDummyFrame(sock_, f); !st.ok()) return Gone(st);
+  DummyFrame r;
+  if (Status st = RecvDummyFrame(sock_, &r); !st.ok()) return Gone(st);
+  const ForgetTable* table = nullptr;
+  auto reply = proto::DecodeReply<msg::DummyU64>(r.payload, "DummyForgetTable");
+  if (reply.ok() && r.fd >= 0) {
+    auto mapped = MapForgetTable(r.fd);
+    if (mapped.ok()) {
+      table = *mapped;
+    } else {
+      MC_LOG(WARN) << "dummy direct reads off: " << mapped.status().ToString();
+    }
+  }
+  if (r.fd >= 0) ::close(r.fd);
+  direct_.Reset(table);
   return Status::Ok();
 }
 
@@ -379,7 +433,10 @@ std::vector<Status> DummyClientImpl::PutParts(const std::vector<std::string>& ke
       req.objects[i].parts.push_back({*off, p.size()});
     }
   }
-  return Statuses(keys.size(), Call<DummyOp::kDummyPut>(req));
+  last_direct_.store(false);
+  auto out = Statuses(keys.size(), Call<DummyOp::kDummyPut>(req));
+  for (const std::string& k : keys) direct_.Forget(k);
+  return out;
 }
 
 std::vector<Result<uint64_t>> DummyClientImpl::GetParts(const std::vector<std::string>& keys,
@@ -388,6 +445,65 @@ std::vector<Result<uint64_t>> DummyClientImpl::GetParts(const std::vector<std::s
     return std::vector<Result<uint64_t>>(keys.size(),
                                          Error(ErrorCode::INVALID_PARAMS, "one buffer per key"));
   }
+  std::vector<bool> served;
+  std::vector<uint64_t> sizes;
+  if (!ReadDirect(keys, parts, &served, &sizes)) {
+    last_direct_.store(false);
+    return GetThroughClient(keys, parts);
+  }
+  std::vector<std::string> rest;
+  std::vector<Parts> rest_parts;
+  std::vector<size_t> index;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (served[i]) continue;
+    rest.push_back(keys[i]);
+    rest_parts.push_back(parts[i]);
+    index.push_back(i);
+  }
+  last_direct_.store(rest.empty());
+  std::vector<Result<uint64_t>> out;
+  out.reserve(keys.size());
+  for (uint64_t n : sizes) out.emplace_back(n);
+  if (!rest.empty()) {
+    auto got = GetThroughClient(rest, rest_parts);
+    for (size_t j = 0; j < index.size(); ++j) out[index[j]] = std::move(got[j]);
+  }
+  SendAccesses();
+  return out;
+}
+
+bool DummyClientImpl::ReadDirect(const std::vector<std::string>& keys,
+                                 const std::vector<Parts>& parts, std::vector<bool>* served,
+                                 std::vector<uint64_t>* sizes) {
+  std::lock_guard lock(mu_);
+  if (sock_ < 0 || !direct_.enabled()) {
+    served->assign(keys.size(), false);
+    sizes->assign(keys.size(), 0);
+    return true;
+  }
+  // Bytes of a standalone client that died must not be served: its dummies'
+  // calls fail until it is back (mooncake-client(1)).
+  if (!direct_.owner_alive()) return false;
+  direct_.Read(keys, parts, served, sizes);
+  return true;
+}
+
+void DummyClientImpl::SendAccesses() {
+  std::vector<msg::KeyAccess> due = direct_.DueAccesses(SystemClock::Instance().NowUs());
+  for (size_t at = 0; at < due.size(); at += DirectReads::kMaxPendingAccessKeys) {
+    const size_t end = std::min(due.size(), at + DirectReads::kMaxPendingAccessKeys);
+    msg::DummyAccessReport report;
+    report.accesses.assign(std::make_move_iterator(due.begin() + at),
+                           std::make_move_iterator(due.begin() + end));
+    auto r = Call<DummyOp::kDummyReportAccesses>(report);
+    if (!r.ok()) {
+      MC_LOG(DEBUG) << "direct-read hits not sent: " << r.status().ToString();
+    }
+  }
+}
+
+std::vector<Result<uint64_t>> DummyClientImpl::GetThroughClient(
+    const std::vector<std::string>& keys, const std::vector<Parts>& parts) {
   msg::DummyGetRequest req{keys, {}};
   req.objects.resize(keys.size());
   Staging staging(pool_);
@@ -410,7 +526,21 @@ std::vector<Result<uint64_t>> DummyClientImpl::GetParts(const std::vector<std::s
       at += p.size();
     }
   }
-  auto out = Items<msg::DummyU64, uint64_t>(keys.size(), Call<DummyOp::kDummyGetInto>(req));
+  std::vector<Result<uint64_t>> out;
+  if (direct_.enabled()) {
+    const uint64_t attaches = Attaches();
+    auto r = Call<DummyOp::kDummyGetIntoLearn>(req);
+    if (r.ok()) {
+      std::lock_guard lock(mu_);
+      // Locations of a standalone client that has since been replaced are not.
+      if (attaches_ == attaches) direct_.Learn(keys, r->locations);
+    }
+    out = Items<msg::DummyU64, uint64_t>(
+        keys.size(), r.ok() ? Result(std::move(r->sizes))
+                            : Result<msg::Batch<msg::BatchItem<msg::DummyU64>>>(r.status()));
+  } else {
+    out = Items<msg::DummyU64, uint64_t>(keys.size(), Call<DummyOp::kDummyGetInto>(req));
+  }
   for (const CopyBack& c : copies) {
     if (!out[c.object].ok() || *out[c.object] <= c.offset_in_object) continue;
     const uint64_t n = std::min<uint64_t>(c.to.size(), *out[c.object] - c.offset_in_object);

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "client/client.h"
+#include "client/dummy_forgets.h"
 #include "client/dummy_wire.h"
 #include "common/log.h"
 #include "net/socket.h"
@@ -100,6 +101,28 @@ Result<msg::Batch<msg::BatchItem<msg::DummyU64>>> GetInto(client::Client& c,
   return Items<msg::DummyU64>(c.BatchGetIntoParts(req.keys, parts), U64);
 }
 
+// What a get answers, and where each key it read lives now (if cached and
+// same-host), for the dummy to read it itself next time. Each key's forget
+// mark is read before its location: a change that lands after the mark
+// bumps it (client/dummy_forgets.h).
+Result<msg::DummyGetLearnReply> GetIntoLearn(client::Client& c, const msg::DummyGetRequest& req,
+                                             const Pool& pool, const client::ForgetTable& forgets) {
+  MC_ASSIGN_OR_RETURN(auto sizes, GetInto(c, req, pool));
+  msg::DummyGetLearnReply out;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (!sizes[i].status.ok()) continue;
+    const uint64_t mark = client::ForgetMark(forgets, req.keys[i]);
+    auto e = c.CachedLocation(req.keys[i]);
+    if (!e || e->endpoint.shm_path.empty()) continue;
+    out.locations.push_back({static_cast<uint32_t>(i), e->generation, e->size_bytes,
+                             e->endpoint.shm_path, e->store, e->offset, e->grant.offset,
+                             e->grant.size_bytes, e->grant.expiry_unix_ms, e->grant.signature,
+                             e->seal, e->expiry_unix_ms, mark});
+  }
+  out.sizes = std::move(sizes);
+  return out;
+}
+
 // The replica operations and the counters.
 std::string DispatchTasks(client::Client& c, const client::DummyFrame& f) {
   switch (static_cast<DummyOp>(f.opcode)) {
@@ -145,15 +168,48 @@ std::string DispatchTasks(client::Client& c, const client::DummyFrame& f) {
   }
 }
 
+// Operations that may change keys they do not name: every dummy's
+// locations are forgotten once one ran.
+bool ChangesAnyKey(uint16_t opcode) {
+  switch (static_cast<DummyOp>(opcode)) {
+    case DummyOp::kDummyRemoveAll:
+    case DummyOp::kDummyRemoveByRegex:
+    case DummyOp::kDummyReplicaClear:
+    case DummyOp::kDummyRunTask:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Runs `fn` (a call changing `keys`), then bumps their forget slots.
+template <typename F>
+auto ThenForget(client::ForgetTable& t, const std::vector<std::string>& keys, F&& fn) {
+  auto out = fn();
+  for (const std::string& k : keys) client::BumpForget(t, k);
+  return out;
+}
+
 // The reply payload of one request (the Client's answer, or an error).
-std::string Dispatch(client::Client& c, const client::DummyFrame& f, const Pool& pool) {
+std::string Dispatch(client::Client& c, const client::DummyFrame& f, const Pool& pool,
+                     client::ForgetTable& forgets) {
   using K = msg::DummyKeysRequest;
   switch (static_cast<DummyOp>(f.opcode)) {
     case DummyOp::kDummyPut:
-      return Handle<DummyOp::kDummyPut>(f.payload, [&](auto& r) { return Put(c, r, pool); });
+      return Handle<DummyOp::kDummyPut>(f.payload, [&](auto& r) {
+        return ThenForget(forgets, r.keys, [&] { return Put(c, r, pool); });
+      });
     case DummyOp::kDummyGetInto:
       return Handle<DummyOp::kDummyGetInto>(f.payload,
                                             [&](auto& r) { return GetInto(c, r, pool); });
+    case DummyOp::kDummyGetIntoLearn:
+      return Handle<DummyOp::kDummyGetIntoLearn>(
+          f.payload, [&](auto& r) { return GetIntoLearn(c, r, pool, forgets); });
+    case DummyOp::kDummyReportAccesses:
+      return Handle<DummyOp::kDummyReportAccesses>(f.payload, [&](auto& r) {
+        c.CountHits(r.accesses);
+        return Result(proto::Empty{});
+      });
     case DummyOp::kDummyLocate:
       return Handle<DummyOp::kDummyLocate>(f.payload, [&](const K& r) {
         if (r.keys.size() != 1) return Result<msg::GetReplicaListReply>(
@@ -165,8 +221,9 @@ std::string Dispatch(client::Client& c, const client::DummyFrame& f, const Pool&
         return Result(Items<bool>(c.BatchExists(r.keys), [](bool b) { return b; }));
       });
     case DummyOp::kDummyRemove:
-      return Handle<DummyOp::kDummyRemove>(
-          f.payload, [&](const K& r) { return Result(c.BatchRemove(r.keys, r.force)); });
+      return Handle<DummyOp::kDummyRemove>(f.payload, [&](const K& r) {
+        return ThenForget(forgets, r.keys, [&] { return Result(c.BatchRemove(r.keys, r.force)); });
+      });
     case DummyOp::kDummySize:
       return Handle<DummyOp::kDummySize>(f.payload, [&](const K& r) {
         std::vector<Result<uint64_t>> sizes;
@@ -206,6 +263,7 @@ Result<std::unique_ptr<DummyServer>> DummyServer::Start(client::Client& client,
                  "max dummies must be 1.." + std::to_string(kMaxDummies));
   }
   std::unique_ptr<DummyServer> s(new DummyServer(client, std::move(hostname), options));
+  MC_ASSIGN_OR_RETURN(s->forgets_, client::CreateForgetTable(&s->forgets_fd_));
   MC_ASSIGN_OR_RETURN(s->listen_fd_, net::ListenUnix(options.socket_path, kListenBacklog));
   s->acceptor_ = std::thread([p = s.get()] { p->AcceptLoop(); });
   return s;
@@ -215,7 +273,11 @@ DummyServer::DummyServer(client::Client& client, std::string hostname,
                          const DummyServerOptions& o)
     : client_(client), hostname_(std::move(hostname)), options_(o) {}
 
-DummyServer::~DummyServer() { Stop(); }
+DummyServer::~DummyServer() {
+  Stop();
+  client::UnmapForgetTable(forgets_);
+  if (forgets_fd_ >= 0) ::close(forgets_fd_);
+}
 
 void DummyServer::Stop() {
   if (stopping_.exchange(true)) return;
@@ -248,6 +310,16 @@ void DummyServer::Reap(bool all) {
 }
 
 void DummyServer::AcceptLoop() {
+  // Held while this thread serves: the dummies' sign that this process lives.
+  const Status held = client::HoldAlive(*forgets_);
+  if (!held.ok()) {
+    MC_LOG(WARN) << "dummies will not read directly: " << held.ToString();
+  }
+  AcceptUntilStopped();
+  if (held.ok()) client::ReleaseAlive(*forgets_);
+}
+
+void DummyServer::AcceptUntilStopped() {
   while (!stopping_.load()) {
     pollfd p{listen_fd_, POLLIN, 0};
     if (::poll(&p, 1, kAcceptPollMs) <= 0) continue;
@@ -369,7 +441,15 @@ void DummyServer::ServeRequests(Session* s) {
                    << "): pool of " << s->pool.size << " bytes released";
       return;
     }
-    client::DummyFrame r{f.opcode, true, f.request_id, Dispatch(client_, f, s->pool), -1};
+    client::DummyFrame r{f.opcode, true, f.request_id, {}, -1};
+    if (f.opcode == static_cast<uint16_t>(DummyOp::kDummyForgetTable)) {
+      // The table rides with the reply; the dummy maps it read-only.
+      proto::EncodeReply(Result(msg::DummyU64{sizeof(client::ForgetTable)}), &r.payload);
+      r.fd = forgets_fd_;
+    } else {
+      r.payload = Dispatch(client_, f, s->pool, *forgets_);
+      if (ChangesAnyKey(f.opcode)) client::BumpForgetAll(*forgets_);
+    }
     st = client::SendDummyFrame(s->sock, r);
     if (!st.ok()) {
       MC_LOG(INFO) << "dummy pid " << s->pid << " gone before its reply (" << st.message()

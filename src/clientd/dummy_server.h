@@ -14,6 +14,12 @@
 //
 // Thread-safe: one thread accepts, one thread serves each dummy; Stop() from
 // any thread ends them all.
+//
+// Gets: a dummy may read a key again without this side, straight from a
+// same-host segment, with the location this side's Client cached
+// (DummyGetIntoLearn, client/direct_reads.h); every call here that changes
+// keys bumps their slots in the forget table shared with all dummies
+// (client/dummy_forgets.h), so none reads a location such a call replaced.
 #pragma once
 
 #include <atomic>
@@ -28,6 +34,7 @@
 
 namespace mc::client {
 class Client;
+struct ForgetTable;
 }
 
 namespace mc::clientd {
@@ -65,6 +72,7 @@ class DummyServer {
   struct Session;
   DummyServer(client::Client& client, std::string hostname, const DummyServerOptions& o);
   void AcceptLoop();
+  void AcceptUntilStopped();
   void Serve(Session* s);
   void ServeRequests(Session* s);
   void Reap(bool all);
@@ -73,6 +81,9 @@ class DummyServer {
   const std::string hostname_;
   const DummyServerOptions options_;
   int listen_fd_ = -1;
+  // Shared with every dummy (client/dummy_forgets.h).
+  client::ForgetTable* forgets_ = nullptr;
+  int forgets_fd_ = -1;
   std::atomic<bool> stopping_{false};
   std::atomic<uint32_t> attached_{0};
   std::atomic<uint64_t> pool_bytes_{0};

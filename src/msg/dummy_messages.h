@@ -117,4 +117,58 @@ struct DummyPathCounts {
   }
 };
 
+// Where key `index` of a DummyGetIntoLearn lives, for the dummy's own direct
+// reads (client/direct_reads.h) out of a same-host segment: the standalone
+// client's cached entry, and `forget_mark`, the value of the key's slot in
+// the forget table (DummyForgetTable) read before the entry was.
+struct DummyLocation {
+  uint32_t index = 0;
+  uint64_t generation = 0;
+  uint64_t size_bytes = 0;
+  std::string shm_path;
+  std::string store;
+  uint64_t offset = 0;
+  uint64_t grant_offset = 0;
+  uint64_t grant_size_bytes = 0;
+  uint64_t grant_expiry_unix_ms = 0;
+  std::string grant_signature;
+  uint64_t seal = 0;
+  uint64_t expiry_unix_ms = 0;
+  uint64_t forget_mark = 0;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.index, "location.index");
+    f(s.generation, "location.generation");
+    f(s.size_bytes, "location.size_bytes");
+    f(s.shm_path, "location.shm_path");
+    f(s.store, "location.store");
+    f(s.offset, "location.offset");
+    f(s.grant_offset, "location.grant_offset");
+    f(s.grant_size_bytes, "location.grant_size_bytes");
+    f(s.grant_expiry_unix_ms, "location.grant_expiry_unix_ms");
+    f(s.grant_signature, "location.grant_signature");
+    f(s.seal, "location.seal");
+    f(s.expiry_unix_ms, "location.expiry_unix_ms");
+    f(s.forget_mark, "location.forget_mark");
+  }
+};
+// DummyGetIntoLearn: what DummyGetInto answers, and the locations the dummy
+// may read directly next time.
+struct DummyGetLearnReply {
+  Batch<BatchItem<DummyU64>> sizes;
+  std::vector<DummyLocation> locations;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.sizes, "sizes count", kMaxBatchItems, "size");
+    f(s.locations, "locations count", kMaxBatchItems, "location");
+  }
+};
+// Direct-read hits of a dummy, for the standalone client to report to the
+// master with its own (eviction sees them).
+struct DummyAccessReport {
+  std::vector<KeyAccess> accesses;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) { f(s.accesses, "accesses count", kMaxBatchItems, "access"); }
+};
+
 }  // namespace mc::msg

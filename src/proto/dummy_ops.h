@@ -37,7 +37,10 @@
   X(DummyQueryTask, 0x00AD, msg::TaskRequest, msg::TaskInfo)                                 \
   X(DummyReplicaClear, 0x00AE, msg::ReplicaClearRequest, msg::ReplicaClearReply)             \
   X(DummyRemoveByRegex, 0x00AF, msg::RemoveByRegexRequest, msg::RemoveByRegexReply)          \
-  X(DummyPathCounts, 0x00B0, Empty, msg::DummyPathCounts)
+  X(DummyPathCounts, 0x00B0, Empty, msg::DummyPathCounts)                                    \
+  X(DummyGetIntoLearn, 0x00B1, msg::DummyGetRequest, msg::DummyGetLearnReply)                \
+  X(DummyReportAccesses, 0x00B2, msg::DummyAccessReport, Empty)                              \
+  X(DummyForgetTable, 0x00B3, Empty, msg::DummyU64)
 // clang-format on
 
 namespace mc::proto {

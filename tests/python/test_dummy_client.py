@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -277,8 +278,13 @@ def test_a_killed_client_fails_calls_fast_and_serves_again_once_back(cluster):
         key = "restart-" + uuid.uuid4().hex
         assert s.put_from(key, ptr, 16) == 0
         old_segment = mc.segment_name()
+        into = s.alloc_from_mem_pool(4096)
+        assert s.get_into(key, into, 4096) == 16  # learnt: the next one reads directly
+        assert s.get_into(key, into, 4096) == 16
         mc.kill()
         t0 = time.monotonic()
+        # Not even a read the dummy could make alone: the bytes of a dead client.
+        assert s.get_into(key, into, 4096) == -900
         assert s.put_from(key + "-x", ptr, 16) == -900
         assert s.get(key) == b""
         assert s.is_exist(key) == -900
@@ -298,6 +304,63 @@ def test_a_killed_client_fails_calls_fast_and_serves_again_once_back(cluster):
     # must not be placed on it.
     assert wait_until(lambda: not any(old_segment in x for x in cluster.segments()),
                       CLIENT_TTL_S + 10)
+
+
+def test_a_repeated_get_is_read_by_the_dummy_without_its_client(mclient):
+    """The second get of a key is the dummy's own direct read: it is answered
+    while the standalone client is stopped (SIGSTOP), where a get through it
+    would wait."""
+    s = attach(mclient.address)
+    key = "direct-" + uuid.uuid4().hex
+    size = 64 << 10
+    src, dst = s.alloc_from_mem_pool(size), s.alloc_from_mem_pool(size)
+    ctypes.memmove(src, pattern(key, size), size)
+    try:
+        assert s.put_from(key, src, size) == 0
+        assert s.get_into(key, dst, size) == size
+        ctypes.memset(dst, 0, size)
+        got = []
+        os.kill(mclient.p.pid, signal.SIGSTOP)
+        try:
+            t = threading.Thread(target=lambda: got.append(s.get_into(key, dst, size)))
+            t.start()
+            t.join(10)
+            answered = not t.is_alive()
+        finally:
+            os.kill(mclient.p.pid, signal.SIGCONT)
+        t.join(30)
+        assert answered and got == [size]
+        assert ctypes.string_at(dst, size) == pattern(key, size)
+        assert s.remove(key, True) == 0
+        assert s.get_into(key, dst, size) == -704
+    finally:
+        s.close()
+
+
+def test_a_change_through_another_dummy_is_seen_at_once(mclient):
+    """A dummy that reads a key directly sees another dummy's upsert and
+    removal of it at once (the shared forget table), not after the TTL."""
+    a, b = attach(mclient.address), attach(mclient.address)
+    key = "forget-" + uuid.uuid4().hex
+    size = 16 << 10
+    pa, pb = a.alloc_from_mem_pool(size), b.alloc_from_mem_pool(size)
+    try:
+        ctypes.memmove(pb, b"1" * size, size)
+        assert b.put_from(key, pb, size) == 0
+        for _ in range(3):  # learnt, then read directly
+            assert a.get_into(key, pa, size) == size
+            assert ctypes.string_at(pa, size) == b"1" * size
+        ctypes.memmove(pb, b"2" * size, size)
+        assert b.upsert_from(key, pb, size) == 0
+        assert a.get_into(key, pa, size) == size
+        assert ctypes.string_at(pa, size) == b"2" * size
+        assert a.get_into(key, pa, size) == size  # the new version, directly
+        assert ctypes.string_at(pa, size) == b"2" * size
+        assert b.remove(key, True) == 0
+        assert a.get_into(key, pa, size) == -704
+    finally:
+        a.close()
+        b.close()
 
 
 def test_setup_dummy_without_a_client_fails_fast():
