@@ -1,10 +1,16 @@
 #include "p2p/transfer_engine.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "common/log.h"
 #include "dataserver/tcp_server.h"
+#include "transfer/fallback_transport.h"
 #include "transfer/tcp_transport.h"
 
 namespace mc::p2p {
@@ -58,8 +64,24 @@ Status TransferEngine::Init(EngineOptions options) {
   to.auth_token = options_.auth_token;
   to.connect_timeout_us = options_.transfer_timeout_us;
   to.tuning.io_timeout_us = options_.transfer_timeout_us;
-  transport_ = std::make_unique<transfer::TcpTransport>(to);
+  std::vector<transfer::FallbackTransport::Layer> layers;
+  if (options_.same_host) {
+    // Every failure but a peer that did not answer passes on to TCP.
+    auto local = std::make_unique<LocalPeerTransport>(
+        LocalPeerOptions{options_.auth_token, options_.transfer_timeout_us});
+    local_ = local.get();
+    layers.push_back({std::move(local), nullptr,
+                      [](const Status& st) { return st.code() != ErrorCode::TRANSFER_FAIL; }});
+  }
+  layers.push_back({std::make_unique<transfer::TcpTransport>(to), nullptr, nullptr});
+  transport_ = std::make_unique<transfer::FallbackTransport>(std::move(layers));
 
+  if (options_.same_host) {
+    auto local = LocalPeerServer::Start(registry_, server_->port(), options_.auth_token,
+                                        options_.transfer_timeout_us);
+    if (!local.ok()) return local.status();
+    local_server_ = std::move(local.value());
+  }
   segment_name_ = directory_->SegmentName(options_.local_hostname, server_->port());
   const PeerAddress self{HostPart(options_.local_hostname), server_->port()};
   if (Status st = directory_->Publish(segment_name_, self); !st.ok()) return st;
@@ -78,7 +100,59 @@ TransferEngine::~TransferEngine() {
   work_cv_.notify_all();
   for (auto& t : workers_) t.join();
   if (published_) directory_->Unpublish(segment_name_);
+  local_server_.reset();
   if (server_) server_->Stop();
+  for (auto& [addr, m] : managed_) {
+    ::munmap(reinterpret_cast<void*>(addr), m.len);
+    ::close(m.fd);
+  }
+}
+
+Result<uint64_t> TransferEngine::AllocateManaged(uint64_t len) {
+  if (len == 0) return Error(ErrorCode::INVALID_PARAMS, "a managed buffer of 0 bytes");
+  int fd = ::memfd_create("mooncake-te-buffer", MFD_CLOEXEC);
+  if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(len)) != 0) {
+    const std::string why = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    return Error(ErrorCode::INTERNAL_ERROR, "memfd of " + std::to_string(len) + " bytes: " + why);
+  }
+  void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    ::close(fd);
+    return Error(ErrorCode::INTERNAL_ERROR, "mmap of a managed buffer: " +
+                                                std::string(std::strerror(errno)));
+  }
+  const auto addr = reinterpret_cast<uint64_t>(p);
+  if (Status st = registry_->Add(addr, len, fd); !st.ok()) {
+    ::munmap(p, len);
+    ::close(fd);
+    return st;
+  }
+  std::lock_guard lock(stats_mu_);
+  managed_[addr] = {len, fd};
+  return addr;
+}
+
+Status TransferEngine::FreeManaged(uint64_t addr) {
+  Managed m;
+  {
+    std::lock_guard lock(stats_mu_);
+    auto it = managed_.find(addr);
+    if (it == managed_.end()) {
+      return Error(ErrorCode::INVALID_PARAMS, "no managed buffer at " + std::to_string(addr));
+    }
+    m = it->second;
+    managed_.erase(it);
+  }
+  (void)registry_->Remove(addr);  // unregistered already by the caller, or now
+  ::munmap(reinterpret_cast<void*>(addr), m.len);
+  ::close(m.fd);
+  return Status::Ok();
+}
+
+std::map<std::string, PathCount> TransferEngine::path_stats() const {
+  std::lock_guard lock(stats_mu_);
+  return paths_;
 }
 
 uint16_t TransferEngine::rpc_port() const { return server_->port(); }
@@ -133,13 +207,25 @@ Status TransferEngine::TransferTo(const transfer::Endpoint& ep, transfer::OpKind
       ops[i].buffer = reinterpret_cast<void*>(r.buffer);
       ops[i].len = r.len;
     }
-    if (Status st = transport_->Batch(ops); !st.ok()) {
+    const Status st = transport_->Batch(ops);
+    CountPaths(ops);
+    if (!st.ok()) {
       *unreachable = std::any_of(ops.begin(), ops.end(),
                                  [](const transfer::TransferOp& op) { return op.peer_unreachable; });
       return st;
     }
   }
   return Status::Ok();
+}
+
+void TransferEngine::CountPaths(const std::vector<transfer::TransferOp>& ops) {
+  std::lock_guard lock(stats_mu_);
+  for (const transfer::TransferOp& op : ops) {
+    if (op.moved_by.empty()) continue;
+    PathCount& c = paths_[std::string(op.moved_by)];
+    ++c.requests;
+    c.bytes += op.len;
+  }
 }
 
 Result<uint64_t> TransferEngine::Submit(const std::string& target, transfer::OpKind kind,

@@ -8,8 +8,12 @@
 // addressing, so a peer names bytes by their address in this process and
 // the port refuses anything outside a registered region. Transfers to a
 // peer go over TcpTransport (transfer/), same wire format as the store's
-// data path. Peers are found by segment name through a PeerDirectory
-// (P2PHANDSHAKE or the HTTP metadata server).
+// data path, unless the peer runs on this host: then its registered memory
+// is copied directly (local_peer.h: mapped memfds of managed buffers,
+// process_vm_* for the rest), falling back to TCP when that is not possible.
+// path_stats() counts which path moved each request. Peers are found by
+// segment name through a PeerDirectory (P2PHANDSHAKE or the HTTP metadata
+// server).
 //
 // A transfer to a peer that is gone fails: at once when its port refuses
 // the connection, else within transfer_timeout_us (connect and every send
@@ -33,6 +37,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "p2p/local_peer.h"
 #include "p2p/memory_registry.h"
 #include "p2p/peer_directory.h"
 #include "transfer/transport.h"
@@ -55,6 +60,13 @@ struct EngineOptions {
   uint64_t transfer_timeout_us = kDefaultTransferTimeoutUs;
   std::string auth_token;  // data port HMAC auth and metadata bearer token; empty = none
   int streams = 0;         // TCP connections one transfer stripes over; 0 = default
+  bool same_host = true;   // copy directly to peers on this host (local_peer.h)
+};
+
+// Requests and bytes one path moved ("shm", "tcp").
+struct PathCount {
+  uint64_t requests = 0;
+  uint64_t bytes = 0;
 };
 
 // One piece of a batch: `len` bytes between local `buffer` and the peer's
@@ -83,6 +95,15 @@ class TransferEngine {
 
   Status RegisterMemory(uint64_t addr, uint64_t len) { return registry_->Add(addr, len); }
   Status UnregisterMemory(uint64_t addr) { return registry_->Remove(addr); }
+  // allocate_managed_buffer: `len` bytes of a memfd mapped shared and
+  // registered, so peers on this host can map it; its address.
+  Result<uint64_t> AllocateManaged(uint64_t len);
+  // INVALID_PARAMS when `addr` is not a managed buffer.
+  Status FreeManaged(uint64_t addr);
+  // By path name, since the engine started.
+  std::map<std::string, PathCount> path_stats() const;
+  // How the same-host path copied (zeros when same_host is off).
+  LocalPeerStats same_host_stats() const { return local_ ? local_->stats() : LocalPeerStats{}; }
 
   // Moves every request of the batch to or from segment `target`; OK or the
   // first failure.
@@ -107,14 +128,25 @@ class TransferEngine {
   // One attempt at `ep`; `*unreachable` when the peer could not be reached.
   Status TransferTo(const transfer::Endpoint& ep, transfer::OpKind kind,
                     const std::vector<TransferRequest>& requests, bool* unreachable);
+  void CountPaths(const std::vector<transfer::TransferOp>& ops);
 
   EngineOptions options_;
   std::shared_ptr<MemoryRegistry> registry_ = std::make_shared<MemoryRegistry>();
   std::unique_ptr<PeerDirectory> directory_;
   std::unique_ptr<transfer::TcpDataServer> server_;
+  std::unique_ptr<LocalPeerServer> local_server_;
+  LocalPeerTransport* local_ = nullptr;  // a layer of transport_; null: same_host off
   std::unique_ptr<transfer::Transport> transport_;
   std::string segment_name_;
   bool published_ = false;
+
+  struct Managed {
+    uint64_t len = 0;
+    int fd = -1;
+  };
+  mutable std::mutex stats_mu_;  // guards paths_, managed_
+  std::map<std::string, PathCount> paths_;
+  std::map<uint64_t, Managed> managed_;
 
   std::mutex mu_;  // guards what follows
   std::condition_variable work_cv_, done_cv_;

@@ -1,0 +1,30 @@
+// Helpers of the p2p unit tests: engines on 127.0.0.1 with P2PHANDSHAKE.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <vector>
+
+#include "p2p/transfer_engine.h"
+
+namespace mc::p2p::testing {
+
+inline std::unique_ptr<TransferEngine> StartEngine(uint64_t timeout_us = 2'000'000,
+                                                   bool same_host = true,
+                                                   std::string auth_token = "") {
+  EngineOptions o;
+  o.local_hostname = "127.0.0.1";
+  o.metadata_server = std::string(kP2pHandshake);
+  o.listen_host = "127.0.0.1";
+  o.transfer_timeout_us = timeout_us;
+  o.same_host = same_host;
+  o.auth_token = std::move(auth_token);
+  auto e = TransferEngine::Start(o);
+  REQUIRE(e.ok());
+  return std::move(e.value());
+}
+
+inline uint64_t Addr(const std::vector<uint8_t>& v) { return reinterpret_cast<uint64_t>(v.data()); }
+
+}  // namespace mc::p2p::testing
