@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "p2p/transfer_engine.h"
@@ -20,6 +21,22 @@ inline std::unique_ptr<TransferEngine> StartEngine(uint64_t timeout_us = 2'000'0
   o.transfer_timeout_us = timeout_us;
   o.same_host = same_host;
   o.auth_token = std::move(auth_token);
+  auto e = TransferEngine::Start(o);
+  REQUIRE(e.ok());
+  return std::move(e.value());
+}
+
+// An engine with protocol rdma on `device` of `verbs` (verbs_fake.h's).
+inline std::unique_ptr<TransferEngine> StartRdmaEngine(transfer::Verbs* verbs,
+                                                       const std::string& device) {
+  EngineOptions o;
+  o.local_hostname = "127.0.0.1";
+  o.metadata_server = std::string(kP2pHandshake);
+  o.listen_host = "127.0.0.1";
+  o.transfer_timeout_us = 2'000'000;
+  o.protocol = "rdma";
+  o.device_name = device;
+  o.verbs = verbs;
   auto e = TransferEngine::Start(o);
   REQUIRE(e.ok());
   return std::move(e.value());

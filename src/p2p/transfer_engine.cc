@@ -11,6 +11,8 @@
 #include "common/log.h"
 #include "dataserver/tcp_server.h"
 #include "transfer/fallback_transport.h"
+#include "transfer/rdma/rdma_responder.h"
+#include "transfer/rdma/rdma_transport.h"
 #include "transfer/tcp_transport.h"
 
 namespace mc::p2p {
@@ -37,9 +39,9 @@ Result<std::unique_ptr<TransferEngine>> TransferEngine::Start(EngineOptions opti
 
 Status TransferEngine::Init(EngineOptions options) {
   options_ = std::move(options);
-  if (options_.protocol != "tcp") {
+  if (options_.protocol != "tcp" && options_.protocol != "rdma") {
     return Error(ErrorCode::NOT_SUPPORTED, "protocol '" + options_.protocol +
-                                               "': this TransferEngine moves bytes over tcp only");
+                                               "': this TransferEngine moves bytes over tcp or rdma");
   }
   if (options_.local_hostname.empty()) {
     return Error(ErrorCode::INVALID_PARAMS, "local_hostname is empty");
@@ -53,6 +55,12 @@ Status TransferEngine::Init(EngineOptions options) {
   if (auto self = ParseHostPort(options_.local_hostname); self.ok()) so.port = self->port;
   so.auth_token = options_.auth_token;
   so.tuning.io_timeout_us = options_.transfer_timeout_us;
+  std::unique_ptr<transfer::Transport> rdma;
+  if (options_.protocol == "rdma") {
+    auto r = StartRdma(&so);
+    if (!r.ok()) return r.status();
+    rdma = std::move(r.value());
+  }
   // Absolute addressing: a null base makes request offsets addresses here.
   auto server = transfer::TcpDataServer::Start(nullptr, UINT64_MAX, RegisteredOnly(registry_),
                                                std::move(so));
@@ -65,7 +73,11 @@ Status TransferEngine::Init(EngineOptions options) {
   to.connect_timeout_us = options_.transfer_timeout_us;
   to.tuning.io_timeout_us = options_.transfer_timeout_us;
   std::vector<transfer::FallbackTransport::Layer> layers;
-  if (options_.same_host) {
+  if (rdma) {
+    // A peer that serves no RDMA answers NOT_SUPPORTED: TCP then.
+    layers.push_back({std::move(rdma), nullptr,
+                      [](const Status& st) { return st.code() == ErrorCode::NOT_SUPPORTED; }});
+  } else if (options_.same_host) {
     // Every failure but a peer that did not answer passes on to TCP.
     auto local = std::make_unique<LocalPeerTransport>(
         LocalPeerOptions{options_.auth_token, options_.transfer_timeout_us});
@@ -102,10 +114,61 @@ TransferEngine::~TransferEngine() {
   if (published_) directory_->Unpublish(segment_name_);
   local_server_.reset();
   if (server_) server_->Stop();
+  transport_.reset();  // deregisters RDMA buffers before they are unmapped
+  responder_.reset();
   for (auto& [addr, m] : managed_) {
     ::munmap(reinterpret_cast<void*>(addr), m.len);
     ::close(m.fd);
   }
+}
+
+Result<std::unique_ptr<transfer::Transport>> TransferEngine::StartRdma(
+    transfer::TcpDataServerOptions* so) {
+  std::unique_ptr<transfer::Verbs> system;
+  transfer::Verbs* verbs = options_.verbs;
+  if (verbs == nullptr) {
+    system = transfer::SystemVerbs();
+    verbs = system.get();
+  }
+  auto devices = transfer::OpenDevices(*verbs, options_.device_name);
+  if (!devices.ok()) return Error(devices.code(), "protocol rdma: " + devices.status().message());
+  auto responder = transfer::RdmaResponder::Create(std::move(devices.value()),
+                                                   options_.local_hostname, nullptr, 0);
+  if (!responder.ok()) return responder.status();
+  responder_ = std::move(responder.value());
+  so->rdma = responder_.get();
+  transfer::RdmaTransportOptions ro;
+  ro.devices = options_.device_name;
+  ro.auth_token = options_.auth_token;
+  ro.connect_timeout_us = options_.transfer_timeout_us;
+  ro.tuning.io_timeout_us = options_.transfer_timeout_us;
+  ro.engine.timeout_us = options_.transfer_timeout_us;
+  ro.engine.absolute_addresses = true;
+  auto t = transfer::RdmaTransport::Create(ro, verbs);
+  if (!t.ok()) return Error(t.code(), "protocol rdma: " + t.status().message());
+  rdma_ = t.value().get();
+  return std::unique_ptr<transfer::Transport>(std::move(t.value()));
+}
+
+Status TransferEngine::Register(uint64_t addr, uint64_t len, int memfd) {
+  MC_RETURN_IF_ERROR(registry_->Add(addr, len, memfd));
+  if (responder_ == nullptr) return Status::Ok();
+  Status st = responder_->AddRegion(reinterpret_cast<uint8_t*>(addr), len);
+  if (st.ok()) {
+    st = rdma_->RegisterBuffer(reinterpret_cast<void*>(addr), len);
+    if (!st.ok()) (void)responder_->RemoveRegion(addr);
+  }
+  if (!st.ok()) (void)registry_->Remove(addr);
+  return st;
+}
+
+Status TransferEngine::UnregisterMemory(uint64_t addr) {
+  MC_RETURN_IF_ERROR(registry_->Remove(addr));
+  if (responder_ != nullptr) {
+    (void)responder_->RemoveRegion(addr);
+    (void)rdma_->UnregisterBuffer(reinterpret_cast<void*>(addr));
+  }
+  return Status::Ok();
 }
 
 Result<uint64_t> TransferEngine::AllocateManaged(uint64_t len) {
@@ -123,7 +186,7 @@ Result<uint64_t> TransferEngine::AllocateManaged(uint64_t len) {
                                                 std::string(std::strerror(errno)));
   }
   const auto addr = reinterpret_cast<uint64_t>(p);
-  if (Status st = registry_->Add(addr, len, fd); !st.ok()) {
+  if (Status st = Register(addr, len, fd); !st.ok()) {
     ::munmap(p, len);
     ::close(fd);
     return st;
@@ -144,7 +207,7 @@ Status TransferEngine::FreeManaged(uint64_t addr) {
     m = it->second;
     managed_.erase(it);
   }
-  (void)registry_->Remove(addr);  // unregistered already by the caller, or now
+  (void)UnregisterMemory(addr);  // unregistered already by the caller, or now
   ::munmap(reinterpret_cast<void*>(addr), m.len);
   ::close(m.fd);
   return Status::Ok();

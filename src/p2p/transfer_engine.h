@@ -11,6 +11,10 @@
 // data path, unless the peer runs on this host: then its registered memory
 // is copied directly (local_peer.h: mapped memfds of managed buffers,
 // process_vm_* for the rest), falling back to TCP when that is not possible.
+// With protocol "rdma" registered memory is registered on the NICs too and
+// transfers are one-sided RDMA WRITE / READ (transfer/rdma) to the peer's
+// memory, with the rkeys its data port describes after AUTH; a peer that
+// serves no RDMA is reached over TCP.
 // path_stats() counts which path moved each request. Peers are found by
 // segment name through a PeerDirectory (P2PHANDSHAKE or the HTTP metadata
 // server).
@@ -44,6 +48,10 @@
 
 namespace mc::transfer {
 class TcpDataServer;
+struct TcpDataServerOptions;
+class RdmaResponder;
+class RdmaTransport;
+class Verbs;
 }
 
 namespace mc::p2p {
@@ -61,6 +69,10 @@ struct EngineOptions {
   std::string auth_token;  // data port HMAC auth and metadata bearer token; empty = none
   int streams = 0;         // TCP connections one transfer stripes over; 0 = default
   bool same_host = true;   // copy directly to peers on this host (local_peer.h)
+  // protocol "rdma": the NICs ("mlx5_0,mlx5_1"; empty: every one) and the
+  // verbs behind them (null: libibverbs; tests pass verbs_fake.h's).
+  std::string device_name;
+  transfer::Verbs* verbs = nullptr;
 };
 
 // Requests and bytes one path moved ("shm", "tcp").
@@ -93,8 +105,10 @@ class TransferEngine {
   uint16_t rpc_port() const;
   const std::string& segment_name() const { return segment_name_; }
 
-  Status RegisterMemory(uint64_t addr, uint64_t len) { return registry_->Add(addr, len); }
-  Status UnregisterMemory(uint64_t addr) { return registry_->Remove(addr); }
+  // With protocol rdma also registered on the NICs: peers WRITE and READ it
+  // one-sided with the rkeys the data port describes (RDMA_DESCRIBE).
+  Status RegisterMemory(uint64_t addr, uint64_t len) { return Register(addr, len, -1); }
+  Status UnregisterMemory(uint64_t addr);
   // allocate_managed_buffer: `len` bytes of a memfd mapped shared and
   // registered, so peers on this host can map it; its address.
   Result<uint64_t> AllocateManaged(uint64_t len);
@@ -123,6 +137,10 @@ class TransferEngine {
   struct Batch;
   TransferEngine() = default;
   Status Init(EngineOptions options);
+  // protocol rdma: the responder that serves our registered memory to
+  // peers' NICs (hooked into the data port by *so) and the transport.
+  Result<std::unique_ptr<transfer::Transport>> StartRdma(transfer::TcpDataServerOptions* so);
+  Status Register(uint64_t addr, uint64_t len, int memfd);
   void WorkerLoop();
   Result<transfer::Endpoint> Endpoint(const std::string& target);
   // One attempt at `ep`; `*unreachable` when the peer could not be reached.
@@ -135,6 +153,8 @@ class TransferEngine {
   std::unique_ptr<PeerDirectory> directory_;
   std::unique_ptr<transfer::TcpDataServer> server_;
   std::unique_ptr<LocalPeerServer> local_server_;
+  std::unique_ptr<transfer::RdmaResponder> responder_;  // protocol rdma
+  transfer::RdmaTransport* rdma_ = nullptr;             // a layer of transport_ (rdma)
   LocalPeerTransport* local_ = nullptr;  // a layer of transport_; null: same_host off
   std::unique_ptr<transfer::Transport> transport_;
   std::string segment_name_;

@@ -49,12 +49,12 @@ class TransferEnginePy {
 
   int Initialize(const std::string& local_hostname, const std::string& metadata_server,
                  const std::string& protocol, const std::string& device_name) {
-    (void)device_name;  // NIC selection belongs to RDMA, which this engine does not carry
     if (engine_) return Fail(mc::Error(mc::ErrorCode::INVALID_PARAMS, "already initialized"), "initialize");
     mc::p2p::EngineOptions o;
     o.local_hostname = local_hostname;
     o.metadata_server = metadata_server;
     o.protocol = protocol;
+    o.device_name = device_name;  // protocol rdma: "mlx5_0,mlx5_1"; empty: every NIC
     o.transfer_timeout_us = TransferTimeoutUs();
     // The cluster's shared secret, as every other mooncake process takes it:
     // the rpc port then answers only peers that prove they hold it.
