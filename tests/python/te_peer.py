@@ -1,6 +1,6 @@
 """A TransferEngine peer process for test_transfer_engine.py (run as a script).
 
-  te_peer.py LOCAL_HOSTNAME METADATA SIZE
+  te_peer.py LOCAL_HOSTNAME METADATA SIZE [PROTOCOL DEVICES]
 Initializes a mooncake.engine.TransferEngine, allocates a managed buffer of
 SIZE bytes filled with peer_pattern(SIZE), prints
 "ready <segment name> <buffer address>" and then answers lines on stdin:
@@ -23,8 +23,9 @@ def peer_pattern(size):
 
 def main():
     local_hostname, metadata, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    protocol, devices = (sys.argv[4], sys.argv[5]) if len(sys.argv) > 5 else ("tcp", "")
     te = TransferEngine()
-    if te.initialize(local_hostname, metadata, "tcp", "") != 0:
+    if te.initialize(local_hostname, metadata, protocol, devices) != 0:
         print("initialize failed", flush=True)
         return 1
     addr = te.allocate_managed_buffer(size)
