@@ -42,6 +42,13 @@ inline std::unique_ptr<TransferEngine> StartRdmaEngine(transfer::Verbs* verbs,
   return std::move(e.value());
 }
 
+// n bytes of a pattern that differs by seed.
+inline std::vector<uint8_t> Pattern(size_t n, uint8_t seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * seed + 1);
+  return v;
+}
+
 inline uint64_t Addr(const std::vector<uint8_t>& v) { return reinterpret_cast<uint64_t>(v.data()); }
 
 }  // namespace mc::p2p::testing

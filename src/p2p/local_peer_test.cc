@@ -10,18 +10,13 @@
 namespace mc::p2p {
 
 using testing::Addr;
+using testing::Pattern;
 using testing::StartEngine;
 using transfer::OpKind;
 
 namespace {
 
 uint8_t* Ptr(uint64_t addr) { return reinterpret_cast<uint8_t*>(addr); }
-
-std::vector<uint8_t> Pattern(size_t n, uint8_t seed) {
-  std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * seed + 3);
-  return v;
-}
 
 }  // namespace
 

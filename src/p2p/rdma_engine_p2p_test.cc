@@ -12,6 +12,7 @@
 namespace mc::p2p {
 
 using testing::Addr;
+using testing::Pattern;
 using testing::StartRdmaEngine;
 using transfer::OpKind;
 
@@ -25,12 +26,6 @@ struct Fabric {
     fabric.AddDevice("nic_b");
   }
 };
-
-std::vector<uint8_t> Pattern(size_t n, uint8_t seed) {
-  std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * seed + 1);
-  return v;
-}
 
 }  // namespace
 
