@@ -213,11 +213,31 @@ bool LocalPeerServer::Answer(int fd) {
 
 namespace {
 
+// Page tables of a fresh mapping are filled a chunk at a time, on the first
+// copy that touches it: one madvise(MADV_POPULATE_WRITE) instead of a fault
+// per 4 KiB page. On the dev VM a page fault on shared memory costs tens of
+// microseconds: a first pass of 4 MiB copies over a 256 MiB memfd mapping
+// ran at 0.07-0.08 GB/s faulting, 0.10-0.13 GB/s populating (a C++ loop,
+// under load ~16), then ~13 GB/s once mapped. So the first transfers into a
+// peer's buffer are slow; the mapping is kept for the next ones.
+constexpr uint64_t kPopulateChunkBytes = 2 << 20;
+
 struct Mapping {
   uint8_t* base = nullptr;
   uint64_t len = 0;
+  std::unique_ptr<std::atomic<bool>[]> populated;  // per kPopulateChunkBytes
   ~Mapping() {
     if (base != nullptr) ::munmap(base, len);
+  }
+  void Populate(uint64_t off, uint64_t n) {
+    for (uint64_t c = off / kPopulateChunkBytes; c * kPopulateChunkBytes < off + n; ++c) {
+      if (populated[c].load(std::memory_order_relaxed)) continue;
+      const uint64_t start = c * kPopulateChunkBytes;
+      // Best effort: a kernel without it (< 5.14) faults as before.
+      (void)::madvise(base + start, std::min(kPopulateChunkBytes, len - start),
+                      MADV_POPULATE_WRITE);
+      populated[c].store(true, std::memory_order_relaxed);
+    }
   }
 };
 
@@ -239,8 +259,10 @@ Status ProcessVmCopy(int32_t pid, TransferOp& op) {
   return Status::Ok();
 }
 
-void MapCopy(const Mapping& m, uint64_t region_addr, TransferOp& op) {
-  uint8_t* remote = m.base + (op.remote_offset - region_addr);
+void MapCopy(Mapping& m, uint64_t region_addr, TransferOp& op) {
+  const uint64_t off = op.remote_offset - region_addr;
+  m.Populate(off, op.len);
+  uint8_t* remote = m.base + off;
   if (op.kind == OpKind::kWrite) {
     transfer::StreamCopy(remote, op.buffer, op.len);
   } else {
@@ -272,7 +294,12 @@ struct LocalPeerTransport::Peer {
     auto m = std::make_shared<Mapping>();
     if (st.status == 0 && got >= 0 && st.len >= need_len) {
       void* p = ::mmap(nullptr, st.len, PROT_READ | PROT_WRITE, MAP_SHARED, got, 0);
-      if (p != MAP_FAILED) *m = Mapping{static_cast<uint8_t*>(p), st.len};
+      if (p != MAP_FAILED) {
+        m->base = static_cast<uint8_t*>(p);
+        m->len = st.len;
+        m->populated.reset(new std::atomic<bool>[(st.len + kPopulateChunkBytes - 1) /
+                                                 kPopulateChunkBytes]());
+      }
     }
     if (got >= 0) ::close(got);
     if (m->base == nullptr) return Error(ErrorCode::NOT_SUPPORTED, "region not mappable");
@@ -308,6 +335,10 @@ std::shared_ptr<LocalPeerTransport::Peer> LocalPeerTransport::Connect(uint16_t p
   auto peer = std::make_shared<Peer>();
   peer->fd = fd.value();
   peer->pid = net::PeerPid(peer->fd);
+  if (!SameUser(peer->fd)) {  // never hand our bytes to another user's socket
+    *why = Error(ErrorCode::NOT_SUPPORTED, LocalPeerSocket(port) + " belongs to another user");
+    return nullptr;
+  }
   WireHello hello;
   WireStatus reply;
   Status st = net::SetUnixTimeouts(peer->fd, options_.io_timeout_us, options_.io_timeout_us);

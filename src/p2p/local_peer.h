@@ -25,7 +25,9 @@
 // a process of its own user from writing its memory; the CHECK keeps this
 // library's peers inside registered memory. The socket serves only
 // processes of the engine's uid (SO_PEERCRED) and, with a token, those that
-// answer its nonce.
+// answer its nonce; a peer talks only to a socket of its own uid.
+// An engine that cannot listen there (the name taken) logs it and serves
+// its peers on this host through the rpc port.
 //
 // Any failure passes the op on to TCP (FallbackTransport), except a peer
 // that did not answer within the transfer timeout (TRANSFER_FAIL,

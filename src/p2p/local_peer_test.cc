@@ -2,9 +2,13 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cstring>
 #include <vector>
 
+#include "net/socket.h"
+#include "net/unix_socket.h"
 #include "p2p/engine_testing.h"
 
 namespace mc::p2p {
@@ -95,6 +99,34 @@ TEST_CASE("an engine with a token lets only peers that hold it copy on this host
               .ok());
   CHECK(std::memcmp(Ptr(target.value()), src.data(), 4096) == 0);
   CHECK(peer->same_host_stats().mapped_requests == 1);
+}
+
+TEST_CASE("an engine whose same-host socket name is taken starts and is reached over tcp") {
+  auto probe = net::ListenTcp("127.0.0.1", 0, 1);
+  REQUIRE(probe.ok());
+  const uint16_t port = net::LocalPort(probe.value());
+  ::close(probe.value());
+  auto squatter = net::ListenUnix(LocalPeerSocket(port), 1);
+  REQUIRE(squatter.ok());
+  EngineOptions o;
+  o.local_hostname = "127.0.0.1:" + std::to_string(port);
+  o.metadata_server = std::string(kP2pHandshake);
+  o.listen_host = "127.0.0.1";
+  o.transfer_timeout_us = 2'000'000;
+  auto b = TransferEngine::Start(o);
+  REQUIRE(b.ok());
+  auto a = StartEngine();
+  std::vector<uint8_t> remote(4096, 0);
+  const auto src = Pattern(4096, 13);
+  REQUIRE((*b)->RegisterMemory(Addr(remote), remote.size()).ok());
+  // Gone before the transfer: a's connect is refused and the op goes on to
+  // TCP at once. (A squatter that accepted and stayed silent would cost a
+  // its transfer timeout and fail the op, as a stalled peer does.)
+  ::close(squatter.value());
+  REQUIRE(a->Transfer((*b)->segment_name(), OpKind::kWrite, {{Addr(src), Addr(remote), 4096}}).ok());
+  CHECK(remote == src);
+  CHECK(a->path_stats().count("shm") == 0);
+  CHECK(a->path_stats().at("tcp").bytes == 4096);
 }
 
 TEST_CASE("loopback and names of this host are local, other addresses are not") {

@@ -91,8 +91,11 @@ Status TransferEngine::Init(EngineOptions options) {
   if (options_.same_host) {
     auto local = LocalPeerServer::Start(registry_, server_->port(), options_.auth_token,
                                         options_.transfer_timeout_us);
-    if (!local.ok()) return local.status();
-    local_server_ = std::move(local.value());
+    if (local.ok()) {
+      local_server_ = std::move(local.value());
+    } else {  // peers on this host then come through the rpc port
+      MC_LOG(WARN) << "transfer engine: no same-host path: " << local.status().message();
+    }
   }
   segment_name_ = directory_->SegmentName(options_.local_hostname, server_->port());
   const PeerAddress self{HostPart(options_.local_hostname), server_->port()};
