@@ -318,6 +318,7 @@ bool LocalPeerTransport::LocalCached(const std::string& host) {
   }
   const bool local = IsLocalHost(host);
   std::lock_guard lock(mu_);
+  if (local_.size() >= kMaxKnownHosts) local_.clear();
   local_[host] = local;
   return local;
 }

@@ -54,6 +54,8 @@ namespace mc::p2p {
 // keeps mapped per engine (the cache is dropped whole past it).
 inline constexpr size_t kMaxLocalPeers = 64;
 inline constexpr size_t kMaxMappedRegions = 1024;
+// Host names a transport remembers as local or not (forgotten whole past it).
+inline constexpr size_t kMaxKnownHosts = 4096;
 
 std::string LocalPeerSocket(uint16_t rpc_port);
 
