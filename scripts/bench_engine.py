@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
 """Issue 30, point 6: mooncake.engine.TransferEngine 4 MiB writes and reads
-beside `mooncake bench`'s 4 MiB put/get on the same transport (TCP over
-loopback; bench with --shm=false), run by scripts/bench_engine.sh.
+beside `mooncake bench`'s 4 MiB put/get on the same transport, run by
+scripts/bench_engine.sh, for two transports:
+  tcp: over loopback (TransferEngine with MC_TE_SAME_HOST=0, bench --shm=false)
+  shm: the same-host paths (TransferEngine copying into the peer's mapped
+       managed buffer, bench --shm=true into the store's segment file).
 
 The TransferEngine side: a peer process (this script with --peer) registers
 a buffer of `--peer-mib` MiB; this process writes 4 MiB pieces into it at
 rotating offsets for `duration` seconds (transfer_sync_write), then reads
-them back (transfer_sync_read). Each side runs `reps` times; the table shows
-medians and the ratio TransferEngine / bench (the goal is >= 0.90).
-Printed figures, not a timed test.
+them back (transfer_sync_read), and checks with get_transfer_path_stats that
+the path it measures is the one that moved the bytes. Each side runs `reps`
+times; the table shows medians and the ratio TransferEngine / bench (the
+goal is >= 0.90). Printed figures, not a timed test.
 """
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -45,14 +50,25 @@ def te_run(te, target, local, remote, slots, duration, write):
             return done / t / 1e9
 
 
-def bench_run(args):
+def bench_run(args, shm):
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         cmd = [args.bin, "bench", "--op", "put,get", "--value-size", "4mb", "--duration",
                f"{args.duration}s", "--json", f.name, "--master", args.master, "--log-level",
-               "warn", "--shm=false"]
+               "warn", f"--shm={'true' if shm else 'false'}"]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         res = {r["op"]: r for r in json.load(open(f.name))["results"] if r["target"] == "mooncake"}
     return res["put"]["bytes_per_s"] / 1e9, res["get"]["bytes_per_s"] / 1e9
+
+
+def engine(transport):
+    """A TransferEngine whose peers on this host go by `transport`."""
+    from mooncake.engine import TransferEngine
+    os.environ["MC_TE_SAME_HOST"] = "1" if transport == "shm" else "0"
+    te = TransferEngine()
+    assert te.initialize("127.0.0.1", "P2PHANDSHAKE", "tcp", "") == 0
+    local = te.allocate_managed_buffer(PIECE)
+    te.write_bytes_to_buffer(local, b"\xa5" * PIECE, PIECE)
+    return te, local
 
 
 def main():
@@ -67,38 +83,44 @@ def main():
     if args.peer:
         return peer(args.peer)
 
-    from mooncake.engine import TransferEngine
     p = subprocess.Popen([sys.executable, __file__, "--peer", str(args.peer_mib)],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    transports = ("tcp", "shm")
     try:
         words = p.stdout.readline().split()
         assert words and words[0] == "ready", words
         target, remote = words[1], int(words[2])
-        te = TransferEngine()
-        assert te.initialize("127.0.0.1", "P2PHANDSHAKE", "tcp", "") == 0
-        local = te.allocate_managed_buffer(PIECE)
-        te.write_bytes_to_buffer(local, b"\xa5" * PIECE, PIECE)
+        engines = {t: engine(t) for t in transports}
         slots = (args.peer_mib << 20) // PIECE
-        runs = {"te_write": [], "te_read": [], "bench_put": [], "bench_get": []}
-        # Alternate the two sides so drift on a shared machine hits both alike.
+        runs = {f"{t}_{k}": [] for t in transports
+                for k in ("te_write", "te_read", "bench_put", "bench_get")}
+        # Alternate the sides so drift on a shared machine hits both alike.
         for _ in range(args.reps):
-            runs["te_write"].append(te_run(te, target, local, remote, slots, args.duration, True))
-            runs["te_read"].append(te_run(te, target, local, remote, slots, args.duration, False))
-            put, get = bench_run(args)
-            runs["bench_put"].append(put)
-            runs["bench_get"].append(get)
+            for t in transports:
+                te, local = engines[t]
+                for op, write in (("te_write", True), ("te_read", False)):
+                    runs[f"{t}_{op}"].append(
+                        te_run(te, target, local, remote, slots, args.duration, write))
+                put, get = bench_run(args, t == "shm")
+                runs[f"{t}_bench_put"].append(put)
+                runs[f"{t}_bench_get"].append(get)
+        for t in transports:
+            paths = engines[t][0].get_transfer_path_stats()
+            assert set(paths) == {t}, f"the {t} engine moved bytes by {paths}"
     finally:
         p.kill()
         p.wait()
     med = {k: statistics.median(v) for k, v in runs.items()}
-    print(f"| 4 MiB, tcp, 1 thread | mooncake bench (GB/s) | TransferEngine (GB/s) "
-          f"| TransferEngine/bench | goal |")
+    print("| 4 MiB, 1 thread | mooncake bench (GB/s) | TransferEngine (GB/s) "
+          "| TransferEngine/bench | goal |")
     print("|---|---|---|---|---|")
-    for label, b, t in (("write (bench put)", "bench_put", "te_write"),
-                        ("read (bench get)", "bench_get", "te_read")):
-        ratio = med[t] / med[b]
-        print(f"| {label} | {med[b]:.2f} | {med[t]:.2f} | {ratio:.2f} | "
-              f"{'ok' if ratio >= 0.90 else 'BELOW 0.90'} >= 0.90 |")
+    for t in transports:
+        for label, b, e in (("write (bench put)", "bench_put", "te_write"),
+                            ("read (bench get)", "bench_get", "te_read")):
+            bench, te = med[f"{t}_{b}"], med[f"{t}_{e}"]
+            ratio = te / bench
+            print(f"| {t} {label} | {bench:.2f} | {te:.2f} | {ratio:.2f} | "
+                  f"{'ok' if ratio >= 0.90 else 'BELOW 0.90'} >= 0.90 |")
     print("runs (GB/s): " + "; ".join(f"{k} " + " ".join(f"{x:.2f}" for x in v)
                                       for k, v in runs.items()))
     return 0

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 30, point 6: mooncake.engine.TransferEngine 4 MiB write/read beside
-# `mooncake bench`'s 4 MiB put/get over the same transport (TCP on
-# loopback). Starts a memory-only master and one store on 127.0.0.1 (free
+# `mooncake bench`'s 4 MiB put/get over the same transport: TCP on loopback,
+# and the same-host paths (TransferEngine mapping the peer's managed buffer,
+# the bench's client mapping the store's segment). Starts a memory-only master and one store on 127.0.0.1 (free
 # ports) for the bench, runs scripts/bench_engine.py (which starts its own
 # TransferEngine peer), stops everything by pid.
 #   scripts/bench_engine.sh [reps=5] [duration_s=3]

@@ -1,10 +1,12 @@
 #include "p2p/memory_registry.h"
 
+#include <fcntl.h>
+
 #include <sstream>
 
 namespace mc::p2p {
 
-Status MemoryRegistry::Add(uint64_t addr, uint64_t len) {
+Status MemoryRegistry::Add(uint64_t addr, uint64_t len, int memfd) {
   if (addr == 0 || len == 0 || len > UINT64_MAX - addr) {
     return Error(ErrorCode::INVALID_PARAMS, "cannot register an empty, null or wrapping region");
   }
@@ -20,12 +22,12 @@ Status MemoryRegistry::Add(uint64_t addr, uint64_t len) {
   }
   if (next != regions_.begin()) {
     auto prev = std::prev(next);
-    if (prev->first + prev->second > addr) {
+    if (prev->first + prev->second.len > addr) {
       return Error(ErrorCode::INVALID_PARAMS, "region overlaps one registered at " +
                                                   std::to_string(prev->first));
     }
   }
-  regions_.emplace(addr, len);
+  regions_.emplace(addr, Entry{len, next_id_++, memfd});
   return Status::Ok();
 }
 
@@ -38,12 +40,28 @@ Status MemoryRegistry::Remove(uint64_t addr) {
 }
 
 bool MemoryRegistry::Covers(uint64_t addr, uint64_t len) const {
-  if (len > UINT64_MAX - addr) return false;
+  return Find(addr, len).has_value();
+}
+
+std::optional<RegionInfo> MemoryRegistry::Find(uint64_t addr, uint64_t len) const {
+  if (len > UINT64_MAX - addr) return std::nullopt;
   std::lock_guard lock(mu_);
   auto it = regions_.upper_bound(addr);
-  if (it == regions_.begin()) return false;
+  if (it == regions_.begin()) return std::nullopt;
   --it;
-  return addr + len <= it->first + it->second;
+  if (addr + len > it->first + it->second.len) return std::nullopt;
+  return RegionInfo{it->first, it->second.len, it->second.id, it->second.fd >= 0};
+}
+
+int MemoryRegistry::DupFd(uint64_t id, uint64_t* len) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [addr, e] : regions_) {
+    if (e.id != id) continue;
+    if (e.fd < 0) return -1;
+    *len = e.len;
+    return ::fcntl(e.fd, F_DUPFD_CLOEXEC, 0);
+  }
+  return -1;
 }
 
 size_t MemoryRegistry::size() const {

@@ -1,10 +1,18 @@
 #include "p2p/transfer_engine.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "common/log.h"
 #include "dataserver/tcp_server.h"
+#include "transfer/fallback_transport.h"
+#include "transfer/rdma/rdma_responder.h"
+#include "transfer/rdma/rdma_transport.h"
 #include "transfer/tcp_transport.h"
 
 namespace mc::p2p {
@@ -31,9 +39,9 @@ Result<std::unique_ptr<TransferEngine>> TransferEngine::Start(EngineOptions opti
 
 Status TransferEngine::Init(EngineOptions options) {
   options_ = std::move(options);
-  if (options_.protocol != "tcp") {
+  if (options_.protocol != "tcp" && options_.protocol != "rdma") {
     return Error(ErrorCode::NOT_SUPPORTED, "protocol '" + options_.protocol +
-                                               "': this TransferEngine moves bytes over tcp only");
+                                               "': this TransferEngine moves bytes over tcp or rdma");
   }
   if (options_.local_hostname.empty()) {
     return Error(ErrorCode::INVALID_PARAMS, "local_hostname is empty");
@@ -47,6 +55,12 @@ Status TransferEngine::Init(EngineOptions options) {
   if (auto self = ParseHostPort(options_.local_hostname); self.ok()) so.port = self->port;
   so.auth_token = options_.auth_token;
   so.tuning.io_timeout_us = options_.transfer_timeout_us;
+  std::unique_ptr<transfer::Transport> rdma;
+  if (options_.protocol == "rdma") {
+    auto r = StartRdma(&so);
+    if (!r.ok()) return r.status();
+    rdma = std::move(r.value());
+  }
   // Absolute addressing: a null base makes request offsets addresses here.
   auto server = transfer::TcpDataServer::Start(nullptr, UINT64_MAX, RegisteredOnly(registry_),
                                                std::move(so));
@@ -58,8 +72,31 @@ Status TransferEngine::Init(EngineOptions options) {
   to.auth_token = options_.auth_token;
   to.connect_timeout_us = options_.transfer_timeout_us;
   to.tuning.io_timeout_us = options_.transfer_timeout_us;
-  transport_ = std::make_unique<transfer::TcpTransport>(to);
+  std::vector<transfer::FallbackTransport::Layer> layers;
+  if (rdma) {
+    // A peer that serves no RDMA answers NOT_SUPPORTED: TCP then.
+    layers.push_back({std::move(rdma), nullptr,
+                      [](const Status& st) { return st.code() == ErrorCode::NOT_SUPPORTED; }});
+  } else if (options_.same_host) {
+    // Every failure but a peer that did not answer passes on to TCP.
+    auto local = std::make_unique<LocalPeerTransport>(
+        LocalPeerOptions{options_.auth_token, options_.transfer_timeout_us});
+    local_ = local.get();
+    layers.push_back({std::move(local), nullptr,
+                      [](const Status& st) { return st.code() != ErrorCode::TRANSFER_FAIL; }});
+  }
+  layers.push_back({std::make_unique<transfer::TcpTransport>(to), nullptr, nullptr});
+  transport_ = std::make_unique<transfer::FallbackTransport>(std::move(layers));
 
+  if (options_.same_host) {
+    auto local = LocalPeerServer::Start(registry_, server_->port(), options_.auth_token,
+                                        options_.transfer_timeout_us);
+    if (local.ok()) {
+      local_server_ = std::move(local.value());
+    } else {  // peers on this host then come through the rpc port
+      MC_LOG(WARN) << "transfer engine: no same-host path: " << local.status().message();
+    }
+  }
   segment_name_ = directory_->SegmentName(options_.local_hostname, server_->port());
   const PeerAddress self{HostPart(options_.local_hostname), server_->port()};
   if (Status st = directory_->Publish(segment_name_, self); !st.ok()) return st;
@@ -78,7 +115,110 @@ TransferEngine::~TransferEngine() {
   work_cv_.notify_all();
   for (auto& t : workers_) t.join();
   if (published_) directory_->Unpublish(segment_name_);
+  local_server_.reset();
   if (server_) server_->Stop();
+  transport_.reset();  // deregisters RDMA buffers before they are unmapped
+  responder_.reset();
+  for (auto& [addr, m] : managed_) {
+    ::munmap(reinterpret_cast<void*>(addr), m.len);
+    ::close(m.fd);
+  }
+}
+
+Result<std::unique_ptr<transfer::Transport>> TransferEngine::StartRdma(
+    transfer::TcpDataServerOptions* so) {
+  std::unique_ptr<transfer::Verbs> system;
+  transfer::Verbs* verbs = options_.verbs;
+  if (verbs == nullptr) {
+    system = transfer::SystemVerbs();
+    verbs = system.get();
+  }
+  auto devices = transfer::OpenDevices(*verbs, options_.device_name);
+  if (!devices.ok()) return Error(devices.code(), "protocol rdma: " + devices.status().message());
+  auto responder = transfer::RdmaResponder::Create(std::move(devices.value()),
+                                                   options_.local_hostname, nullptr, 0);
+  if (!responder.ok()) return responder.status();
+  responder_ = std::move(responder.value());
+  so->rdma = responder_.get();
+  transfer::RdmaTransportOptions ro;
+  ro.devices = options_.device_name;
+  ro.auth_token = options_.auth_token;
+  ro.connect_timeout_us = options_.transfer_timeout_us;
+  ro.tuning.io_timeout_us = options_.transfer_timeout_us;
+  ro.engine.timeout_us = options_.transfer_timeout_us;
+  ro.engine.absolute_addresses = true;
+  auto t = transfer::RdmaTransport::Create(ro, verbs);
+  if (!t.ok()) return Error(t.code(), "protocol rdma: " + t.status().message());
+  rdma_ = t.value().get();
+  return std::unique_ptr<transfer::Transport>(std::move(t.value()));
+}
+
+Status TransferEngine::Register(uint64_t addr, uint64_t len, int memfd) {
+  MC_RETURN_IF_ERROR(registry_->Add(addr, len, memfd));
+  if (responder_ == nullptr) return Status::Ok();
+  Status st = responder_->AddRegion(reinterpret_cast<uint8_t*>(addr), len);
+  if (st.ok()) {
+    st = rdma_->RegisterBuffer(reinterpret_cast<void*>(addr), len);
+    if (!st.ok()) (void)responder_->RemoveRegion(addr);
+  }
+  if (!st.ok()) (void)registry_->Remove(addr);
+  return st;
+}
+
+Status TransferEngine::UnregisterMemory(uint64_t addr) {
+  MC_RETURN_IF_ERROR(registry_->Remove(addr));
+  if (responder_ != nullptr) {
+    (void)responder_->RemoveRegion(addr);
+    (void)rdma_->UnregisterBuffer(reinterpret_cast<void*>(addr));
+  }
+  return Status::Ok();
+}
+
+Result<uint64_t> TransferEngine::AllocateManaged(uint64_t len) {
+  if (len == 0) return Error(ErrorCode::INVALID_PARAMS, "a managed buffer of 0 bytes");
+  int fd = ::memfd_create("mooncake-te-buffer", MFD_CLOEXEC);
+  if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(len)) != 0) {
+    const std::string why = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    return Error(ErrorCode::INTERNAL_ERROR, "memfd of " + std::to_string(len) + " bytes: " + why);
+  }
+  void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    ::close(fd);
+    return Error(ErrorCode::INTERNAL_ERROR, "mmap of a managed buffer: " +
+                                                std::string(std::strerror(errno)));
+  }
+  const auto addr = reinterpret_cast<uint64_t>(p);
+  if (Status st = Register(addr, len, fd); !st.ok()) {
+    ::munmap(p, len);
+    ::close(fd);
+    return st;
+  }
+  std::lock_guard lock(stats_mu_);
+  managed_[addr] = {len, fd};
+  return addr;
+}
+
+Status TransferEngine::FreeManaged(uint64_t addr) {
+  Managed m;
+  {
+    std::lock_guard lock(stats_mu_);
+    auto it = managed_.find(addr);
+    if (it == managed_.end()) {
+      return Error(ErrorCode::INVALID_PARAMS, "no managed buffer at " + std::to_string(addr));
+    }
+    m = it->second;
+    managed_.erase(it);
+  }
+  (void)UnregisterMemory(addr);  // unregistered already by the caller, or now
+  ::munmap(reinterpret_cast<void*>(addr), m.len);
+  ::close(m.fd);
+  return Status::Ok();
+}
+
+std::map<std::string, PathCount> TransferEngine::path_stats() const {
+  std::lock_guard lock(stats_mu_);
+  return paths_;
 }
 
 uint16_t TransferEngine::rpc_port() const { return server_->port(); }
@@ -133,13 +273,25 @@ Status TransferEngine::TransferTo(const transfer::Endpoint& ep, transfer::OpKind
       ops[i].buffer = reinterpret_cast<void*>(r.buffer);
       ops[i].len = r.len;
     }
-    if (Status st = transport_->Batch(ops); !st.ok()) {
+    const Status st = transport_->Batch(ops);
+    CountPaths(ops);
+    if (!st.ok()) {
       *unreachable = std::any_of(ops.begin(), ops.end(),
                                  [](const transfer::TransferOp& op) { return op.peer_unreachable; });
       return st;
     }
   }
   return Status::Ok();
+}
+
+void TransferEngine::CountPaths(const std::vector<transfer::TransferOp>& ops) {
+  std::lock_guard lock(stats_mu_);
+  for (const transfer::TransferOp& op : ops) {
+    if (op.moved_by.empty()) continue;
+    PathCount& c = paths_[std::string(op.moved_by)];
+    ++c.requests;
+    c.bytes += op.len;
+  }
 }
 
 Result<uint64_t> TransferEngine::Submit(const std::string& target, transfer::OpKind kind,

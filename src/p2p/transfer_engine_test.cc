@@ -5,25 +5,13 @@
 #include <cstring>
 #include <vector>
 
+#include "p2p/engine_testing.h"
+
 namespace mc::p2p {
-namespace {
 
+using testing::Addr;
+using testing::StartEngine;
 using transfer::OpKind;
-
-std::unique_ptr<TransferEngine> StartEngine(uint64_t timeout_us = 2'000'000) {
-  EngineOptions o;
-  o.local_hostname = "127.0.0.1";
-  o.metadata_server = std::string(kP2pHandshake);
-  o.listen_host = "127.0.0.1";
-  o.transfer_timeout_us = timeout_us;
-  auto e = TransferEngine::Start(o);
-  REQUIRE(e.ok());
-  return std::move(e.value());
-}
-
-uint64_t Addr(const std::vector<uint8_t>& v) { return reinterpret_cast<uint64_t>(v.data()); }
-
-}  // namespace
 
 TEST_CASE("a write lands in the peer's registered memory and reads back") {
   auto a = StartEngine();

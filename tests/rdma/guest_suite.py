@@ -2,8 +2,9 @@
 guest by tests/rdma/run_guest.sh: master, stores and clients with
 --protocol rdma, put/get from 1 B to 64 MiB byte for byte, several clients at
 once, two NICs (a second rxe device on a second interface, added here) with
-traffic on both, a mixed cluster with one TCP-only store, and a store killed
-mid-transfer. The rxe devices' packet counters prove the bytes went over
+traffic on both, the Python client, a dummy client and
+mooncake.engine.TransferEngine (two processes) over RDMA, a mixed cluster
+with one TCP-only store, and a store killed mid-transfer. The rxe devices' packet counters prove the bytes went over
 RDMA rather than a TCP fallback."""
 import glob
 import json
@@ -163,6 +164,20 @@ check(py.returncode == 0 and b"OK" in py.stdout,
 check(pd.get("rxe0", 0) + pd.get("rxe1", 0) >= (4 << 20) // 4096,
       f"the dummy's bytes went over RDMA {pd}")
 check(stop(standalone) == 0, "mooncake client stops cleanly")
+
+# 2d. mooncake.engine.TransferEngine between two processes over rdma:
+#     one-sided WRITE/READ to the peer's registered memory (sync, batch,
+#     async), byte for byte (te_child.py).
+before = packets()
+py = subprocess.run([sys.executable, os.path.join(HERE, "te_child.py"), "rxe0,rxe1"],
+                    env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                    timeout=300)
+pd = delta(before)
+check(py.returncode == 0 and b"OK" in py.stdout,
+      f"TransferEngine write/read/batch/async between two processes over rdma "
+      f"({py.stdout.decode()[-600:]})")
+check(pd.get("rxe0", 0) + pd.get("rxe1", 0) >= (8 << 20) // 4096,
+      f"the TransferEngine's bytes went over RDMA {pd}")
 
 # 3. Mixed cluster: a TCP-only store beside the RDMA ones; a 3-replica put
 #    lands on all three, the TCP one reached over TCP.

@@ -5,14 +5,11 @@
 // pending, failed, timed out). Every call that moves bytes drops the GIL.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,21 +45,22 @@ class TransferEnginePy {
   ~TransferEnginePy() {
     py::gil_scoped_release release;
     engine_.reset();
-    for (auto& [addr, len] : managed_) munmap(reinterpret_cast<void*>(addr), len);
   }
 
   int Initialize(const std::string& local_hostname, const std::string& metadata_server,
                  const std::string& protocol, const std::string& device_name) {
-    (void)device_name;  // NIC selection belongs to RDMA, which this engine does not carry
     if (engine_) return Fail(mc::Error(mc::ErrorCode::INVALID_PARAMS, "already initialized"), "initialize");
     mc::p2p::EngineOptions o;
     o.local_hostname = local_hostname;
     o.metadata_server = metadata_server;
     o.protocol = protocol;
+    o.device_name = device_name;  // protocol rdma: "mlx5_0,mlx5_1"; empty: every NIC
     o.transfer_timeout_us = TransferTimeoutUs();
     // The cluster's shared secret, as every other mooncake process takes it:
     // the rpc port then answers only peers that prove they hold it.
     if (const char* token = std::getenv("MOONCAKE_AUTH_TOKEN")) o.auth_token = token;
+    // MC_TE_SAME_HOST=0: peers on this host over TCP too (benchmarks, tests).
+    if (const char* same = std::getenv("MC_TE_SAME_HOST")) o.same_host = std::string(same) != "0";
     py::gil_scoped_release release;
     auto e = mc::p2p::TransferEngine::Start(o);
     if (!e.ok()) return Fail(e.status(), "initialize");
@@ -144,26 +142,34 @@ class TransferEnginePy {
   }
 
   uintptr_t AllocateManagedBuffer(size_t length) {
-    if (!engine_ || length == 0) return 0;
-    void* p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return 0;
-    const auto addr = reinterpret_cast<uintptr_t>(p);
-    if (!engine_->RegisterMemory(addr, length).ok()) {
-      munmap(p, length);
-      return 0;
-    }
-    std::lock_guard lock(mu_);
-    managed_[addr] = length;
-    return addr;
+    if (!engine_) return 0;
+    auto addr = engine_->AllocateManaged(length);
+    if (!addr.ok()) return Fail(addr.status(), "allocate_managed_buffer"), 0;
+    return addr.value();
   }
   int FreeManagedBuffer(uintptr_t addr, size_t) {
-    std::lock_guard lock(mu_);
-    auto it = managed_.find(addr);
-    if (it == managed_.end() || !engine_) return -1;
-    (void)engine_->UnregisterMemory(addr);
-    munmap(reinterpret_cast<void*>(addr), it->second);
-    managed_.erase(it);
-    return 0;
+    if (!engine_) return NotReady("free_managed_buffer");
+    mc::Status st = engine_->FreeManaged(addr);
+    return st.ok() ? 0 : Fail(st, "free_managed_buffer");
+  }
+  // Ours, not the reference's: {"shm"|"tcp": {"requests": n, "bytes": n}},
+  // which path moved this engine's transfers; "shm" also says how many
+  // requests went by a mapped memfd and how many by process_vm_*.
+  py::dict GetTransferPathStats() const {
+    py::dict out;
+    if (!engine_) return out;
+    for (const auto& [name, c] : engine_->path_stats()) {
+      py::dict d;
+      d["requests"] = c.requests;
+      d["bytes"] = c.bytes;
+      if (name == "shm") {
+        const auto local = engine_->same_host_stats();
+        d["mapped_requests"] = local.mapped_requests;
+        d["process_vm_requests"] = local.process_vm_requests;
+      }
+      out[py::str(name)] = d;
+    }
+    return out;
   }
 
  private:
@@ -185,8 +191,6 @@ class TransferEnginePy {
   }
 
   std::unique_ptr<mc::p2p::TransferEngine> engine_;
-  std::mutex mu_;                          // guards managed_
-  std::map<uintptr_t, size_t> managed_;    // allocate_managed_buffer's mappings
 };
 
 int WriteBytesToBuffer(TransferEnginePy&, uintptr_t dest, const py::bytes& src, size_t length) {
@@ -222,6 +226,7 @@ PYBIND11_MODULE(engine, m) {
       .def("allocate_managed_buffer", &TransferEnginePy::AllocateManagedBuffer, py::arg("length"))
       .def("free_managed_buffer", &TransferEnginePy::FreeManagedBuffer, py::arg("buffer"),
            py::arg("length"))
+      .def("get_transfer_path_stats", &TransferEnginePy::GetTransferPathStats)
       .def("register_memory", &TransferEnginePy::RegisterMemory, py::arg("buffer_addr"),
            py::arg("capacity"), py::arg("location") = "*")
       .def("unregister_memory", &TransferEnginePy::UnregisterMemory, py::arg("buffer_addr"))

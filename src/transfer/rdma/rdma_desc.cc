@@ -123,8 +123,8 @@ Result<RdmaSegmentDesc> DecodeDescriptor(std::string_view bytes) {
     b.addr = r.U64("addr");
     b.length = r.U64("length");
     if (!r.ok()) return Malformed("descriptor buffer");
-    if (b.length == 0 || b.addr + b.length < b.addr || (i > 0 && b.addr != next)) {
-      return Malformed("descriptor: buffer " + std::to_string(i) + " is empty or not contiguous");
+    if (b.length == 0 || b.addr + b.length < b.addr || (i > 0 && b.addr < next)) {
+      return Malformed("descriptor: buffer " + std::to_string(i) + " is empty or out of order");
     }
     next = b.addr + b.length;
     b.rkey.resize(ndev);
@@ -140,7 +140,7 @@ Result<RdmaSegmentDesc> DecodeDescriptor(std::string_view bytes) {
 }
 
 Result<RemoteSpan> FindRemote(const RdmaSegmentDesc& desc, uint64_t addr, uint64_t len) {
-  // Buffers are contiguous and sorted: binary search the one holding addr.
+  // Buffers are sorted and disjoint: binary search the one holding addr.
   size_t lo = 0, hi = desc.buffers.size();
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;

@@ -49,7 +49,9 @@ struct RdmaDeviceDesc {
 struct RdmaSegmentDesc {
   std::string name;
   std::vector<RdmaDeviceDesc> devices;
-  std::vector<RdmaBufferDesc> buffers;  // contiguous, in address order
+  // In address order, disjoint; contiguous for a store's segment, with gaps
+  // between a p2p engine's registered regions.
+  std::vector<RdmaBufferDesc> buffers;
 };
 
 // "00:00:...:ff:ff:c0:00:02:01", the reference's GID text.

@@ -50,10 +50,17 @@ TEST_CASE("every truncation of a descriptor is refused, never misread") {
   CHECK(DecodeDescriptor(bytes + "x").code() == ErrorCode::PROTOCOL_ERROR);
 }
 
-TEST_CASE("a descriptor with gaps between buffers or too many devices is refused") {
+TEST_CASE("a descriptor with overlapping buffers or too many devices is refused, one with gaps is not") {
   RdmaSegmentDesc d = TwoNicDesc();
-  d.buffers[1].addr += 1;
+  d.buffers[1].addr -= 1;
   CHECK(DecodeDescriptor(EncodeDescriptor(d)).code() == ErrorCode::PROTOCOL_ERROR);
+  // A p2p engine's registered regions lie apart; FindRemote sees the gap.
+  d = TwoNicDesc();
+  d.buffers[1].addr += 4096;
+  auto gapped = DecodeDescriptor(EncodeDescriptor(d));
+  REQUIRE(gapped.ok());
+  CHECK(FindRemote(*gapped, d.buffers[1].addr - 1, 1).code() == ErrorCode::INVALID_READ);
+  CHECK(FindRemote(*gapped, d.buffers[1].addr, 1).ok());
   d = TwoNicDesc();
   while (d.devices.size() <= kMaxRdmaDevices) d.devices.push_back(d.devices[0]);
   auto r = DecodeDescriptor(EncodeDescriptor(d));

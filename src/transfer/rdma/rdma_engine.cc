@@ -23,6 +23,17 @@ uint32_t RandomPsn() {
   return rng() & 0xffffff;
 }
 
+// Whether buffers of `desc` hold all of [addr, addr + len).
+bool Covered(const RdmaSegmentDesc& desc, uint64_t addr, uint64_t len) {
+  while (len > 0) {
+    auto span = FindRemote(desc, addr, len);
+    if (!span.ok()) return false;
+    addr += span->len;
+    len -= span->len;
+  }
+  return true;
+}
+
 }  // namespace
 
 struct RdmaEngine::Link {
@@ -282,7 +293,12 @@ Result<std::shared_ptr<RdmaEngine::Link>> RdmaEngine::BuildLink(const Endpoint& 
   const size_t nics = devices_.size(), qps = options_.qps_per_peer;
   auto link = std::make_shared<Link>(nics, qps, options_.max_outstanding_wrs);
   link->key = PeerKey(ep);
-  for (const auto& b : desc.buffers) link->seg_len += b.length;
+  for (const auto& b : desc.buffers) {
+    const bool gap = !options_.absolute_addresses && link->seg_len > 0 &&
+                     b.addr != desc.buffers[0].addr + link->seg_len;
+    if (gap) return Error(ErrorCode::PROTOCOL_ERROR, "segment " + desc.name + " is not contiguous");
+    link->seg_len += b.length;
+  }
   for (size_t i = 0; i < nics; ++i) {
     VerbsDevice& dev = *devices_[i];
     const size_t rdev = i % desc.devices.size();
@@ -316,10 +332,21 @@ Result<std::shared_ptr<RdmaEngine::Link>> RdmaEngine::BuildLink(const Endpoint& 
   return link;
 }
 
+uint64_t RdmaEngine::RemoteBase(const Link& link, uint64_t remote_off) const {
+  if (options_.absolute_addresses || link.desc.buffers.empty()) return remote_off;
+  return link.desc.buffers[0].addr + remote_off;
+}
+
+bool RdmaEngine::IsOutside(const Status& st) {
+  return st.code() == ErrorCode::INVALID_WRITE || st.code() == ErrorCode::INVALID_READ;
+}
+
 Status RdmaEngine::PlanOp(BatchCtx& ctx, size_t i, const std::shared_ptr<Link>& link) {
   const auto& info = ctx.info[i];
   const uint64_t len = info.len;
-  if (info.remote_off > link->seg_len || len > link->seg_len - info.remote_off) {
+  if (options_.absolute_addresses ? !Covered(link->desc, info.remote_off, len)
+                                  : info.remote_off > link->seg_len ||
+                                        len > link->seg_len - info.remote_off) {
     return Error(info.kind == OpKind::kWrite ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ,
                  "range at offset " + std::to_string(info.remote_off) + " length " +
                      std::to_string(len) + " is outside segment " + link->desc.name);
@@ -351,7 +378,7 @@ Status RdmaEngine::PlanOp(BatchCtx& ctx, size_t i, const std::shared_ptr<Link>& 
     if (own == nullptr) return FindRegion(regs_, addr);
     return &own->regions[(addr - own->addr) / chunk_bytes_];
   };
-  const uint64_t remote_base = link->desc.buffers[0].addr + info.remote_off;
+  const uint64_t remote_base = RemoteBase(*link, info.remote_off);
   auto room = [&](uint64_t off) -> uint64_t {
     const Region* r = find(base + off);
     uint64_t local = r->addr + r->len - (base + off);
@@ -391,7 +418,7 @@ void RdmaEngine::PostQueued(BatchCtx& ctx, const std::shared_ptr<BatchCtx>& self
     }
     const auto& info = ctx.info[s.op];
     const size_t dev = link->lane_dev[lane];
-    const uint64_t raddr = link->desc.buffers[0].addr + info.remote_off + s.off;
+    const uint64_t raddr = RemoteBase(*link, info.remote_off) + s.off;
     auto span = FindRemote(link->desc, raddr, s.len);
     if (!span.ok() || span->len < s.len) {
       link->sched.Done(lane);
@@ -551,6 +578,7 @@ Status RdmaEngine::Batch(std::span<TransferOp> ops) {
   ctx->op_link.resize(ops.size());
   ctx->op_error.resize(ops.size());
   std::vector<bool> planned(ops.size(), false);
+  std::set<std::string> redescribed;
   for (size_t i = 0; i < ops.size(); ++i) {
     ctx->info[i] = {ops[i].kind, static_cast<uint8_t*>(ops[i].buffer), ops[i].remote_offset,
                     ops[i].len};
@@ -558,6 +586,11 @@ Status RdmaEngine::Batch(std::span<TransferOp> ops) {
     if (ops[i].len == 0) continue;
     auto link = GetLink(*ops[i].endpoint, false);
     Status st = link.ok() ? PlanOp(*ctx, i, *link) : link.status();
+    if (options_.absolute_addresses && link.ok() && IsOutside(st) &&
+        redescribed.insert(PeerKey(*ops[i].endpoint)).second) {
+      link = GetLink(*ops[i].endpoint, true);  // it may have registered more since
+      st = link.ok() ? PlanOp(*ctx, i, *link) : link.status();
+    }
     if (!st.ok()) {
       ops[i].status = st;
       continue;

@@ -57,6 +57,12 @@ struct RdmaEngineOptions {
   // failed and the get waited out the whole transfer timeout.
   uint8_t qp_retry_cnt = 6;
   const Clock* clock = nullptr;       // null: SystemClock
+  // TransferOp::remote_offset is the peer's virtual address (the p2p
+  // engine's peers, whose descriptor lists their registered regions), not an
+  // offset into its segment. A range no buffer of the cached descriptor
+  // covers re-describes the peer once per batch (it may have registered
+  // more memory since) before failing INVALID_WRITE / INVALID_READ.
+  bool absolute_addresses = false;
 };
 
 // The handshake with one peer, over a connection it keeps open while the
@@ -129,6 +135,9 @@ class RdmaEngine {
   Result<std::shared_ptr<Link>> GetLink(const Endpoint& ep, bool rebuild);
   Result<std::shared_ptr<Link>> BuildLink(const Endpoint& ep);
   Status PlanOp(BatchCtx& ctx, size_t op_index, const std::shared_ptr<Link>& link);
+  // The peer's address of an op's remote_offset (absolute_addresses or not).
+  uint64_t RemoteBase(const Link& link, uint64_t remote_off) const;
+  static bool IsOutside(const Status& st);  // PlanOp's "range outside the peer"
   // Posts what the lanes have room for; mu_ held.
   void PostQueued(BatchCtx& ctx, const std::shared_ptr<BatchCtx>& self);
   void FailSlice(BatchCtx& ctx, Slice& s, const std::string& why);  // mu_ held

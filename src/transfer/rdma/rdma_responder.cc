@@ -17,7 +17,7 @@ Result<std::unique_ptr<RdmaResponder>> RdmaResponder::Create(
   for (const auto& d : devices) {
     if (d->port().max_mr_size > 0) chunk = std::min(chunk, d->port().max_mr_size);
   }
-  if (chunk == UINT64_MAX) chunk = size_bytes;
+  if (chunk == UINT64_MAX) chunk = size_bytes > 0 ? size_bytes : UINT64_MAX / 2;
   if ((size_bytes + chunk - 1) / chunk > kMaxRdmaDescBuffers) {
     return Error(ErrorCode::INVALID_PARAMS,
                  "segment of " + std::to_string(size_bytes) + " bytes needs more than " +
@@ -25,29 +25,106 @@ Result<std::unique_ptr<RdmaResponder>> RdmaResponder::Create(
                      std::to_string(chunk) + " bytes");
   }
   r->devices_ = std::move(devices);
+  r->chunk_bytes_ = chunk;
   r->desc_.name = name;
   r->mrs_.resize(r->devices_.size());
   for (const auto& d : r->devices_) {
     r->desc_.devices.push_back({d->name(), d->port().lid, d->port().gid, d->port().active_mtu});
   }
-  for (uint64_t off = 0; off < size_bytes; off += chunk) {
-    RdmaBufferDesc b;
-    b.name = name;
-    b.addr = reinterpret_cast<uint64_t>(base + off);
-    b.length = std::min(chunk, size_bytes - off);
+  if (size_bytes == 0) return r;  // regions come with AddRegion
+  Region seg;
+  MC_RETURN_IF_ERROR(r->RegisterChunks(base, size_bytes, "segment " + name, &seg));
+  for (size_t b = 0; b < seg.buffers.size(); ++b) {
     for (size_t i = 0; i < r->devices_.size(); ++i) {
-      auto mr = r->devices_[i]->RegisterMemory(base + off, b.length);
+      r->mrs_[i].push_back(seg.mrs[b * r->devices_.size() + i]);
+    }
+  }
+  r->desc_.buffers = std::move(seg.buffers);
+  return r;
+}
+
+Status RdmaResponder::RegisterChunks(uint8_t* base, uint64_t len, const std::string& what,
+                                     Region* out) {
+  for (uint64_t off = 0; off < len; off += chunk_bytes_) {
+    RdmaBufferDesc b;
+    b.name = desc_.name;
+    b.addr = reinterpret_cast<uint64_t>(base + off);
+    b.length = std::min(chunk_bytes_, len - off);
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      auto mr = devices_[i]->RegisterMemory(base + off, b.length);
       if (!mr.ok()) {
-        return Error(mr.code(), "registering segment " + name + " on " +
-                                    r->devices_[i]->name() + ": " + mr.status().message());
+        Deregister(*out);
+        return Error(mr.code(), "registering " + what + " on " + devices_[i]->name() + ": " +
+                                    mr.status().message());
       }
-      r->mrs_[i].push_back(*mr);
+      out->mrs.push_back(*mr);
       b.rkey.push_back(mr->rkey);
       b.lkey.push_back(mr->lkey);
     }
-    r->desc_.buffers.push_back(std::move(b));
+    out->buffers.push_back(std::move(b));
   }
-  return r;
+  return Status::Ok();
+}
+
+void RdmaResponder::Deregister(const Region& r) {
+  for (size_t k = 0; k < r.mrs.size(); ++k) devices_[k % devices_.size()]->DeregisterMemory(r.mrs[k]);
+}
+
+RdmaSegmentDesc RdmaResponder::desc() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  RdmaSegmentDesc d = desc_;
+  for (const auto& [addr, r] : regions_) d.buffers.insert(d.buffers.end(), r.buffers.begin(), r.buffers.end());
+  return d;
+}
+
+Status RdmaResponder::AddRegion(uint8_t* base, uint64_t len) {
+  const auto addr = reinterpret_cast<uint64_t>(base);
+  if (base == nullptr || len == 0 || len > UINT64_MAX - addr) {
+    return Error(ErrorCode::INVALID_PARAMS, "cannot register an empty, null or wrapping region");
+  }
+  const uint64_t chunks = (len + chunk_bytes_ - 1) / chunk_bytes_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto next = regions_.lower_bound(addr);
+    const bool overlaps =
+        (next != regions_.end() && next->first < addr + len) ||
+        (next != regions_.begin() && std::prev(next)->second.buffers.back().addr +
+                                             std::prev(next)->second.buffers.back().length > addr);
+    if (overlaps || region_buffers_ + chunks > kMaxRdmaDescBuffers) {
+      return Error(ErrorCode::INVALID_PARAMS,
+                   overlaps ? "region overlaps one registered for RDMA"
+                            : "more than " + std::to_string(kMaxRdmaDescBuffers) +
+                                  " RDMA memory regions (kMaxRdmaDescBuffers)");
+    }
+    region_buffers_ += chunks;  // reserved while registering
+  }
+  Region r;
+  Status st = RegisterChunks(base, len, "region at " + std::to_string(addr), &r);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!st.ok() || !regions_.try_emplace(addr, std::move(r)).second) {
+    region_buffers_ -= chunks;
+    if (st.ok()) {
+      Deregister(r);
+      st = Error(ErrorCode::INVALID_PARAMS, "region registered twice at once");
+    }
+  }
+  return st;
+}
+
+Status RdmaResponder::RemoveRegion(uint64_t addr) {
+  Region r;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = regions_.find(addr);
+    if (it == regions_.end()) {
+      return Error(ErrorCode::INVALID_PARAMS, "no RDMA region at " + std::to_string(addr));
+    }
+    r = std::move(it->second);
+    region_buffers_ -= r.buffers.size();
+    regions_.erase(it);
+  }
+  Deregister(r);
+  return Status::Ok();
 }
 
 RdmaResponder::~RdmaResponder() {
@@ -57,6 +134,7 @@ RdmaResponder::~RdmaResponder() {
   for (size_t i = 0; i < mrs_.size(); ++i) {
     for (auto& mr : mrs_[i]) devices_[i]->DeregisterMemory(mr);
   }
+  for (const auto& [addr, r] : regions_) Deregister(r);
 }
 
 size_t RdmaResponder::qp_count() const {
