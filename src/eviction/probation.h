@@ -60,9 +60,9 @@ class ProbationPolicy final : public ShadowablePolicy {
   std::optional<ObjectId> NextVictim(
       const std::function<bool(ObjectId)>& evictable) override;
   std::string_view name() const override { return "probation"; }
-  size_t tracked() const override { return index_.size(); }
+  size_t tracked() const override { return nodes_.size(); }
   EvictionStats stats() const override { return stats_; }
-  bool Tracks(ObjectId id) const override { return index_.Find(id) != eviction::kNoSlot; }
+  bool Tracks(ObjectId id) const override { return nodes_.Find(id) != eviction::kNoSlot; }
   size_t memory_bytes() const override;
 
   // True while `id` is tracked and still on probation.
@@ -99,8 +99,7 @@ class ProbationPolicy final : public ShadowablePolicy {
   void SizeGhosts();
 
   eviction::NodeList probation_, main_;
-  eviction::NodePool<Node> nodes_;
-  eviction::IdIndex index_;  // id -> node slot
+  eviction::TrackedNodes<Node> nodes_;  // by id
   eviction::GhostFilter ghosts_;
   std::unique_ptr<PolicyDuel> duel_;
   size_t capacity_hint_objects_;

@@ -285,11 +285,14 @@ msg::PingReply MasterState::Ping(const msg::PingRequest& req, uint64_t now_us) {
 Status MasterState::CheckPutShape(const msg::PutStartRequest& req) const {
   MC_RETURN_IF_ERROR(CheckKey(req.key));
   const uint32_t replicas = req.options.replicas;
-  if (req.size_bytes == 0 || replicas == 0 || replicas > kMaxReplicas)
+  if (req.size_bytes == 0 || req.size_bytes > ObjectRecord::kMaxSizeBytes || replicas == 0 ||
+      replicas > kMaxReplicas)
     return Error(ErrorCode::INVALID_PARAMS,
                  "put of " + Quoted(req.key) + ": size " + std::to_string(req.size_bytes) +
                      " and replicas " + std::to_string(replicas) +
-                     " must be positive (replicas at most " + std::to_string(kMaxReplicas) + ")");
+                     " must be positive (size at most " +
+                     std::to_string(ObjectRecord::kMaxSizeBytes) + ", replicas at most " +
+                     std::to_string(kMaxReplicas) + ")");
   if (uint64_t{Stripes(req.size_bytes)} * replicas > kMaxBuffersPerObject)
     return Error(ErrorCode::INVALID_PARAMS,
                  "put of " + Quoted(req.key) + ": " + std::to_string(req.size_bytes) +

@@ -132,8 +132,9 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
     return Error(ErrorCode::INVALID_PARAMS, "cannot load '" + key + "': " + why);
   };
   if (!object.complete) return bad("only complete objects are durable");
-  if (object.size_bytes == 0 || object.replicas.empty() || object.replicas.size() > kMaxReplicas)
-    return bad("size and replica count must be positive");
+  if (object.size_bytes == 0 || object.size_bytes > ObjectRecord::kMaxSizeBytes ||
+      object.replicas.empty() || object.replicas.size() > kMaxReplicas)
+    return bad("size and replica count must be positive (the size below 256 TiB)");
   // In a bulk load FinishBulkLoad finds keys loaded twice, when it sorts them.
   if (!bulk_loading_ && objects_.find(key) != objects_.end())
     return Error(ErrorCode::OBJECT_ALREADY_EXISTS, "cannot load '" + key + "': exists");

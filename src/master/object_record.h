@@ -1,5 +1,5 @@
 // ObjectRecord: the master's compact per-object record (internal to the
-// master state machine). 48 bytes plus, for objects with more than one
+// master state machine). 48 bytes (the index node's header included) plus, for objects with more than one
 // buffer, one heap array of 8 bytes per buffer.
 //
 // A buffer is packed into 64 bits: the segment id (24 bits, segment ids are
@@ -44,11 +44,14 @@ class ObjectRecord {
   ObjectRecord(const ObjectRecord&) = delete;
   ObjectRecord& operator=(const ObjectRecord&) = delete;
 
+  // Object sizes the record holds (a put of a larger one is refused).
+  static constexpr uint64_t kMaxSizeBytes = (1ull << 48) - 1;
+
   // Replaces the buffers with `count` packed buffers (count may be 0).
   void SetBuffers(const uint64_t* packed, uint32_t count) {
     assert(count <= UINT16_MAX);
     Release();
-    buffer_count = static_cast<uint16_t>(count);
+    buffer_count = count;
     if (count > 1) {
       buf_.many = new uint64_t[count];
       std::memcpy(buf_.many, packed, count * sizeof(uint64_t));
@@ -70,7 +73,10 @@ class ObjectRecord {
     flags = static_cast<uint8_t>((flags & kFlagBits) | (n << kReaderShift));
   }
 
-  uint64_t size_bytes = 0;
+  // The size and the buffer count share a word (sizes below 256 TiB), so
+  // the tail word has room for the index's bits.
+  uint64_t size_bytes : 48 = 0;
+  uint64_t buffer_count : 16 = 0;
   // Complete: the lease expiry (0: never leased). In flight: the time after
   // which the put is discarded. Shared because an object is never both.
   uint64_t deadline_us = 0;
@@ -92,9 +98,12 @@ class ObjectRecord {
   } buf_;
 
  public:
-  uint16_t buffer_count = 0;
   uint8_t replicas = 0;
   uint8_t flags = 0;
+  // Owned by the ObjectIndex node holding the record (its levels and key
+  // length), so the node needs no header of its own; 0 in a record outside
+  // an index.
+  uint16_t index_bits = 0;
   uint32_t slot = 0;  // index in the slot table; ObjectId = generation << 32 | slot
 };
 
