@@ -207,9 +207,9 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
   if (bulk_loading_) bulk_buffers_ += packed.size();
   if (object.soft_pin) {  // the pin restarts: its expiry is not durable
     rec.flags |= ObjectRecord::kPinCounted;
-    rec.pin_expiry_us = now_us + options_.default_kv_soft_pin_ttl_us;
+    rec.set_pin_expiry_us(now_us + options_.default_kv_soft_pin_ttl_us);
     ++soft_pinned_count_;
-    pin_expiries_.push_back({rec.pin_expiry_us, IdOf(rec)});
+    pin_expiries_.push_back({rec.pin_expiry_us(), IdOf(rec)});
     std::push_heap(pin_expiries_.begin(), pin_expiries_.end(), std::greater<>());
   }
   policy_->OnInsert(IdOf(rec), std::hash<std::string_view>()(key), rec.size_bytes);

@@ -6,9 +6,9 @@
 // plus a second block for any key past 15 bytes (a 40-byte key: a 64-byte
 // chunk) cost ~190 bytes an object before the slot table and the eviction
 // policy. Here one block holds the record, the key bytes and the links of a
-// skip list: the 48-byte record (whose spare bits hold the node's levels and
+// skip list: the 40-byte record (whose spare bits hold the node's levels and
 // key length), 8 bytes a level (3 in 4 nodes have one), the key: a 40-byte
-// key with one level is a 96-byte block.
+// key with one level is an 88-byte block.
 //
 // A node's level count comes from a hash of its key (1 + pairs of trailing
 // zero bits, so level i+1 is 1/4 as likely as level i): no random state, and

@@ -233,5 +233,5 @@ TEST_CASE("a node is its record, its links and its key: no header of its own") {
   const char* at = reinterpret_cast<const char*>(it.node());
   CHECK(it->key().data() ==
         at + sizeof(ObjectRecord) + it->levels() * sizeof(ObjectIndex::Node*));
-  CHECK(sizeof(ObjectIndex::Node) == 48);
+  CHECK(sizeof(ObjectIndex::Node) == 40);
 }
