@@ -20,7 +20,8 @@
 // so switching back is free).
 //
 // O(1) per insert/access/remove; a victim costs O(objects skipped). About 40
-// bytes per live object plus ~16-24 of index, ~24+16 per ghost. Not thread-safe.
+// bytes per live object (plus ~16-24 of index unless the ids are the
+// master's slotted ones), ~24+16 per ghost. Not thread-safe.
 #pragma once
 
 #include <memory>

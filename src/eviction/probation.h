@@ -24,8 +24,8 @@
 // A victim costs O(objects skipped because `evictable` rejected them), at
 // most kMaxSkipsPerQueue per queue before the walk goes on past them only
 // if no queue offered one, plus the duel's shadow updates (amortized O(1)).
-// O(1) per insert/access/remove. 40 bytes of node and 8-16 of index per
-// live object, about 3 for the ghosts (kGhostsPerObject keys per object,
+// O(1) per insert/access/remove. 40 bytes of node per live object (and
+// 16-32 of index unless the ids are the master's slotted ones), about 3 for the ghosts (kGhostsPerObject keys per object,
 // one to two generations of half that each), and the duel's shadows
 // (2-4 MB up to about 2 million objects, then about 2 bytes an object).
 // Not thread-safe.
