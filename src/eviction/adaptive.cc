@@ -10,7 +10,7 @@ using eviction::kNoSlot;
 AdaptivePolicy::AdaptivePolicy(size_t capacity_hint_objects, bool duel, IdSpace ids)
     : capacity_hint_objects_(capacity_hint_objects),
       duel_(duel ? std::make_unique<PolicyDuel>() : nullptr),
-      live_index_(ids == IdSpace::kSlotted) {}
+      live_(ids == IdSpace::kSlotted) {}
 
 AdaptivePolicy::~AdaptivePolicy() = default;
 
@@ -68,19 +68,17 @@ void AdaptivePolicy::OnMiss(uint64_t key_hash) {
 }
 
 void AdaptivePolicy::OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_bytes) {
-  assert(live_index_.Find(id) == kNoSlot && "OnInsert of a tracked object");
+  assert(live_.Find(id) == kNoSlot && "OnInsert of a tracked object");
   in_round_ = false;
   ListId list = ConsumeGhost(key_hash, size_bytes);
-  uint32_t slot = live_.Allocate();
+  uint32_t slot = live_.Add(id);
   LiveNode& n = live_[slot];
-  n.id = id;
   n.key_hash = key_hash;
   n.size_bytes = std::min(size_bytes, kMaxNodeBytes);
   n.list = list;
   live_.PushMru(Live(list), slot);
   LinkNewest(slot);
-  live_index_.Insert(id, slot);
-  tracked_high_water_ = std::max(tracked_high_water_, live_index_.size());
+  tracked_high_water_ = std::max(tracked_high_water_, live_.size());
   if (duel_) {
     duel_->SetTrackedHighWater(tracked_high_water_);
     duel_->OnReference(key_hash);
@@ -88,7 +86,7 @@ void AdaptivePolicy::OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_byte
 }
 
 void AdaptivePolicy::OnAccess(ObjectId id) {
-  uint32_t slot = live_index_.Find(id);
+  uint32_t slot = live_.Find(id);
   if (slot == kNoSlot) return;  // not complete yet, or already gone
   live_.Unlink(Live(live_[slot].list), slot);
   live_[slot].list = kT2;
@@ -99,15 +97,14 @@ void AdaptivePolicy::OnAccess(ObjectId id) {
 }
 
 void AdaptivePolicy::OnRemove(ObjectId id) {
-  uint32_t slot = live_index_.Find(id);
+  uint32_t slot = live_.Find(id);
   if (slot == kNoSlot) return;
   // A removal the policy did not choose says nothing about the key's value,
   // so it leaves no ghost.
   if (duel_) duel_->OnRemove(live_[slot].key_hash);
   live_.Unlink(Live(live_[slot].list), slot);
   UnlinkRecency(slot);
-  live_.Free(slot);
-  live_index_.Erase(id);
+  live_.Remove(slot);
 }
 
 uint32_t AdaptivePolicy::FindEvictableByRecency(
@@ -136,7 +133,7 @@ std::optional<ObjectId> AdaptivePolicy::NextVictim(
   if (!in_round_) {
     in_round_ = true;
     cache_bytes_ = t1_.bytes + t2_.bytes;
-    cache_objects_ = live_index_.size();
+    cache_objects_ = live_.size();
   }
   target_t1_bytes_ = std::min(target_t1_bytes_, cache_bytes_);
   if (duel_) duel_->SetCapacity(cache_objects_);
@@ -158,8 +155,7 @@ std::optional<ObjectId> AdaptivePolicy::NextVictim(
   LiveNode n = live_[slot];
   live_.Unlink(Live(n.list), slot);
   UnlinkRecency(slot);
-  live_.Free(slot);
-  live_index_.Erase(n.id);
+  live_.Remove(slot);
   AddGhost(n.key_hash, n.size_bytes, n.list == kT1 ? kB1 : kB2);
   return n.id;
 }
@@ -199,7 +195,7 @@ void AdaptivePolicy::TrimGhosts() {
 }
 
 size_t AdaptivePolicy::memory_bytes() const {
-  return live_.memory_bytes() + ghost_.memory_bytes() + live_index_.memory_bytes() +
+  return live_.memory_bytes() + ghost_.memory_bytes() +
          ghost_index_.memory_bytes() + (duel_ ? duel_->memory_bytes() : 0);
 }
 

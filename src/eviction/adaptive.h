@@ -20,7 +20,8 @@
 // so switching back is free).
 //
 // O(1) per insert/access/remove; a victim costs O(objects skipped). About 40
-// bytes per live object plus ~16-24 of index, ~24+16 per ghost. Not thread-safe.
+// bytes per live object (plus ~16-24 of index unless the ids are the
+// master's slotted ones), ~24+16 per ghost. Not thread-safe.
 #pragma once
 
 #include <memory>
@@ -52,10 +53,10 @@ class AdaptivePolicy final : public ShadowablePolicy {
   std::optional<ObjectId> NextVictim(
       const std::function<bool(ObjectId)>& evictable) override;
   std::string_view name() const override { return "adaptive"; }
-  size_t tracked() const override { return live_index_.size(); }
+  size_t tracked() const override { return live_.size(); }
   EvictionStats stats() const override { return stats_; }
 
-  bool Tracks(ObjectId id) const override { return live_index_.Find(id) != eviction::kNoSlot; }
+  bool Tracks(ObjectId id) const override { return live_.Find(id) != eviction::kNoSlot; }
   // True while the duel says plain recency is winning.
   bool evicting_by_recency() const { return duel_ && duel_->prefer_recency(); }
   size_t ghosts() const { return ghost_index_.size(); }
@@ -118,9 +119,8 @@ class AdaptivePolicy final : public ShadowablePolicy {
   uint32_t oldest_ = eviction::kNoSlot;
   uint32_t newest_ = eviction::kNoSlot;
   std::unique_ptr<PolicyDuel> duel_;
-  eviction::NodePool<LiveNode> live_;
+  eviction::TrackedNodes<LiveNode> live_;  // by id
   eviction::NodePool<GhostNode> ghost_;
-  eviction::IdIndex live_index_;     // id -> live slot
   eviction::SlotIndex ghost_index_;  // key hash -> ghost slot
 };
 

@@ -8,7 +8,7 @@ namespace mc::master {
 using eviction::kNoSlot;
 
 ProbationPolicy::ProbationPolicy(size_t capacity_hint_objects, IdSpace ids, bool duel)
-    : index_(ids == IdSpace::kSlotted),
+    : nodes_(ids == IdSpace::kSlotted),
       duel_(duel ? std::make_unique<PolicyDuel>([] {
         return std::make_unique<ProbationPolicy>(0, IdSpace::kAny, /*duel=*/false);
       })
@@ -21,30 +21,28 @@ ProbationPolicy::~ProbationPolicy() = default;
 
 void ProbationPolicy::SizeGhosts() {
   // Regrown (forgetting every ghost) only when the pool has doubled since.
-  const size_t want = std::max({index_.size(), capacity_hint_objects_, kMinGhosts}) *
+  const size_t want = std::max({nodes_.size(), capacity_hint_objects_, kMinGhosts}) *
                       kGhostsPerObject / 2;
   if (want > 2 * ghosts_.entries() || ghosts_.entries() == 0) ghosts_.Resize(want);
 }
 
 bool ProbationPolicy::OnProbation(ObjectId id) const {
-  uint32_t slot = index_.Find(id);
+  uint32_t slot = nodes_.Find(id);
   return slot != kNoSlot && nodes_[slot].queue == kProbation;
 }
 
 void ProbationPolicy::OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_bytes) {
-  assert(index_.Find(id) == kNoSlot && "OnInsert of a tracked object");
+  assert(nodes_.Find(id) == kNoSlot && "OnInsert of a tracked object");
   in_round_ = false;
-  uint32_t slot = nodes_.Allocate();
+  uint32_t slot = nodes_.Add(id);
   Node& n = nodes_[slot];
-  n.id = id;
   n.key_hash = key_hash;
   n.size_bytes = std::min(size_bytes, kMaxNodeBytes);
   n.last_tick = ++clock_;
   // Back soon after probation let it go: it has shown it is reused.
   n.queue = ghosts_.Contains(key_hash) ? kMain : kProbation;
   nodes_.PushMru(List(n.queue), slot);
-  index_.Insert(id, slot);
-  tracked_high_water_ = std::max(tracked_high_water_, index_.size());
+  tracked_high_water_ = std::max(tracked_high_water_, nodes_.size());
   if (duel_) {
     duel_->SetTrackedHighWater(tracked_high_water_);
     duel_->OnReference(key_hash);
@@ -52,7 +50,7 @@ void ProbationPolicy::OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_byt
 }
 
 void ProbationPolicy::OnAccess(ObjectId id) {
-  uint32_t slot = index_.Find(id);
+  uint32_t slot = nodes_.Find(id);
   if (slot == kNoSlot) return;  // not complete yet, or already gone
   Node& n = nodes_[slot];
   nodes_.Unlink(List(n.queue), slot);
@@ -67,7 +65,7 @@ void ProbationPolicy::OnMiss(uint64_t key_hash) {
 }
 
 void ProbationPolicy::OnRemove(ObjectId id) {
-  uint32_t slot = index_.Find(id);
+  uint32_t slot = nodes_.Find(id);
   if (slot == kNoSlot) return;
   if (duel_) duel_->OnRemove(nodes_[slot].key_hash);
   Drop(slot);
@@ -76,10 +74,7 @@ void ProbationPolicy::OnRemove(ObjectId id) {
 void ProbationPolicy::Drop(uint32_t slot) {
   Node& n = nodes_[slot];
   nodes_.Unlink(List(n.queue), slot);
-  bool erased = index_.Erase(n.id);
-  assert(erased);
-  (void)erased;
-  nodes_.Free(slot);
+  nodes_.Remove(slot);
 }
 
 uint32_t ProbationPolicy::FindEvictable(const eviction::NodeList& list,
@@ -105,7 +100,7 @@ uint32_t ProbationPolicy::PickVictim(const std::function<bool(ObjectId)>& evicta
     return nodes_[p].last_tick < nodes_[m].last_tick ? p : m;
   }
   const bool probation_first =
-      double(probation_.count) > kProbationShare * double(index_.size());
+      double(probation_.count) > kProbationShare * double(nodes_.size());
   uint32_t slot = FindEvictable(probation_first ? probation_ : main_, evictable, max_steps);
   if (slot == kNoSlot)
     slot = FindEvictable(probation_first ? main_ : probation_, evictable, max_steps);
@@ -118,7 +113,7 @@ std::optional<ObjectId> ProbationPolicy::NextVictim(
   // when a round of victims begins is the cache size the shadows model.
   if (!in_round_) {
     in_round_ = true;
-    if (duel_) duel_->SetCapacity(index_.size());
+    if (duel_) duel_->SetCapacity(nodes_.size());
   }
   const bool by_recency = evicting_by_recency();
   // Bounded walks first; past the bound only when both queues' least
@@ -142,7 +137,7 @@ std::optional<ObjectId> ProbationPolicy::NextVictim(
 }
 
 size_t ProbationPolicy::memory_bytes() const {
-  return nodes_.memory_bytes() + index_.memory_bytes() + ghosts_.memory_bytes() +
+  return nodes_.memory_bytes() + ghosts_.memory_bytes() +
          (duel_ ? duel_->memory_bytes() : 0);
 }
 

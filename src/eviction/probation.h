@@ -24,8 +24,8 @@
 // A victim costs O(objects skipped because `evictable` rejected them), at
 // most kMaxSkipsPerQueue per queue before the walk goes on past them only
 // if no queue offered one, plus the duel's shadow updates (amortized O(1)).
-// O(1) per insert/access/remove. 40 bytes of node and 8-16 of index per
-// live object, about 3 for the ghosts (kGhostsPerObject keys per object,
+// O(1) per insert/access/remove. 40 bytes of node per live object (and
+// 16-32 of index unless the ids are the master's slotted ones), about 3 for the ghosts (kGhostsPerObject keys per object,
 // one to two generations of half that each), and the duel's shadows
 // (2-4 MB up to about 2 million objects, then about 2 bytes an object).
 // Not thread-safe.
@@ -60,9 +60,9 @@ class ProbationPolicy final : public ShadowablePolicy {
   std::optional<ObjectId> NextVictim(
       const std::function<bool(ObjectId)>& evictable) override;
   std::string_view name() const override { return "probation"; }
-  size_t tracked() const override { return index_.size(); }
+  size_t tracked() const override { return nodes_.size(); }
   EvictionStats stats() const override { return stats_; }
-  bool Tracks(ObjectId id) const override { return index_.Find(id) != eviction::kNoSlot; }
+  bool Tracks(ObjectId id) const override { return nodes_.Find(id) != eviction::kNoSlot; }
   size_t memory_bytes() const override;
 
   // True while `id` is tracked and still on probation.
@@ -99,8 +99,7 @@ class ProbationPolicy final : public ShadowablePolicy {
   void SizeGhosts();
 
   eviction::NodeList probation_, main_;
-  eviction::NodePool<Node> nodes_;
-  eviction::IdIndex index_;  // id -> node slot
+  eviction::TrackedNodes<Node> nodes_;  // by id
   eviction::GhostFilter ghosts_;
   std::unique_ptr<PolicyDuel> duel_;
   size_t capacity_hint_objects_;

@@ -208,7 +208,7 @@ TEST_CASE("ghosts are forgotten after two generations and cost a few bytes an ob
   CHECK(p.IsGhost(kObjects - 1));  // a recent victim is remembered
   const size_t per_object = p.memory_bytes() / kObjects;
   MESSAGE("probation bytes per object with ghosts: " << per_object);
-  // 40-byte nodes and 8 bytes a slot of index, both grown by doubling (up
+  // 40-byte nodes at their slots and a bit a slot, grown by doubling (up
   // to ~60 amortized), and about 3 bytes of ghost filter.
   CHECK(per_object <= 80);
   // Two more generations of victims push the first ones out.

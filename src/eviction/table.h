@@ -177,6 +177,7 @@ class NodePool {
   const Node& operator[](uint32_t slot) const { return nodes_[slot]; }
 
   uint32_t Allocate() {
+    assert(!at_slots_ && "NodePool: Allocate after AllocateAt");
     if (free_ != kNoSlot) {
       uint32_t slot = free_;
       free_ = nodes_[slot].next;
@@ -191,6 +192,15 @@ class NodePool {
   void Free(uint32_t slot) {
     nodes_[slot].next = free_;
     free_ = slot;
+  }
+
+  // A fresh node at `slot`, which the caller chose (and never frees with
+  // Free): a pool whose slots are the caller's own (IdSpace::kSlotted).
+  void AllocateAt(uint32_t slot) {
+    assert(free_ == kNoSlot && slot != kNoSlot);
+    at_slots_ = true;
+    if (slot >= nodes_.size()) nodes_.resize(size_t{slot} + 1);
+    nodes_[slot] = Node{};
   }
 
   void PushMru(NodeList& list, uint32_t slot) {
@@ -218,6 +228,77 @@ class NodePool {
  private:
   std::vector<Node> nodes_;
   uint32_t free_ = kNoSlot;
+  bool at_slots_ = false;
+};
+
+// The live objects' nodes by ObjectId: a NodePool and the index from id to
+// node. A node type has `ObjectId id` besides NodePool's fields. With
+// kSlotted ids (generation << 32 | slot) the node of an object sits at the
+// object's own slot, so there is no index at all (a bit a slot says which
+// slots hold a node; the node's id rejects a stale generation); other ids
+// go through a hashed SlotIndex. Which node an object gets never changes
+// the lists' order, so both kinds of ids give the same policy decisions.
+template <typename Node>
+class TrackedNodes {
+ public:
+  explicit TrackedNodes(bool slotted) : slotted_(slotted) {}
+
+  Node& operator[](uint32_t slot) { return pool_[slot]; }
+  const Node& operator[](uint32_t slot) const { return pool_[slot]; }
+
+  uint32_t Find(uint64_t id) const {
+    if (!slotted_) return hashed_.Find(id);
+    const uint32_t low = static_cast<uint32_t>(id);
+    return low < live_.size() && live_[low] && pool_[low].id == id ? low : kNoSlot;
+  }
+
+  // A fresh node for `id` (which must be absent), its `id` set.
+  uint32_t Add(uint64_t id) {
+    uint32_t slot;
+    if (slotted_) {
+      slot = static_cast<uint32_t>(id);
+      assert((slot >= live_.size() || !live_[slot]) && "two live ids of one slot");
+      pool_.AllocateAt(slot);
+      if (slot >= live_.size()) live_.resize(size_t{slot} + 1);
+      live_[slot] = true;
+    } else {
+      slot = pool_.Allocate();
+      hashed_.Insert(id, slot);
+    }
+    pool_[slot].id = id;
+    ++size_;
+    return slot;
+  }
+
+  // Frees a node Add returned (unlinked from every list first).
+  void Remove(uint32_t slot) {
+    assert(size_ > 0);
+    --size_;
+    if (slotted_) {
+      assert(live_[slot]);
+      live_[slot] = false;
+      return;
+    }
+    const bool erased = hashed_.Erase(pool_[slot].id);
+    assert(erased);
+    (void)erased;
+    pool_.Free(slot);
+  }
+
+  void PushMru(NodeList& list, uint32_t slot) { pool_.PushMru(list, slot); }
+  void Unlink(NodeList& list, uint32_t slot) { pool_.Unlink(list, slot); }
+
+  size_t size() const { return size_; }
+  size_t memory_bytes() const {
+    return pool_.memory_bytes() + hashed_.memory_bytes() + live_.capacity() / 8;
+  }
+
+ private:
+  bool slotted_;
+  NodePool<Node> pool_;
+  SlotIndex hashed_;         // !slotted_: id -> node slot
+  std::vector<bool> live_;   // slotted_: slots that hold a live node
+  size_t size_ = 0;
 };
 
 }  // namespace mc::master::eviction

@@ -188,7 +188,8 @@ void MasterState::GrantLease(ObjectRecord& rec, uint64_t now_us, const msg::Clie
   }
   rec.deadline_us = std::max(rec.deadline_us, until);
   if (rec.has(ObjectRecord::kPinCounted))  // reading a pinned object keeps it pinned
-    rec.pin_expiry_us = std::max(rec.pin_expiry_us, now_us + options_.default_kv_soft_pin_ttl_us);
+    rec.set_pin_expiry_us(
+        std::max(rec.pin_expiry_us(), now_us + options_.default_kv_soft_pin_ttl_us));
   policy_->OnAccess(IdOf(rec));
 }
 
@@ -197,7 +198,7 @@ bool MasterState::Leased(const ObjectRecord& rec, uint64_t now_us) const {
 }
 
 bool MasterState::Pinned(const ObjectRecord& rec, uint64_t now_us) const {
-  return rec.has(ObjectRecord::kPinCounted) && rec.pin_expiry_us > now_us;
+  return rec.has(ObjectRecord::kPinCounted) && rec.pin_expiry_us() > now_us;
 }
 
 bool MasterState::OwnerAlive(const Segment& seg, uint64_t now_us) const {
@@ -285,11 +286,14 @@ msg::PingReply MasterState::Ping(const msg::PingRequest& req, uint64_t now_us) {
 Status MasterState::CheckPutShape(const msg::PutStartRequest& req) const {
   MC_RETURN_IF_ERROR(CheckKey(req.key));
   const uint32_t replicas = req.options.replicas;
-  if (req.size_bytes == 0 || replicas == 0 || replicas > kMaxReplicas)
+  if (req.size_bytes == 0 || req.size_bytes > ObjectRecord::kMaxSizeBytes || replicas == 0 ||
+      replicas > kMaxReplicas)
     return Error(ErrorCode::INVALID_PARAMS,
                  "put of " + Quoted(req.key) + ": size " + std::to_string(req.size_bytes) +
                      " and replicas " + std::to_string(replicas) +
-                     " must be positive (replicas at most " + std::to_string(kMaxReplicas) + ")");
+                     " must be positive (size at most " +
+                     std::to_string(ObjectRecord::kMaxSizeBytes) + ", replicas at most " +
+                     std::to_string(kMaxReplicas) + ")");
   if (uint64_t{Stripes(req.size_bytes)} * replicas > kMaxBuffersPerObject)
     return Error(ErrorCode::INVALID_PARAMS,
                  "put of " + Quoted(req.key) + ": " + std::to_string(req.size_bytes) +
@@ -305,10 +309,10 @@ void MasterState::SetNewVersion(ObjectRecord& rec, const msg::PutStartRequest& r
   const msg::PutPlacement& want = req.options.placement;
   // A hard pin is a soft pin that never expires and that eviction skips.
   rec.flags = req.options.soft_pin || want.hard_pin ? ObjectRecord::kSoftPin : 0;
-  rec.pin_expiry_us = want.hard_pin ? ObjectRecord::kHardPin
-                      : want.soft_pin_ttl_ms > 0
-                          ? std::min<uint64_t>(want.soft_pin_ttl_ms, UINT64_MAX / 2000) * 1000
-                          : 0;
+  rec.set_pin_expiry_us(want.hard_pin ? ObjectRecord::kHardPin
+                        : want.soft_pin_ttl_ms > 0
+                            ? std::min<uint64_t>(want.soft_pin_ttl_ms, UINT64_MAX / 2000) * 1000
+                            : 0);
   rec.deadline_us = now_us + options_.put_timeout_us;
   rec.SetBuffers(placed.data(), static_cast<uint32_t>(placed.size()));
 }
@@ -362,10 +366,10 @@ void MasterState::Complete(ObjectIt it, uint64_t now_us) {
   rec.deadline_us = 0;  // no lease yet
   if (rec.has(ObjectRecord::kSoftPin)) {
     rec.flags |= ObjectRecord::kPinCounted;
-    const uint64_t ttl_us = rec.pin_expiry_us ? rec.pin_expiry_us : options_.default_kv_soft_pin_ttl_us;
-    rec.pin_expiry_us = ttl_us == ObjectRecord::kHardPin ? ttl_us : now_us + ttl_us;
+    const uint64_t ttl_us = rec.pin_expiry_us() ? rec.pin_expiry_us() : options_.default_kv_soft_pin_ttl_us;
+    rec.set_pin_expiry_us(ttl_us == ObjectRecord::kHardPin ? ttl_us : now_us + ttl_us);
     ++soft_pinned_count_;
-    pin_expiries_.push_back({rec.pin_expiry_us, IdOf(rec)});
+    pin_expiries_.push_back({rec.pin_expiry_us(), IdOf(rec)});
     std::push_heap(pin_expiries_.begin(), pin_expiries_.end(), std::greater<>());
   }
   policy_->OnInsert(IdOf(rec), std::hash<std::string_view>()(it->key()), rec.size_bytes);

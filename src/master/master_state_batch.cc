@@ -132,8 +132,9 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
     return Error(ErrorCode::INVALID_PARAMS, "cannot load '" + key + "': " + why);
   };
   if (!object.complete) return bad("only complete objects are durable");
-  if (object.size_bytes == 0 || object.replicas.empty() || object.replicas.size() > kMaxReplicas)
-    return bad("size and replica count must be positive");
+  if (object.size_bytes == 0 || object.size_bytes > ObjectRecord::kMaxSizeBytes ||
+      object.replicas.empty() || object.replicas.size() > kMaxReplicas)
+    return bad("size and replica count must be positive (the size below 256 TiB)");
   // In a bulk load FinishBulkLoad finds keys loaded twice, when it sorts them.
   if (!bulk_loading_ && objects_.find(key) != objects_.end())
     return Error(ErrorCode::OBJECT_ALREADY_EXISTS, "cannot load '" + key + "': exists");
@@ -206,9 +207,9 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
   if (bulk_loading_) bulk_buffers_ += packed.size();
   if (object.soft_pin) {  // the pin restarts: its expiry is not durable
     rec.flags |= ObjectRecord::kPinCounted;
-    rec.pin_expiry_us = now_us + options_.default_kv_soft_pin_ttl_us;
+    rec.set_pin_expiry_us(now_us + options_.default_kv_soft_pin_ttl_us);
     ++soft_pinned_count_;
-    pin_expiries_.push_back({rec.pin_expiry_us, IdOf(rec)});
+    pin_expiries_.push_back({rec.pin_expiry_us(), IdOf(rec)});
     std::push_heap(pin_expiries_.begin(), pin_expiries_.end(), std::greater<>());
   }
   policy_->OnInsert(IdOf(rec), std::hash<std::string_view>()(key), rec.size_bytes);

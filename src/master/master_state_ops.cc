@@ -127,7 +127,7 @@ Result<msg::PutStartReply> MasterState::UpsertExisting(ObjectIt it,
                                                        const msg::PutStartRequest& req,
                                                        uint64_t now_us) {
   const bool was_pinned = it->record.has(ObjectRecord::kSoftPin);
-  const bool was_hard = was_pinned && it->record.pin_expiry_us == ObjectRecord::kHardPin;
+  const bool was_hard = was_pinned && it->record.pin_expiry_us() == ObjectRecord::kHardPin;
   auto placed = PlaceOrEvict(req.key, req.size_bytes, req.options.replicas, now_us,
                              req.options.placement);
   if (!placed.ok()) return placed.status();
@@ -140,7 +140,7 @@ Result<msg::PutStartReply> MasterState::UpsertExisting(ObjectIt it,
   // An upsert keeps the object's protection from eviction (as the
   // reference's does when it reallocates).
   if (was_pinned) pending->rec.flags |= ObjectRecord::kSoftPin;
-  if (was_hard) pending->rec.pin_expiry_us = ObjectRecord::kHardPin;
+  if (was_hard) pending->rec.set_pin_expiry_us(ObjectRecord::kHardPin);
   msg::PutStartReply reply{DescribeReplicas(pending->rec)};
   pending_upserts_[it->record.slot] = std::move(pending);
   return reply;
@@ -184,7 +184,7 @@ bool MasterState::EndPendingUpsert(ObjectIt it, const msg::KeyRequest& req, uint
   rec.size_bytes = next->rec.size_bytes;
   rec.replicas = next->rec.replicas;
   rec.flags = next->rec.flags & ObjectRecord::kSoftPin;  // no readers yet
-  rec.pin_expiry_us = next->rec.pin_expiry_us;
+  rec.set_pin_expiry_us(next->rec.pin_expiry_us());
   Complete(it, now_us);
   if (reads_out) {
     // A release names only the key, so one of an old version's read could

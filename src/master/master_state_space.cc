@@ -156,7 +156,7 @@ bool MasterState::EvictOne(uint64_t now_us, bool allow_pinned, uint64_t* freed_b
       // would find nothing to replace.
       return rec.complete() && !Leased(rec, now_us) &&
              (pending_upserts_.empty() || !pending_upserts_.contains(rec.slot)) &&
-             (allow_pinned ? rec.pin_expiry_us != ObjectRecord::kHardPin : !Pinned(rec, now_us));
+             (allow_pinned ? rec.pin_expiry_us() != ObjectRecord::kHardPin : !Pinned(rec, now_us));
     });
     if (!victim) return false;
     auto it = FindById(*victim);
@@ -298,8 +298,8 @@ uint64_t MasterState::ExpirePins(uint64_t now_us) {
     auto it = FindById(t.id);
     if (it == objects_.end() || !it->record.has(ObjectRecord::kPinCounted)) continue;
     ObjectRecord& rec = it->record;
-    if (rec.pin_expiry_us > now_us) {  // a read extended it: check again later
-      pin_expiries_.push_back({rec.pin_expiry_us, t.id});
+    if (rec.pin_expiry_us() > now_us) {  // a read extended it: check again later
+      pin_expiries_.push_back({rec.pin_expiry_us(), t.id});
       std::push_heap(pin_expiries_.begin(), pin_expiries_.end(), std::greater<>());
       continue;
     }

@@ -71,7 +71,9 @@ TEST_CASE("malformed puts are refused with INVALID_PARAMS or INVALID_KEY") {
   CHECK(h.Start("", 10).code() == ErrorCode::INVALID_KEY);
   CHECK(h.Start("k", 10, 2).code() == ErrorCode::NO_AVAILABLE_HANDLE);  // one segment only
   CHECK(h.Start("k", 65 * kMiB).code() == ErrorCode::NO_AVAILABLE_HANDLE);
-  CHECK(h.state->counters().put_start.failures == 7);
+  // Past what a record holds: refused before any placement, not truncated.
+  CHECK(h.Start("k", ObjectRecord::kMaxSizeBytes + 1).code() == ErrorCode::INVALID_PARAMS);
+  CHECK(h.state->counters().put_start.failures == 8);
 }
 
 TEST_CASE("replicas land on distinct segments, emptiest segments first") {

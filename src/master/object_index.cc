@@ -92,26 +92,33 @@ ObjectIndex::Node* ObjectIndex::NewNode(std::string_view key) {
   const uint32_t levels = LevelsOf(key);
   Node* n = static_cast<Node*>(Allocate(NodeBytes(levels, key.size())));
   new (&n->record) ObjectRecord();
-  n->key_bytes = static_cast<uint32_t>(key.size());
-  n->levels = levels;
-  std::memcpy(const_cast<char*>(n->key().data()), key.data(), key.size());
+  const auto length = static_cast<uint32_t>(key.size());
+  char* at = reinterpret_cast<char*>(n->links() + levels);
+  if (length >= kLongKeyBytes) {
+    std::memcpy(at, &length, sizeof length);
+    at += sizeof length;
+  }
+  n->record.index_bits =
+      static_cast<uint16_t>(std::min(length, kLongKeyBytes) << kLevelBits | levels);
+  std::memcpy(at, key.data(), key.size());
+  assert(n->key() == key && n->levels() == levels);
   return n;
 }
 
 void ObjectIndex::DeleteNode(Node* n) {
-  const size_t bytes = NodeBytes(n->levels, n->key_bytes);
+  const size_t bytes = NodeBytes(n->levels(), n->key().size());
   n->record.~ObjectRecord();
   Release(n, bytes);
 }
 
 void ObjectIndex::Append(Node* n) {
   assert(tail_[0] == nullptr || tail_[0]->key() < n->key());
-  for (uint32_t l = 0; l < n->levels; ++l) {
+  for (uint32_t l = 0; l < n->levels(); ++l) {
     LinksOf(tail_[l])[l] = n;
     n->links()[l] = nullptr;
     tail_[l] = n;
   }
-  if (n->levels > levels_) levels_ = n->levels;
+  if (n->levels() > levels_) levels_ = n->levels();
   ++size_;
 }
 
@@ -196,7 +203,7 @@ void ObjectIndex::erase(iterator it) {
   Node* before[kMaxLevels];
   Predecessors(n->key(), before);
   Node** links = n->links();
-  for (uint32_t l = 0; l < n->levels; ++l) {
+  for (uint32_t l = 0; l < n->levels(); ++l) {
     Node** prev = LinksOf(before[l]);
     assert(prev[l] == n);
     prev[l] = links[l];
@@ -235,10 +242,10 @@ Status ObjectIndex::CheckInvariants() const {
     if (++count > size_) return broken("level 0 holds more nodes than size " +
                                        std::to_string(size_));
     if (prev != nullptr && !(prev->key() < n->key())) return broken(at + " is out of key order");
-    if (n->levels != LevelsOf(n->key()) || n->levels > levels_) {
-      return broken(at + " has " + std::to_string(n->levels) + " levels");
+    if (n->levels() != LevelsOf(n->key()) || n->levels() > levels_) {
+      return broken(at + " has " + std::to_string(n->levels()) + " levels");
     }
-    for (uint32_t l = 0; l < n->levels; ++l) {
+    for (uint32_t l = 0; l < n->levels(); ++l) {
       if (expect[l] != n) return broken(at + " is not linked on level " + std::to_string(l));
       expect[l] = n->links()[l];
       last[l] = n;

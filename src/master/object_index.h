@@ -6,8 +6,9 @@
 // plus a second block for any key past 15 bytes (a 40-byte key: a 64-byte
 // chunk) cost ~190 bytes an object before the slot table and the eviction
 // policy. Here one block holds the record, the key bytes and the links of a
-// skip list: 56 bytes of header, 8 bytes a level (3 in 4 nodes have one), the
-// key: a 40-byte key with one level is a 112-byte chunk.
+// skip list: the 40-byte record (whose spare bits hold the node's levels and
+// key length), 8 bytes a level (3 in 4 nodes have one), the key: a 40-byte
+// key with one level is an 88-byte block.
 //
 // A node's level count comes from a hash of its key (1 + pairs of trailing
 // zero bits, so level i+1 is 1/4 as likely as level i): no random state, and
@@ -21,6 +22,7 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <string>
 #include <string_view>
@@ -35,17 +37,27 @@ class ObjectIndex {
  public:
   static constexpr uint32_t kMaxLevels = 24;  // 4^24 keys before the lists thin out
 
+  // A node is its record, `levels` links, then the key. The record's
+  // index_bits hold the levels (5 bits) and the key's length (11 bits); a
+  // key of kLongKeyBytes or more has its length in 4 bytes before its bytes.
+  static constexpr uint32_t kLevelBits = 5;
+  static constexpr uint32_t kLongKeyBytes = (1u << (16 - kLevelBits)) - 1;
+  static_assert(kMaxLevels < (1u << kLevelBits));
   struct Node {
     ObjectRecord record;
-    uint32_t key_bytes;
-    uint32_t levels;
+    uint32_t levels() const { return record.index_bits & ((1u << kLevelBits) - 1); }
     std::string_view key() const {
-      return {reinterpret_cast<const char*>(links() + levels), key_bytes};
+      const char* at = reinterpret_cast<const char*>(links() + levels());
+      const uint32_t length = record.index_bits >> kLevelBits;
+      if (length < kLongKeyBytes) return {at, length};
+      uint32_t long_length;
+      std::memcpy(&long_length, at, sizeof long_length);
+      return {at + sizeof long_length, long_length};
     }
     Node** links() { return reinterpret_cast<Node**>(this + 1); }
     Node* const* links() const { return reinterpret_cast<Node* const*>(this + 1); }
   };
-  static_assert(sizeof(Node) == sizeof(ObjectRecord) + 8);
+  static_assert(sizeof(Node) == sizeof(ObjectRecord), "a node has no header of its own");
 
   class iterator {
    public:
@@ -128,7 +140,8 @@ class ObjectIndex {
   void* Allocate(size_t bytes);
   void Release(void* p, size_t bytes);
   static size_t NodeBytes(uint32_t levels, size_t key_bytes) {
-    return (sizeof(Node) + levels * sizeof(Node*) + key_bytes + 7) & ~size_t{7};
+    const size_t length_bytes = key_bytes >= kLongKeyBytes ? sizeof(uint32_t) : 0;
+    return (sizeof(Node) + levels * sizeof(Node*) + length_bytes + key_bytes + 7) & ~size_t{7};
   }
 
   // Fills `before[l]` with the last node (null: the head) whose key is below

@@ -34,7 +34,7 @@ void CheckSame(const ObjectIndex& index, const std::map<std::string, uint64_t>& 
   for (auto it = index.begin(); it != index.end(); ++it, ++m) {
     REQUIRE(m != model.end());
     CHECK(it->key() == m->first);
-    CHECK(it->record.size_bytes == m->second);
+    CHECK(uint64_t{it->record.size_bytes} == m->second);
   }
   CHECK(m == model.end());
   if (model.empty()) CHECK(index.last() == index.end());
@@ -198,4 +198,40 @@ TEST_CASE("node levels follow the key: about 3 in 4 keys have one level") {
   }
   CHECK(one > 28000);  // 30000 expected; 28000 is over 20 standard deviations off
   CHECK(one < 32000);
+}
+
+TEST_CASE("keys past the length the record's bits hold keep their length in the node") {
+  ObjectIndex index;
+  std::map<std::string, uint64_t> model;
+  const size_t long_key = ObjectIndex::kLongKeyBytes;
+  // Both sides of the long-key threshold, and the longest key a master takes.
+  for (size_t length : {size_t{1}, size_t{40}, long_key - 1, long_key, long_key + 1,
+                        size_t{4096}, size_t{64} << 10}) {
+    for (char c : {'a', 'b'}) {
+      std::string key(length, c);
+      auto it = index.insert(key);
+      CHECK(it->key() == key);
+      CHECK(it->levels() == ObjectIndex::LevelsOf(key));
+      it->record.size_bytes = length;
+      model[key] = length;
+    }
+  }
+  CheckSame(index, model);
+  for (auto m = model.begin(); m != model.end();) {
+    index.erase(index.find(m->first));
+    m = model.erase(m);
+    CheckSame(index, model);
+    if (m == model.end()) break;
+    ++m;  // erase every other key, the rest stay
+  }
+  CHECK(index.size() == model.size());
+}
+
+TEST_CASE("a node is its record, its links and its key: no header of its own") {
+  ObjectIndex index;
+  auto it = index.insert(std::string(40, 'k'));
+  const char* at = reinterpret_cast<const char*>(it.node());
+  CHECK(it->key().data() ==
+        at + sizeof(ObjectRecord) + it->levels() * sizeof(ObjectIndex::Node*));
+  CHECK(sizeof(ObjectIndex::Node) == 40);
 }
