@@ -61,6 +61,24 @@ struct Member {
   ha::Term term;
 };
 
+// A group whose first leader `a` has mounted segment "s1" of the store.
+struct FirstLeader {
+  ManualClock clock;
+  ha::FakeEtcd etcd{clock};
+  Member a{etcd, clock, "a:1"};
+  FirstLeader() {
+    a.Lead(etcd, clock.NowUs());
+    REQUIRE(a.service.MountSegment(masterd::testing::Mount("s1", "secret-1")).ok());
+  }
+};
+
+// The grant a client presents for buffer `b`.
+transfer::Grant GrantOf(const msg::BufferDesc& b) {
+  transfer::Grant g{b.offset, b.size_bytes, b.capability_expiry_unix_ms, b.capability};
+  g.term = b.capability_term;
+  return g;
+}
+
 // The store's side: the grant check of segment "s1" and its fence.
 struct StoreSide {
   transfer::AccessCheck check = transfer::CapabilityCheck("secret-1", 9, [this] { return now_ms; });
@@ -68,8 +86,7 @@ struct StoreSide {
   uint64_t now_ms = 0;
   // What TcpDataServer does before a WRITE's bytes land: the grant, then the term.
   Status Write(const msg::BufferDesc& b) {
-    transfer::Grant g{b.offset, b.size_bytes, b.capability_expiry_unix_ms, b.capability};
-    g.term = b.capability_term;
+    const transfer::Grant g = GrantOf(b);
     MC_RETURN_IF_ERROR(check(transfer::OpKind::kWrite, b.offset, b.size_bytes, g));
     if (!fence.Enter(g.term)) return Error(ErrorCode::INVALID_WRITE, "older term");
     return Status::Ok();
@@ -79,11 +96,10 @@ struct StoreSide {
 }  // namespace
 
 TEST_CASE("after a failover the old leader's write grant is refused once the new leader's is used") {
-  ManualClock clock;
-  ha::FakeEtcd etcd(clock);
-  Member a(etcd, clock, "a:1");
-  a.Lead(etcd, clock.NowUs());
-  REQUIRE(a.service.MountSegment(masterd::testing::Mount("s1", "secret-1")).ok());
+  FirstLeader g;
+  ManualClock& clock = g.clock;
+  ha::FakeEtcd& etcd = g.etcd;
+  Member& a = g.a;
   REQUIRE(a.log.WaitDurableFor(kWaitUs));
 
   StoreSide store;
@@ -128,11 +144,10 @@ TEST_CASE("after a failover the old leader's write grant is refused once the new
 }
 
 TEST_CASE("a store learns the new term from a Ping before any grant of it and refuses old reads") {
-  ManualClock clock;
-  ha::FakeEtcd etcd(clock);
-  Member a(etcd, clock, "a:1");
-  a.Lead(etcd, clock.NowUs());
-  REQUIRE(a.service.MountSegment(masterd::testing::Mount("s1", "secret-1")).ok());
+  FirstLeader g;
+  ManualClock& clock = g.clock;
+  ha::FakeEtcd& etcd = g.etcd;
+  Member& a = g.a;
   REQUIRE(a.service.PutStart({kWriterA, "k", 4096, {}}).ok());
   REQUIRE(a.service.PutEnd({kWriterA, "k"}).ok());
   REQUIRE(a.log.WaitDurableFor(kWaitUs));
@@ -148,11 +163,9 @@ TEST_CASE("a store learns the new term from a Ping before any grant of it and re
   auto pong = b.service.Ping({{1, 2}});
   REQUIRE(pong.ok());
   store.fence.Raise(pong->term);  // SegmentHost::Heartbeat
-  transfer::Grant g{leased.offset, leased.size_bytes, leased.capability_expiry_unix_ms,
-                    leased.capability};
-  g.term = leased.capability_term;
-  CHECK(store.check(transfer::OpKind::kRead, leased.offset, 4096, g).ok());
-  CHECK_FALSE(store.fence.Enter(g.term).has_value());
+  const transfer::Grant old = GrantOf(leased);
+  CHECK(store.check(transfer::OpKind::kRead, leased.offset, 4096, old).ok());
+  CHECK_FALSE(store.fence.Enter(old.term).has_value());
   // The object itself survived the failover: b grants a fresh read of it.
   auto again = b.service.GetReplicaList({kWriterA, "k"});
   REQUIRE(again.ok());
