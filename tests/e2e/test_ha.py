@@ -84,9 +84,13 @@ try:
     for _ in range(2):
         group.add_store()
     check(wait_until(lambda: len(group.segments()) == 2, 20), "two stores mounted through etcd://")
-    published = [seg for seg in group.segments()
-                 if b'"kvs"' in etcd.post(0, "/v3/kv/range", json.dumps(
-                     {"key": base64.b64encode(f"mooncake/ram/{seg}".encode()).decode()}).encode())[1]]
+    def published_descriptors():
+        return [seg for seg in group.segments()
+                if b'"kvs"' in etcd.post(0, "/v3/kv/range", json.dumps(
+                    {"key": base64.b64encode(f"mooncake/ram/{seg}".encode()).decode()}).encode())[1]]
+    # A store publishes its descriptor after it mounted: give it a moment.
+    wait_until(lambda: len(published_descriptors()) == 2, 10)
+    published = published_descriptors()
     check(len(published) == 2, "with metadata_server etcd:// both stores published their "
           f"descriptors under the reference's keys mooncake/ram/<segment> ({published})")
 
@@ -171,7 +175,10 @@ try:
     for i in range(3):
         etcd.kill_member(i)
     t0 = time.monotonic()
-    r = run(["put", "etcd-down", "-"], input=b"never", env=group.list_env, timeout=60)
+    # A short RPC budget: the client resends the dropped PutEnd to whichever
+    # master leads until it runs out, and none will while etcd is down.
+    r = run(["put", "etcd-down", "-", "--rpc-timeout", "2s", "--rpc-retries", "2"],
+            input=b"never", env=group.list_env, timeout=60)
     check(r.returncode != 0, f"with etcd down a put is not acknowledged: rc {r.returncode}")
     code = group.procs[leader].wait(timeout=30)
     check(code == 75, f"the leader stops and exits 75 within {time.monotonic() - t0:.1f} s "
