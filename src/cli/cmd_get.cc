@@ -30,6 +30,7 @@ std::string GrantsJson(const std::string& key, const msg::GetReplicaListReply& r
              "\",\"endpoint\":\"" + JsonEscape(b.endpoint) + "\",\"offset\":" +
              std::to_string(b.offset) + ",\"size\":" + std::to_string(b.size_bytes) +
              ",\"expiry_unix_ms\":" + std::to_string(b.capability_expiry_unix_ms) +
+             ",\"term\":" + std::to_string(b.capability_term) +
              ",\"capability\":\"" + HexEncode(b.capability) + "\"}";
     }
     out += "]";

@@ -312,6 +312,7 @@ Status ClientImpl::Plan(const msg::ReplicaDesc& replica, transfer::OpKind kind,
       p.op.buffer = parts[part].data() + in_part;
       p.op.len = len;
       p.op.grant = {b.offset, b.size_bytes, b.capability_expiry_unix_ms, b.capability};
+      p.op.grant.term = b.capability_term;
       out->push_back(std::move(p));
       done += len;
       in_part += len;
@@ -468,6 +469,14 @@ std::vector<Status> ClientImpl::BatchPutParts(const std::vector<std::string>& ke
         out[end_idx[j]] = r.ok() ? (*r)[j] : r.status();
       }
     }
+    // A PutEnd that failed (a new HA leader that never heard of the put, a
+    // leader that died before answering) is revoked: the put is then either
+    // complete (its PutEnd was in the log) or gone, never left in progress.
+    std::vector<msg::KeyRequest> unended;
+    for (size_t j = 0; j < end.size(); ++j) {
+      if (!out[end_idx[j]].ok()) unended.push_back(end[j]);
+    }
+    if (!unended.empty()) (void)master_->BatchPutRevoke(unended);
   }
   // Again once the new versions are in: a get that learnt the old location
   // meanwhile must not keep it, nor one still under way (DirectReads::forgets).

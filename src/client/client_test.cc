@@ -42,6 +42,9 @@ struct Master {
   master::MasterState state;
   std::vector<std::string> revoked, released;
   std::vector<msg::TransferReport> reports;
+  // PutEnds answered with this error, unapplied (OK: served): as a leader
+  // that died before its log held them.
+  ErrorCode lost_put_end = ErrorCode::OK;
 };
 
 // MasterLink over the core, as masterd's service calls it (no grants are
@@ -72,9 +75,11 @@ class InProcessLink final : public MasterLink {
     return BatchPutStart(plain);
   }
   Status PutEnd(const msg::KeyRequest& req) override {
+    if (m_->lost_put_end != ErrorCode::OK) return Error(m_->lost_put_end, "lost");
     return Locked([&](uint64_t now) { return m_->state.PutEnd(req, now); });
   }
   Result<msg::Batch<Status>> BatchPutEnd(const msg::Batch<msg::KeyRequest>& req) override {
+    if (m_->lost_put_end != ErrorCode::OK) return Error(m_->lost_put_end, "lost");
     return Locked([&](uint64_t now) { return m_->state.BatchPutEnd(req, now); });
   }
   Result<msg::Batch<Status>> BatchPutRevoke(const msg::Batch<msg::KeyRequest>& req) override {
@@ -218,6 +223,25 @@ TEST_CASE("a put whose write fails is revoked at the master and can be put again
   REQUIRE(c.client->Put("k", value, {}).ok());
   CHECK(c.client->Get("k").value() == value);
   CHECK(c.master->revoked.size() == 1);
+}
+
+TEST_CASE("a put whose PutEnd was never acknowledged is revoked, never left half-visible") {
+  Cluster c(1);
+  const auto value = Value(4096, 5);
+  c.master->lost_put_end = ErrorCode::RPC_FAIL;  // the leader died with it
+  CHECK(c.client->Put("k", value, {}).code() == ErrorCode::RPC_FAIL);
+  auto st = c.client->BatchPut({"b1", "b2"}, {value, value}, {});
+  CHECK(st[0].code() == ErrorCode::RPC_FAIL);
+  CHECK(st[1].code() == ErrorCode::RPC_FAIL);
+  CHECK(c.master->revoked == std::vector<std::string>{"k", "b1", "b2"});
+  c.master->lost_put_end = ErrorCode::OK;
+  for (const char* k : {"k", "b1", "b2"}) CHECK_FALSE(c.client->Exists(k).value());
+  {
+    std::lock_guard<std::mutex> lock(c.master->mu);
+    CHECK(c.master->state.DumpObjects(false).empty());  // no put left in progress
+  }
+  REQUIRE(c.client->Put("k", value, {}).ok());
+  CHECK(c.client->Get("k").value() == value);
 }
 
 TEST_CASE("a batch put whose write fails revokes the keys it started and no others") {

@@ -33,6 +33,7 @@ void DirectReads::Learn(const std::string& key, const msg::GetReplicaListReply& 
   e.grant = {buffer.offset, buffer.size_bytes, buffer.sealed_capability_expiry_unix_ms,
              buffer.sealed_capability};
   e.grant.sealed_only = true;
+  e.grant.term = buffer.capability_term;
   e.seal = seal;
   // Never past the grant: the store would refuse it then anyway.
   e.expiry_unix_ms = std::min(now_unix_ms + ttl_us_ / 1000, e.grant.expiry_unix_ms);

@@ -12,12 +12,13 @@ void PutLe(std::string* out, uint64_t v) { ByteWriter(out).U64(v); }
 }  // namespace
 
 std::string SignCapability(std::string_view access_key, const CapabilityGrant& grant) {
-  std::string msg = "mooncake-cap-v1";
+  std::string msg = "mooncake-cap-v2";
   msg.push_back(static_cast<char>(grant.op));
   PutLe(&msg, grant.incarnation);
   PutLe(&msg, grant.offset);
   PutLe(&msg, grant.size_bytes);
   PutLe(&msg, grant.expiry_unix_ms);
+  PutLe(&msg, grant.term);
   return HmacSha256(access_key, msg);
 }
 

@@ -29,6 +29,13 @@
 //     remove and re-put any key (there is no per-key ownership), so the
 //     window gives it no power it lacks; what grants stop is a peer without
 //     one (no token, or a buggy or stale client) touching bytes at all.
+//   - a failover of the master (HA on etcd): the new leader knows no put or
+//     lease of the old one, so expiry alone would let an old grant write
+//     into space the new leader hands out. Every grant carries the term of
+//     the master that signed it (the HA leader's term, 0 without HA); a store
+//     that has seen a grant of a newer term refuses every older one
+//     (transfer/term_fence.h), so no write or read of a deposed leader's
+//     grant lands after the first one of its successor.
 //   - the store checks expiry with its own wall clock: a store whose clock
 //     runs behind the master's honours grants that much longer. Keep clocks
 //     in sync (NTP) or the TTLs well above the skew.
@@ -55,6 +62,8 @@ struct CapabilityGrant {
   uint64_t offset = 0;
   uint64_t size_bytes = 0;
   uint64_t expiry_unix_ms = 0;
+  // The term of the master that signed it (its HA leadership; 0 without HA).
+  uint64_t term = 0;
 };
 
 // 32-byte signature of `grant` under `access_key`.

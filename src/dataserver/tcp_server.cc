@@ -160,9 +160,25 @@ class TcpDataServer::ConnIo {
     return Status::Ok();
   }
 
+  // A READ's fence pass, held until its queued reply (which points at
+  // segment memory) has left.
+  void HoldPass(TermFence::Pass pass) { passes_.push_back(std::move(pass)); }
+  // Before entering the fence under `term`: passes of another term are
+  // given up first (their replies flushed), or the entry could wait for them.
+  Status ReleasePassesNotOf(uint64_t term) {
+    for (const TermFence::Pass& p : passes_) {
+      if (p.term() != term) return Flush();
+    }
+    return Status::Ok();
+  }
+
   Status Flush() {
-    if (iovcnt_ == 0) return Status::Ok();
+    if (iovcnt_ == 0) {
+      passes_.clear();
+      return Status::Ok();
+    }
     Status st = net::SendAllV(s_, iov_, iovcnt_);
+    passes_.clear();
     n_ = 0;
     iovcnt_ = 0;
     queued_bytes_ = 0;
@@ -201,6 +217,7 @@ class TcpDataServer::ConnIo {
   size_t n_ = 0;
   uint64_t queued_bytes_ = 0;
   bool holds_segment_bytes_ = false;
+  std::vector<TermFence::Pass> passes_;        // of the queued READ replies
   std::vector<std::vector<uint8_t>> staging_;  // Stage()'s buffers
   size_t staged_ = 0;                          // handed out since the last flush
 };
@@ -507,6 +524,8 @@ bool TcpDataServer::Handle(ConnIo& io, uint64_t conn_id, const wire::Request& re
   const RequestVerdict verdict = ScreenRequest(req, size_bytes_, options_.max_frame_bytes, check_);
   const bool is_write = verdict.op == OpKind::kWrite;
   if (verdict.action != RequestVerdict::Action::kServe) return Decline(io, req, verdict);
+  std::optional<TermFence::Pass> pass;
+  if (bool alive = true; !PassFence(io, req, verdict.op, &pass, &alive)) return alive;
   // A null base is absolute addressing (the p2p transfer engine's): the
   // offset is the address, already checked against registered memory.
   uint8_t* range = base_ != nullptr ? base_ + req.offset : reinterpret_cast<uint8_t*>(req.offset);
@@ -522,7 +541,28 @@ bool TcpDataServer::Handle(ConnIo& io, uint64_t conn_id, const wire::Request& re
   }
   counters_->bytes_read.fetch_add(req.length);
   counters_->served.fetch_add(1);
+  if (pass) io.HoldPass(std::move(*pass));
   return io.Reply(req.request_id, Status::Ok(), range, req.length).ok();
+}
+
+bool TcpDataServer::PassFence(ConnIo& io, const wire::Request& req, OpKind op,
+                              std::optional<TermFence::Pass>* pass, bool* alive) {
+  if (options_.fence == nullptr) return true;
+  if (!io.ReleasePassesNotOf(req.grant_term).ok()) {
+    *alive = false;
+    return false;
+  }
+  *pass = options_.fence->Enter(req.grant_term);
+  if (pass->has_value()) return true;
+  RequestVerdict refused;
+  refused.action = RequestVerdict::Action::kRefuse;
+  refused.op = op;
+  refused.status = Error(op == OpKind::kWrite ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ,
+                         std::string(OpKindName(op)) + " with a grant of master term " +
+                             std::to_string(req.grant_term) + "; this store has seen term " +
+                             std::to_string(options_.fence->term()));
+  *alive = Decline(io, req, refused);
+  return false;
 }
 
 bool TcpDataServer::Decline(ConnIo& io, const wire::Request& req, const RequestVerdict& verdict) {

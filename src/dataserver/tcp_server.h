@@ -26,6 +26,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -36,6 +37,7 @@
 #include "net/tls.h"
 #include "transfer/access.h"
 #include "transfer/data_protocol.h"
+#include "transfer/term_fence.h"
 #include "transfer/transport.h"
 #include "transfer/write_epochs.h"
 
@@ -58,6 +60,11 @@ struct TcpDataServerOptions {
   // them, READ_SEALED checks them. Invalid (RDMA peers write one-sided, or
   // none given): READ_SEALED naming a seal is NOT_SUPPORTED.
   WriteEpochs epochs;
+  // Refuses WRITEs and READs under grants of a deposed master's term
+  // (transfer/term_fence.h); null: no fencing (a segment no master grants
+  // for, e.g. the p2p engine's). READ_SEALED is not fenced: its seal proves
+  // its bytes.
+  std::shared_ptr<TermFence> fence;
 };
 
 struct TcpDataServerStats {
@@ -121,6 +128,10 @@ class TcpDataServer {
   bool HandleSealedRead(ConnIo& io, const wire::Request& req);
   // Answers a verdict other than kServe; false to close the connection.
   bool Decline(ConnIo& io, const wire::Request& req, const RequestVerdict& verdict);
+  // Enters the fence for a screened request (no fence: an empty pass).
+  // False: refused and answered (or the connection failed: `*alive`).
+  bool PassFence(ConnIo& io, const wire::Request& req, OpKind op,
+                 std::optional<TermFence::Pass>* pass, bool* alive);
   // Logs a refused request, at most kMaxRefusalLogsPerWindow per window.
   void LogRefusal(net::Stream fd, OpKind op, const Status& st);
 

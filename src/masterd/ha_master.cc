@@ -349,6 +349,9 @@ int RunHaMaster(const Config& config) {
     return 1;
   }
   const uint64_t index = image.index();
+  // Grants carry the term, so stores refuse the deposed leader's from the
+  // first one of ours they see (common/capability.h).
+  service.SetGrantTerm(static_cast<uint64_t>(term->revision));
   halog.SetLeaseDeadline(lease.deadline_us());
   halog.Begin(*term, std::move(image));
   auto rpc = StartRpcServer(service, config, &halog, *tls);

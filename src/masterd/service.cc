@@ -67,8 +67,9 @@ void MasterService::Sign(msg::ReplicaDesc* replica, bool write, uint64_t now_wal
     if (it == segment_keys_.end()) continue;  // store gave no key: it checks nothing
     CapabilityGrant g{write ? CapabilityOp::kWrite : CapabilityOp::kRead,
                       it->second.incarnation, b.offset, b.size_bytes,
-                      now_wall_ms + ttl_us / 1000};
+                      now_wall_ms + ttl_us / 1000, grant_term()};
     b.capability = SignCapability(it->second.access_key, g);
+    b.capability_term = g.term;
     b.capability_expiry_unix_ms = g.expiry_unix_ms;
     if (!write) {
       // A direct read's grant may outlive the lease: the store serves it only
@@ -120,7 +121,9 @@ Status MasterService::UnmountSegment(const msg::UnmountSegmentRequest& req) {
 Result<msg::PingReply> MasterService::Ping(const msg::PingRequest& req) {
   ++t_private_ops;
   std::lock_guard<std::mutex> lock(mu_);
-  return state_->Ping(req, clock_.NowUs());
+  msg::PingReply r = state_->Ping(req, clock_.NowUs());
+  r.term = grant_term();
+  return r;
 }
 
 Result<msg::PutStartReply> MasterService::PutStart(const msg::PutStartRequest& req) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -108,6 +109,11 @@ class MasterService final : public rpc::Handler {
   // stores that re-attach keep verifying.
   void AdoptLoadedSegments();
 
+  // The term every grant is signed with from now on (the HA leader's, set
+  // before its RPC port opens; 0 without HA). See common/capability.h.
+  void SetGrantTerm(uint64_t term) { grant_term_.store(term, std::memory_order_release); }
+  uint64_t grant_term() const { return grant_term_.load(std::memory_order_acquire); }
+
   // For direct use (tests, durability): run `fn` with the state locked.
   template <typename Fn>
   auto WithState(Fn&& fn) {
@@ -129,6 +135,7 @@ class MasterService final : public rpc::Handler {
     uint64_t incarnation = 0;
   };
   std::map<std::string, SegmentKey, std::less<>> segment_keys_;  // under mu_
+  std::atomic<uint64_t> grant_term_{0};
   mutable std::mutex transfers_mu_;  // guards transfers_ (never held with mu_)
   TransferTotals transfers_{};
 };

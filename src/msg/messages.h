@@ -81,6 +81,9 @@ struct BufferDesc {
   // serves it only on a sealed read naming a seal (transfer/write_epochs.h).
   std::string sealed_capability;
   uint64_t sealed_capability_expiry_unix_ms = 0;
+  // The signing master's term (its HA leadership, 0 without HA), signed in
+  // both capabilities: a store that saw a newer term refuses this one's.
+  uint64_t capability_term = 0;
   template <typename S, typename F>
   static void Fields(S& s, F&& f) {
     f(s.segment_name, "buffer.segment_name");
@@ -93,6 +96,7 @@ struct BufferDesc {
     f(s.capability_expiry_unix_ms, "buffer.capability_expiry_unix_ms");
     f(s.sealed_capability, "buffer.sealed_capability");
     f(s.sealed_capability_expiry_unix_ms, "buffer.sealed_capability_expiry_unix_ms");
+    f(s.capability_term, "buffer.capability_term");
   }
 };
 
@@ -176,10 +180,14 @@ struct PingRequest {
 struct PingReply {
   bool remount = false;      // the master does not know this client: remount
   uint64_t view_version = 0; // changes when segments come or go
+  // The term the master signs grants with (its HA leadership; 0 without
+  // HA): the store refuses grants of older terms from then on.
+  uint64_t term = 0;
   template <typename S, typename F>
   static void Fields(S& s, F&& f) {
     f(s.remount, "remount");
     f(s.view_version, "view_version");
+    f(s.term, "term");
   }
 };
 

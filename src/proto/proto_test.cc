@@ -153,7 +153,7 @@ TEST_CASE("every message type round-trips, and its truncations are refused") {
   CheckRoundTrip(msg::MountSegmentRequest{client, seg});
   CheckRoundTrip(msg::UnmountSegmentRequest{client, "host:1"});
   CheckRoundTrip(msg::PingRequest{client});
-  CheckRoundTrip(msg::PingReply{true, 7});
+  CheckRoundTrip(msg::PingReply{true, 7, 9});
   CheckRoundTrip(msg::TransferReport{client, {{1, 0, 3, 3 << 20}, {0, 1, 1, 4096}}});
   CheckRoundTrip(msg::PutStartRequest{client, "key", 4096, {3, true}});
   CheckRoundTrip(msg::PutStartReply{{rep, rep}});
@@ -195,7 +195,7 @@ TEST_CASE("randomized messages round-trip (MC_SEED replays)") {
     CAPTURE(i);
     CheckRoundTrip(msg::MountSegmentRequest{g.Client(), g.Segment()});
     CheckRoundTrip(msg::UnmountSegmentRequest{g.Client(), g.Str()});
-    CheckRoundTrip(msg::PingReply{g.Bool(), g.U64()});
+    CheckRoundTrip(msg::PingReply{g.Bool(), g.U64(), g.U64()});
     CheckRoundTrip(g.PutStart());
     CheckRoundTrip(msg::PutStartReply{g.Replicas()});
     CheckRoundTrip(g.GetReplicas());

@@ -34,13 +34,15 @@ MC_EQ(msg::BufferDesc, a.segment_name == b.segment_name && a.endpoint == b.endpo
                       a.capability == b.capability &&
                       a.capability_expiry_unix_ms == b.capability_expiry_unix_ms &&
                       a.sealed_capability == b.sealed_capability &&
-                      a.sealed_capability_expiry_unix_ms == b.sealed_capability_expiry_unix_ms)
+                      a.sealed_capability_expiry_unix_ms == b.sealed_capability_expiry_unix_ms &&
+                      a.capability_term == b.capability_term)
 MC_EQ(msg::ReplicaDesc, a.status == b.status && a.buffers == b.buffers)
 MC_EQ(msg::PutOptions, a.replicas == b.replicas && a.soft_pin == b.soft_pin)
 MC_EQ(msg::MountSegmentRequest, a.client == b.client && a.segment == b.segment)
 MC_EQ(msg::UnmountSegmentRequest, a.client == b.client && a.segment_name == b.segment_name)
 MC_EQ(msg::PingRequest, a.client == b.client)
-MC_EQ(msg::PingReply, a.remount == b.remount && a.view_version == b.view_version)
+MC_EQ(msg::PingReply,
+      a.remount == b.remount && a.view_version == b.view_version && a.term == b.term)
 MC_EQ(msg::PutStartRequest, a.client == b.client && a.key == b.key &&
                                 a.size_bytes == b.size_bytes && a.options == b.options)
 MC_EQ(msg::PutStartReply, a.replicas == b.replicas)

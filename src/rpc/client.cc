@@ -203,7 +203,8 @@ Status MasterClient::Unavailable(const std::string& why) const {
   return Error(ErrorCode::RPC_FAIL, "master unavailable at " + options_.master + ": " + why);
 }
 
-Result<std::unique_ptr<MasterClient::Conn>> MasterClient::Acquire(uint64_t deadline_us) {
+Result<std::unique_ptr<MasterClient::Conn>> MasterClient::Acquire(uint64_t deadline_us,
+                                                                  uint64_t connect_by_us) {
   {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
@@ -224,7 +225,7 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::Acquire(uint64_t deadl
     }
     ++open_;
   }
-  auto c = ConnectWithRetries();
+  auto c = ConnectWithRetries(connect_by_us);
   if (!c.ok()) Release(nullptr);
   return c;
 }
@@ -239,13 +240,16 @@ void MasterClient::Release(std::unique_ptr<Conn> conn) {
   cv_.notify_one();
 }
 
-Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectWithRetries() {
+Result<std::unique_ptr<MasterClient::Conn>> MasterClient::ConnectWithRetries(
+    uint64_t connect_by_us) {
   uint64_t backoff_us = options_.initial_backoff_us;
   const uint32_t attempts = options_.retries == 0 ? 1 : options_.retries;
   // The whole try, backoff included, fits in rpc_timeout x attempts: the
   // bound the man pages promise for "master unavailable". The backoff comes
   // out of the attempts' time, so an unreachable master costs no more.
-  const uint64_t deadline_us = net::MonotonicUs() + options_.rpc_timeout_us * attempts;
+  const uint64_t deadline_us = connect_by_us != 0
+                                   ? connect_by_us
+                                   : net::MonotonicUs() + options_.rpc_timeout_us * attempts;
   Status last;
   uint32_t made = 0;
   // A client that locates its master (an HA group) keeps trying until the
@@ -355,8 +359,10 @@ Status MasterClient::Dropped(Opcode op, const Status& st, const char* when) {
 Result<std::unique_ptr<MasterClient::Conn>> MasterClient::SendOne(Opcode op,
                                                                   std::string_view payload,
                                                                   uint64_t* deadline_us,
-                                                                  uint64_t* id) {
-  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, Acquire(*deadline_us));
+                                                                  uint64_t* id,
+                                                                  uint64_t connect_by_us,
+                                                                  bool* sent) {
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, Acquire(*deadline_us, connect_by_us));
   // The request's own rpc_timeout starts once it has a connection: one that
   // took several attempts (a master coming back, a partition healing) must
   // not leave the request no time at all and drop a good connection.
@@ -365,19 +371,63 @@ Result<std::unique_ptr<MasterClient::Conn>> MasterClient::SendOne(Opcode op,
   Frames before = TakeDeferred();
   *id = c->next_request_id++;
   Status st = c->Send(op, *id, payload, *deadline_us, before);
+  if (sent != nullptr) *sent = true;  // maybe in part: it may have arrived
   if (!st.ok()) return Dropped(op, st, "sending");
   return c;
 }
 
+bool RetriedOnFailover(Opcode op) {
+  switch (op) {
+    case Opcode::kPing:
+    case Opcode::kPutStart:
+    case Opcode::kPutEnd:
+    case Opcode::kPutRevoke:
+    case Opcode::kGetReplicaList:
+    case Opcode::kExistKey:
+    case Opcode::kRemove:
+    case Opcode::kListKeys:
+    case Opcode::kClusterStatus:
+    case Opcode::kBatchPutStart:
+    case Opcode::kBatchPutEnd:
+    case Opcode::kBatchPutRevoke:
+    case Opcode::kBatchGetReplicaList:
+    case Opcode::kBatchExistKey:
+    case Opcode::kBatchRemove:
+    case Opcode::kBatchPutStartEx:
+    case Opcode::kBatchUpsertStart:
+    case Opcode::kQueryTask:
+      return true;
+    default:
+      return false;
+  }
+}
+
 Result<std::string> MasterClient::Call(Opcode op, std::string_view request_payload) {
+  const uint32_t attempts = options_.retries == 0 ? 1 : options_.retries;
+  const uint64_t budget_end_us = net::MonotonicUs() + options_.rpc_timeout_us * attempts;
+  const bool follows = options_.locate != nullptr && RetriedOnFailover(op);
+  for (uint64_t connect_by_us = 0;;) {
+    bool sent = false;
+    auto r = CallOnce(op, request_payload, connect_by_us, &sent);
+    if (r.ok() || !follows || !sent) return r;
+    if (r.code() != ErrorCode::RPC_FAIL && r.code() != ErrorCode::RPC_TIMEOUT) return r;
+    if (net::MonotonicUs() >= budget_end_us) return r;
+    connect_by_us = budget_end_us;  // the new leader is looked for in what is left
+  }
+}
+
+Result<std::string> MasterClient::CallOnce(Opcode op, std::string_view request_payload,
+                                           uint64_t connect_by_us, bool* sent) {
   uint64_t deadline = net::MonotonicUs() + options_.rpc_timeout_us;
   uint64_t id = 0;
-  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, SendOne(op, request_payload, &deadline, &id));
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c,
+                      SendOne(op, request_payload, &deadline, &id, connect_by_us, sent));
   c->AwaitReply(deadline);
   for (;;) {
     auto h = c->ReadFrame(deadline);
     if (!h.ok()) return Dropped(op, h.status(), "waiting for the reply");
     if (h->opcode == Opcode::kConnectionError) {
+      *sent = false;  // the master refused the frame: a retry would be too
       auto err = DecodeReply<Empty>(c->Payload(*h), "ConnectionError");
       Status s = err.ok() ? Error(ErrorCode::PROTOCOL_ERROR, "empty ConnectionError") : err.status();
       return Dropped(op, s, "the master closed the connection");

@@ -9,9 +9,14 @@
 // rpc_timeout_us x retries (each attempt, connect and handshake, at most
 // rpc_timeout_us), then the call fails with RPC_FAIL "master unavailable at
 // H:P: ..." (`mooncake` commands exit 4). A request that
-// was sent is never re-sent (PutStart is not idempotent): if the connection
-// drops before the reply the call fails with RPC_FAIL; if no reply comes in
-// rpc_timeout_us, RPC_TIMEOUT. AUTH_FAILED and version mismatches
+// was sent is not re-sent to the same master (PutStart is not idempotent):
+// if the connection drops before the reply the call fails with RPC_FAIL; if
+// no reply comes in rpc_timeout_us, RPC_TIMEOUT. A client that locates its
+// master (an HA group, `locate` set) re-sends the calls of RetriedOnFailover
+// to whichever master leads then, within rpc_timeout_us x retries of the
+// first send: a new leader knows only what the old one made durable, so a
+// PutStart it never saw starts afresh, a PutEnd it already has fails (the
+// caller revokes; the object stays complete), reads read. AUTH_FAILED and version mismatches
 // (PROTOCOL_ERROR) are returned at once, without retries. With `tls` set the
 // connection is TLS (a handshake after connect, before Hello).
 #pragma once
@@ -52,6 +57,12 @@ struct ClientOptions {
   // certificate must carry the host of `master`.
   std::shared_ptr<net::TlsContext> tls;
 };
+
+// The calls a client that follows an HA group sends again to the new leader
+// when the old one dropped them unanswered: the data path's (puts, gets,
+// removes, lookups). Not mounts (stores remount by themselves), tasks or
+// bulk removes, whose repeat would not mean the same.
+bool RetriedOnFailover(proto::Opcode op);
 
 class MasterClient {
  public:
@@ -106,9 +117,15 @@ class MasterClient {
   static constexpr size_t kMaxDeferredFrames = 16;
 
  private:
-  Result<std::unique_ptr<Conn>> Acquire(uint64_t deadline_us);
+  // One send and its reply; `*sent`: the request left and its connection
+  // then failed (what a failover retries).
+  Result<std::string> CallOnce(proto::Opcode op, std::string_view request_payload,
+                               uint64_t connect_by_us, bool* sent);
+  // `connect_by_us`: when connecting must give up (0: rpc_timeout x retries
+  // from the first attempt).
+  Result<std::unique_ptr<Conn>> Acquire(uint64_t deadline_us, uint64_t connect_by_us = 0);
   void Release(std::unique_ptr<Conn> conn);  // null: the connection was dropped
-  Result<std::unique_ptr<Conn>> ConnectWithRetries();
+  Result<std::unique_ptr<Conn>> ConnectWithRetries(uint64_t connect_by_us);
   Result<std::unique_ptr<Conn>> ConnectOnce(const net::HostPort& hp, uint64_t timeout_us);
   Status Handshake(Conn* c, uint64_t deadline_us);
   Status Unavailable(const std::string& why) const;
@@ -116,7 +133,8 @@ class MasterClient {
   // sends one frame on it (its request id in *id); *deadline_us becomes the
   // reply's deadline, at least rpc_timeout_us after the connection was had.
   Result<std::unique_ptr<Conn>> SendOne(proto::Opcode op, std::string_view payload,
-                                        uint64_t* deadline_us, uint64_t* id);
+                                        uint64_t* deadline_us, uint64_t* id,
+                                        uint64_t connect_by_us = 0, bool* sent = nullptr);
   // Drops the borrowed connection and names the operation in the error.
   Status Dropped(proto::Opcode op, const Status& st, const char* when);
   using Frames = std::vector<std::pair<proto::Opcode, std::string>>;

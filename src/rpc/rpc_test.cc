@@ -758,3 +758,47 @@ TEST_CASE("Dispatch hands every operation of the table to its own Handler method
   for (uint32_t v = 0; v <= 0xffff; ++v) known += IsKnownOpcode(static_cast<uint16_t>(v)) ? 1 : 0;
   CHECK(ops == known - 3);
 }
+
+TEST_CASE("a call the old leader dropped unanswered is sent again to the new one, within the budget") {
+  ManualGate old_gate;
+  TestServer old_leader("", nullptr, &old_gate);
+  TestServer new_leader;
+  ClientOptions o = old_leader.Client();
+  // What etcd would say: the old leader until it is gone, then the new one.
+  o.locate = [&](bool) -> Result<std::string> {
+    return old_gate.failed_ ? new_leader.address() : old_leader.address();
+  };
+  MasterClient client(o);
+  Status put_end, mount;
+  std::thread t([&] { put_end = client.Invoke<Opcode::kPutEnd>({{1, 2}, "k"}).status(); });
+  REQUIRE(WaitUntil([&] { return old_gate.requests_ >= 1; }));
+  old_gate.Release(/*fail=*/true);  // the old leader loses its lease: the reply never leaves
+  t.join();
+  CHECK(put_end.ok());
+  // A mount is not sent twice: the store mounts again by itself.
+  ManualGate gate2;
+  TestServer dying("", nullptr, &gate2);
+  ClientOptions o2 = dying.Client();
+  o2.locate = [&](bool) -> Result<std::string> {
+    return gate2.failed_ ? new_leader.address() : dying.address();
+  };
+  MasterClient client2(o2);
+  std::thread t2([&] { mount = client2.Invoke<Opcode::kMountSegment>({}).status(); });
+  REQUIRE(WaitUntil([&] { return gate2.requests_ >= 1; }));
+  gate2.Release(/*fail=*/true);
+  t2.join();
+  CHECK(mount.code() == ErrorCode::RPC_FAIL);
+}
+
+TEST_CASE("without a locator a dropped call is not sent again") {
+  ManualGate gate;
+  TestServer ts("", nullptr, &gate);
+  MasterClient client(ts.Client());
+  Status st;
+  std::thread t([&] { st = client.Invoke<Opcode::kPutEnd>({{1, 2}, "k"}).status(); });
+  REQUIRE(WaitUntil([&] { return gate.requests_ >= 1; }));
+  gate.Release(/*fail=*/true);
+  t.join();
+  CHECK(st.code() == ErrorCode::RPC_FAIL);
+  CHECK(gate.requests_ == 1);
+}

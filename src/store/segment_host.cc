@@ -209,6 +209,10 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Create(const Config& config, m
   transfer::TcpDataServerOptions to;
   to.rdma = h->rdma_.get();
   to.epochs = h->segment_->epochs();  // invalid once RDMA bypasses them
+  // Grants of a deposed HA leader are refused once a newer term is seen
+  // (transfer/term_fence.h).
+  h->fence_ = std::make_shared<transfer::TermFence>();
+  to.fence = h->fence_;
   to.port = config.store.port;
   to.max_connections = config.store.max_connections;
   to.auth_token = config.cluster.auth_token;
@@ -324,6 +328,7 @@ void SegmentHost::Heartbeat() {
                    << " failed: " << pong.status().ToString();
       continue;
     }
+    fence_->Raise(pong->term);
     if (!pong->remount) continue;
     // The master does not know this store: it declared it dead (client_ttl
     // without a ping) and dropped its segment and the objects on it, or it

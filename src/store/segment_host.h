@@ -34,6 +34,7 @@ namespace mc::transfer {
 class RdmaResponder;
 class Segment;
 class SegmentKeys;
+class TermFence;
 class TcpDataServer;
 }  // namespace mc::transfer
 namespace mc::rpc {
@@ -103,6 +104,7 @@ class SegmentHost {
   std::unique_ptr<transfer::Segment> segment_;
   std::unique_ptr<tier::DiskTier> tier_;  // [store] ssd_offload_path; null: memory only
   std::shared_ptr<transfer::SegmentKeys> keys_;  // what the data server checks grants with
+  std::shared_ptr<transfer::TermFence> fence_;  // the data server's; Ping replies raise it
   std::unique_ptr<transfer::RdmaResponder> rdma_;  // protocol rdma; outlives server_
   std::unique_ptr<transfer::TcpDataServer> server_;
   std::unique_ptr<rpc::MasterClient> link_;

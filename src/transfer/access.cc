@@ -12,7 +12,7 @@ CapabilityGrant ToCapability(OpKind op, uint64_t incarnation, const Grant& g) {
   const CapabilityOp cap = op == OpKind::kWrite ? CapabilityOp::kWrite
                           : g.sealed_only      ? CapabilityOp::kReadSealed
                                                : CapabilityOp::kRead;
-  return {cap, incarnation, g.offset, g.size_bytes, g.expiry_unix_ms};
+  return {cap, incarnation, g.offset, g.size_bytes, g.expiry_unix_ms, g.term};
 }
 
 }  // namespace
@@ -87,6 +87,7 @@ RequestVerdict ScreenRequest(const wire::Request& req, uint64_t segment_bytes,
   }
   Grant grant{req.grant_offset, req.grant_size, req.grant_expiry_unix_ms,
               std::string(req.grant_mac.begin(), req.grant_mac.end())};
+  grant.term = req.grant_term;
   v.status = check(v.op, req.offset, req.length, grant);
   if (v.status.ok()) v.action = RequestVerdict::Action::kServe;
   return v;

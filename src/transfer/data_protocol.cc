@@ -44,7 +44,7 @@ Status DecodeHello(const uint8_t in[kHelloBytes], Hello* out) {
   return Status::Ok();
 }
 
-static_assert(56 + kMacBytes == kRequestBytes, "request header layout");
+static_assert(64 + kMacBytes == kRequestBytes, "request header layout");
 
 void EncodeRequest(const Request& r, uint8_t out[kRequestBytes]) {
   StoreLe32(out, kRequestMagic);
@@ -56,7 +56,8 @@ void EncodeRequest(const Request& r, uint8_t out[kRequestBytes]) {
   StoreLe64(out + 32, r.grant_offset);
   StoreLe64(out + 40, r.grant_size);
   StoreLe64(out + 48, r.grant_expiry_unix_ms);
-  std::memcpy(out + 56, r.grant_mac.data(), kMacBytes);
+  StoreLe64(out + 56, r.grant_term);
+  std::memcpy(out + 64, r.grant_mac.data(), kMacBytes);
 }
 
 Status DecodeRequest(const uint8_t in[kRequestBytes], Request* out) {
@@ -69,7 +70,8 @@ Status DecodeRequest(const uint8_t in[kRequestBytes], Request* out) {
   out->grant_offset = LoadLe64(in + 32);
   out->grant_size = LoadLe64(in + 40);
   out->grant_expiry_unix_ms = LoadLe64(in + 48);
-  std::memcpy(out->grant_mac.data(), in + 56, kMacBytes);
+  out->grant_term = LoadLe64(in + 56);
+  std::memcpy(out->grant_mac.data(), in + 64, kMacBytes);
   return Status::Ok();
 }
 

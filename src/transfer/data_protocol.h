@@ -1,14 +1,14 @@
-// Wire format of the TCP data path (version 2). All integers little-endian.
+// Wire format of the TCP data path (version 3). All integers little-endian.
 //
 // On accept the server sends HELLO (48 bytes):
 //   u32 magic "MCTH" | u16 version | u16 flags (bit 0: auth required)
 //   u64 segment_bytes | u8 nonce[32]
-// Then the client sends requests, each an 88-byte header optionally
+// Then the client sends requests, each a 96-byte header optionally
 // followed by a payload:
 //   u32 magic "MCTQ" | u16 op | u16 reserved (0) | u64 request_id
 //   u64 offset | u64 length
 //   u64 grant_offset | u64 grant_size | u64 grant_expiry_unix_ms
-//   u8 grant_mac[32]
+//   u64 grant_term | u8 grant_mac[32]
 //   op 1 WRITE: `length` payload bytes follow, stored at segment[offset..).
 //   op 2 READ:  no payload; the reply carries `length` bytes of segment.
 //   op 3 AUTH:  offset 0, length 32, grant fields 0, payload
@@ -39,13 +39,18 @@
 //               seal and NOT_SUPPORTED with one.
 // The grant is the transfer capability the master signed for the buffer
 // being moved (common/capability.h): grant_mac = HMAC-SHA256(segment access
-// key, "mooncake-cap-v1" || u8 op || u64 incarnation || u64 grant_offset ||
-// u64 grant_size || u64 grant_expiry_unix_ms). The store serves a WRITE or
+// key, "mooncake-cap-v2" || u8 op || u64 incarnation || u64 grant_offset ||
+// u64 grant_size || u64 grant_expiry_unix_ms || u64 grant_term). The store
+// fences terms (term_fence.h): once a verified grant of term T was seen, a
+// grant of a term below T is refused (INVALID_WRITE / INVALID_READ), and no
+// request of an older term is still moving bytes when the first one of T
+// starts. The store serves a WRITE or
 // READ only if the MAC verifies under its own key and incarnation, the op
 // matches, the grant has not expired by the store's clock, and
 // [offset, offset + length) lies inside [grant_offset, grant_offset +
-// grant_size): one grant covers every striped piece of its buffer. Version
-// 1 (a 32-byte header without a grant) is not accepted.
+// grant_size): one grant covers every striped piece of its buffer. Versions
+// 1 (a 32-byte header without a grant) and 2 (88 bytes, no term) are not
+// accepted.
 // Every request gets a 24-byte reply:
 //   u32 magic "MCTR" | i32 status (ErrorCode) | u64 request_id | u64 length
 //   status OK: `length` data bytes follow for READ, 0 otherwise.
@@ -72,11 +77,11 @@ namespace mc::transfer::wire {
 inline constexpr uint32_t kHelloMagic = 0x4854434d;    // "MCTH"
 inline constexpr uint32_t kRequestMagic = 0x5154434d;  // "MCTQ"
 inline constexpr uint32_t kReplyMagic = 0x5254434d;    // "MCTR"
-inline constexpr uint16_t kVersion = 2;
+inline constexpr uint16_t kVersion = 3;
 inline constexpr uint16_t kFlagAuthRequired = 1;
 
 inline constexpr size_t kHelloBytes = 48;
-inline constexpr size_t kRequestBytes = 88;
+inline constexpr size_t kRequestBytes = 96;
 inline constexpr size_t kReplyBytes = 24;
 inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;
@@ -110,6 +115,7 @@ struct Request {
   uint64_t grant_size = 0;
   uint64_t grant_expiry_unix_ms = 0;
   std::array<uint8_t, kMacBytes> grant_mac{};
+  uint64_t grant_term = 0;  // after the MAC here so brace-initialised requests keep their order
 };
 
 struct Reply {

@@ -242,6 +242,7 @@ uint64_t TcpTransport::EncodeChunk(Conn& conn, const TransferOp& op, const Chunk
   req.grant_offset = op.grant.offset;
   req.grant_size = op.grant.size_bytes;
   req.grant_expiry_unix_ms = op.grant.expiry_unix_ms;
+  req.grant_term = op.grant.term;
   if (op.grant.signature.size() == wire::kMacBytes) {
     std::memcpy(req.grant_mac.data(), op.grant.signature.data(), wire::kMacBytes);
   }

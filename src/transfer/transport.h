@@ -48,6 +48,8 @@ struct Grant {
   // Signed for sealed reads that name a seal only (CapabilityOp::kReadSealed,
   // msg::BufferDesc::sealed_capability): it outlives the lease.
   bool sealed_only = false;
+  // The signing master's term (msg::BufferDesc::capability_term).
+  uint64_t term = 0;
 };
 
 // Decides whether [offset, offset + len) of a segment may be written or read

@@ -6,12 +6,12 @@ import socket
 import struct
 
 HELLO = struct.Struct("<IHHQ32s")          # magic, version, flags, segment_bytes, nonce
-REQUEST = struct.Struct("<IHHQQQQQQ32s")   # 88 bytes
+REQUEST = struct.Struct("<IHHQQQQQQQ32s")  # 96 bytes
 REPLY = struct.Struct("<IiQQ")             # magic, status, request_id, length
 HELLO_MAGIC, REQUEST_MAGIC, REPLY_MAGIC = 0x4854434D, 0x5154434D, 0x5254434D
 WRITE, READ, AUTH = 1, 2, 3
 INVALID_WRITE, INVALID_READ, AUTH_FAILED = -700, -701, -902
-NO_GRANT = (0, 0, 0, b"\0" * 32)
+NO_GRANT = (0, 0, 0, 0, b"\0" * 32)   # offset, size, expiry, term, mac
 
 
 class DataPort:
@@ -54,4 +54,5 @@ class DataPort:
 
 def grant_of(buf):
     """The wire grant fields of one buffer from `mooncake get --print-grants`."""
-    return (buf["offset"], buf["size"], buf["expiry_unix_ms"], bytes.fromhex(buf["capability"]))
+    return (buf["offset"], buf["size"], buf["expiry_unix_ms"], buf.get("term", 0),
+            bytes.fromhex(buf["capability"]))

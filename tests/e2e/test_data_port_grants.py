@@ -31,7 +31,7 @@ try:
     off, size = buf["offset"], buf["size"]
 
     dp = DataPort(buf["endpoint"])
-    check(dp.version == 2, f"the data port speaks version 2 ({dp.version})")
+    check(dp.version == 3, f"the data port speaks version 3 ({dp.version})")
     st, body = dp.request(READ, off, size, grant)
     check(st == 0 and body == payload, "a raw READ with the master's grant returns the object")
     st, body = dp.request(READ, off + 4096, 4096, grant)
@@ -39,10 +39,10 @@ try:
 
     st, msg = dp.request(READ, off, size)
     check(st == INVALID_READ, f"READ without a grant refused: {st} {msg.decode()}")
-    forged = grant[:3] + (bytes(32),)
+    forged = grant[:4] + (bytes(32),)
     st, msg = dp.request(READ, off, size, forged)
     check(st == INVALID_READ, f"READ with a forged grant refused: {msg.decode()}")
-    bigger = (off, size + 4096, grant[2], grant[3])
+    bigger = (off, size + 4096) + grant[2:]
     st, msg = dp.request(READ, off, size + 4096, bigger)
     check(st == INVALID_READ, f"READ with a grant enlarged by the client refused: {msg.decode()}")
     st, msg = dp.request(READ, off + size, 4096, grant)
@@ -57,7 +57,7 @@ try:
     st, msg = dp.request(WRITE, off, 4096, grant, junk)
     check(st == INVALID_WRITE, f"WRITE with a read grant refused: {msg.decode()}")
     free_off = off + size + (1 << 20)
-    st, msg = dp.request(WRITE, free_off, 4096, (free_off, 4096, grant[2], grant[3]), junk)
+    st, msg = dp.request(WRITE, free_off, 4096, (free_off, 4096) + grant[2:], junk)
     check(st == INVALID_WRITE, f"WRITE into free space with a re-aimed grant refused: {msg.decode()}")
     g2 = run(["get", "g", "--no-shm"], env=c.env)
     check(g2.returncode == 0 and g2.stdout == payload, "refused writes changed nothing")

@@ -10,7 +10,9 @@ back as a standby; a plain list of masters also finds the leader; an etcd
 member killed and restored changes nothing; with etcd down entirely the
 leader stops acknowledging (and exits 75), and once etcd is back a master
 leads again with every acknowledged put intact; a leader paused (SIGSTOP)
-past its lease is replaced, and once resumed acknowledges nothing and exits.
+past its lease is replaced, and once resumed acknowledges nothing and exits;
+a read grant of a dead leader's term is refused by the store once it has seen
+the new leader's term (the fence of mooncake-master(1)).
 """
 import base64
 import json
@@ -19,6 +21,7 @@ import random
 import signal
 import time
 
+from dataport import DataPort, INVALID_READ, READ, grant_of
 from harness import check, finish, run, stop, wait_until
 from ha_cluster import Etcd, HaGroup
 from pool_checks import check_allocations
@@ -29,7 +32,9 @@ print(f"test_ha: seed {seed} (replay with MC_SEED={seed}), {cycles} kill cycles"
 rng = random.Random(seed)
 
 etcd = Etcd(members=3)
-group = HaGroup(etcd, masters=2, ttl=2)
+# Read grants outlive the failover, so that the store's refusal of the old
+# term's is the fence's, not expiry's.
+group = HaGroup(etcd, masters=2, ttl=2, extra=["--default-kv-lease-ttl", "30s"])
 acked = {}      # key -> bytes: every put that returned 0
 removed = set()
 
@@ -79,9 +84,13 @@ try:
     for _ in range(2):
         group.add_store()
     check(wait_until(lambda: len(group.segments()) == 2, 20), "two stores mounted through etcd://")
-    published = [seg for seg in group.segments()
-                 if b'"kvs"' in etcd.post(0, "/v3/kv/range", json.dumps(
-                     {"key": base64.b64encode(f"mooncake/ram/{seg}".encode()).decode()}).encode())[1]]
+    def published_descriptors():
+        return [seg for seg in group.segments()
+                if b'"kvs"' in etcd.post(0, "/v3/kv/range", json.dumps(
+                    {"key": base64.b64encode(f"mooncake/ram/{seg}".encode()).decode()}).encode())[1]]
+    # A store publishes its descriptor after it mounted: give it a moment.
+    wait_until(lambda: len(published_descriptors()) == 2, 10)
+    published = published_descriptors()
     check(len(published) == 2, "with metadata_server etcd:// both stores published their "
           f"descriptors under the reference's keys mooncake/ram/<segment> ({published})")
 
@@ -93,6 +102,12 @@ try:
             acked.pop(k, None)
             removed.add(k)
     verify("before any failover")
+    g = run(["get", "k0", "--print-grants"], env=group.env)
+    old_buf = json.loads(g.stdout)["replicas"][0][0]
+    old_port = DataPort(old_buf["endpoint"])
+    st, body = old_port.request(READ, old_buf["offset"], old_buf["size"], grant_of(old_buf))
+    check(st == 0 and body == acked["k0"] and old_buf["term"] > 0,
+          f"a read grant carries the leader's term ({old_buf['term']}) and reads")
 
     for cycle in range(cycles):
         leader = group.leader()
@@ -112,6 +127,15 @@ try:
         new = group.leader()
         check(new is not None and new != leader, f"cycle {cycle}: master {new} took over")
         verify(f"cycle {cycle}")
+        if cycle == 0:
+            last = [None]
+
+            def old_term_refused():
+                last[0] = old_port.request(READ, old_buf["offset"], old_buf["size"],
+                                           grant_of(old_buf))
+                return last[0][0] == INVALID_READ and b"term" in last[0][1]
+            check(wait_until(old_term_refused, 10),
+                  f"the store refuses the dead leader's read grant by its term: {last[0]!r}")
         group.start_master(leader)
         check(wait_until(lambda: group.role(leader) == "standby", 10),
               f"cycle {cycle}: the killed master is back as a standby")
@@ -151,7 +175,10 @@ try:
     for i in range(3):
         etcd.kill_member(i)
     t0 = time.monotonic()
-    r = run(["put", "etcd-down", "-"], input=b"never", env=group.list_env, timeout=60)
+    # A short RPC budget: the client resends the dropped PutEnd to whichever
+    # master leads until it runs out, and none will while etcd is down.
+    r = run(["put", "etcd-down", "-", "--rpc-timeout", "2s", "--rpc-retries", "2"],
+            input=b"never", env=group.list_env, timeout=60)
     check(r.returncode != 0, f"with etcd down a put is not acknowledged: rc {r.returncode}")
     code = group.procs[leader].wait(timeout=30)
     check(code == 75, f"the leader stops and exits 75 within {time.monotonic() - t0:.1f} s "
