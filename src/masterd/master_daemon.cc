@@ -66,6 +66,7 @@ Status LoadState(Journal& journal, MasterService& service) {
                         return loaded;
                       }));
   service.AdoptLoadedSegments();
+  MC_RETURN_IF_ERROR(service.LoadTier(&journal));
   MC_LOG(INFO) << "state loaded from " << journal.path() << ": " << stats.segments
                << " segments, " << stats.objects << " objects in "
                << (SystemClock::Instance().NowUs() - start_us) / 1000 << " ms";
@@ -79,18 +80,19 @@ int RunMaster(const Config& config) {
     std::fprintf(stderr, "mooncake master: error: --enable-ha needs --ha-etcd (--etcd_endpoints)\n");
     return 2;
   }
+  if (!config.ha.etcd.empty() && (config.master.enable_offload || config.master.offload_on_evict)) {
+    // Disk replicas live in the journal, which an HA master does not keep.
+    std::fprintf(stderr, "mooncake master: error: --enable-offload is not supported with HA "
+                         "(--ha-etcd) yet\n");
+    return 2;
+  }
   if (!config.ha.etcd.empty()) return RunHaMaster(config);
   InstallStopSignals();
   InstallReloadSignal();
   const MasterConfig& mc = config.master;
-  if (mc.enable_offload || mc.offload_on_evict || mc.promotion_on_hit) {
-    // Issue 31: the stores' disk tier exists, the master's side (disk
-    // replicas, offload at the watermark, promotion) does not yet. Refuse
-    // rather than run without what the operator asked for.
-    std::fprintf(stderr,
-                 "mooncake master: error: --enable-offload, --offload-on-evict and "
-                 "--promotion-on-hit are not supported by this build yet (the stores' disk tier "
-                 "is; the master does not record disk replicas)\n");
+  if (mc.promotion_on_hit && !(mc.enable_offload || mc.offload_on_evict)) {
+    std::fprintf(stderr, "mooncake master: error: --promotion-on-hit needs the disk tier "
+                         "(--enable-offload)\n");
     return 2;
   }
   // One server context for every port: RPC, admin HTTP, embedded metadata.

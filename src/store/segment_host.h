@@ -49,6 +49,7 @@ class DiskTier;
 namespace mc::store {
 
 class MetadataPublisher;
+class TierWorker;
 
 class SegmentHost {
  public:
@@ -102,6 +103,7 @@ class SegmentHost {
   uint16_t port_ = 0;
   std::unique_ptr<transfer::Segment> segment_;
   std::unique_ptr<tier::DiskTier> tier_;  // [store] ssd_offload_path; null: memory only
+  std::unique_ptr<TierWorker> tier_worker_;  // with tier_, once started
   std::shared_ptr<transfer::SegmentKeys> keys_;  // what the data server checks grants with
   std::unique_ptr<transfer::RdmaResponder> rdma_;  // protocol rdma; outlives server_
   std::unique_ptr<transfer::TcpDataServer> server_;
