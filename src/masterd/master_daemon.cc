@@ -17,6 +17,7 @@
 #include "masterd/journal.h"
 #include "masterd/rpc_glue.h"
 #include "masterd/service.h"
+#include "masterd/tier_admin.h"
 #include "metadata/metadata_server.h"
 #include "net/tls.h"
 #include "tls/tls_setup.h"
@@ -165,7 +166,7 @@ int RunMaster(const Config& config) {
     since_log_us += kTickIntervalMs * 1000;
     if (mc.metrics_log_interval_us > 0 && since_log_us >= mc.metrics_log_interval_us) {
       since_log_us = 0;
-      MC_LOG(INFO) << "Master Metrics: " << service.Summary();
+      MC_LOG(INFO) << "Master Metrics: " << service.Summary() << TierSummary(service);
     }
   }
   MC_LOG(INFO) << "stopping master";
