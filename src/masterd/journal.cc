@@ -46,7 +46,10 @@ const storage::SqliteMigration kMigrations[] = {
             " ORDER BY key;"
             "DROP TABLE objects;"
             "ALTER TABLE objects_v2 RENAME TO objects"},
-    {.from = 2, .sql = "CREATE TABLE disk_replicas (" MC_DISK_REPLICAS_COLUMNS ")"},
+    // IF NOT EXISTS: a file a tool turned back to an older version may
+    // still hold the table.
+    {.from = 2,
+     .sql = "CREATE TABLE IF NOT EXISTS disk_replicas (" MC_DISK_REPLICAS_COLUMNS ")"},
 };
 
 const storage::SqliteSchema kSchema{
