@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <thread>
 
 #include "common/capability.h"
 #include "common/clock.h"
@@ -22,6 +23,7 @@
 #include "client/master_link.h"
 #include "client/master_locator.h"
 #include "client/replica_order.h"
+#include "msg/tier_messages.h"
 #include "rpc/client.h"
 #include "transfer/access.h"
 #include "transfer/fallback_transport.h"
@@ -230,6 +232,8 @@ class ClientImpl final : public Client {
   void CountPaths(const std::vector<transfer::TransferOp>& ops);
   // The replica lists of `reqs` in one master round trip (per-key status).
   std::vector<msg::BatchItem<msg::GetReplicaListReply>> ReplicaLists(
+      const std::vector<msg::KeyRequest>& reqs);
+  std::vector<msg::BatchItem<msg::GetReplicaListReply>> AskReplicaLists(
       const std::vector<msg::KeyRequest>& reqs);
   // Where key i's bytes go, once its size is known; parts holding less than
   // the size are BUFFER_OVERFLOW for that key.
@@ -563,7 +567,10 @@ Status ClientImpl::RunTask(const msg::TaskId& task) {
 }
 
 Result<uint64_t> ClientImpl::GetInto(const std::string& key, std::span<uint8_t> buffer) {
-  auto reply = master_->GetReplicaList(msg::KeyRequest{id_, key});
+  auto list = ReplicaLists({msg::KeyRequest{id_, key}});
+  Result<msg::GetReplicaListReply> reply =
+      list[0].status.ok() ? Result<msg::GetReplicaListReply>(std::move(list[0].value))
+                          : Result<msg::GetReplicaListReply>(list[0].status);
   if (!reply.ok()) {
     if (reply.code() == ErrorCode::OBJECT_NOT_FOUND) return Error(reply.code(), "not found");
     return reply.status();
@@ -578,7 +585,37 @@ Result<uint64_t> ClientImpl::GetInto(const std::string& key, std::span<uint8_t> 
   return reply->size_bytes;
 }
 
+namespace {
+// The master is reading the object from a disk tier into memory: ask again
+// shortly (msg::kStagingFromDisk), up to kMaxStagingPolls times.
+constexpr uint32_t kMaxStagingPolls = 100;
+constexpr uint64_t kStagingPollMaxMs = 50;
+bool Staging(const Status& st) {
+  return st.code() == ErrorCode::REPLICA_IS_NOT_READY &&
+         st.message().starts_with(msg::kStagingFromDisk);
+}
+}  // namespace
+
 std::vector<msg::BatchItem<msg::GetReplicaListReply>> ClientImpl::ReplicaLists(
+    const std::vector<msg::KeyRequest>& reqs) {
+  auto lists = AskReplicaLists(reqs);
+  for (uint32_t poll = 0; poll < kMaxStagingPolls; ++poll) {
+    bool waiting = false;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      if (!Staging(lists[i].status)) continue;
+      if (!waiting) {  // once per round, before the first key asked again
+        std::this_thread::sleep_for(
+            std::chrono::milliseconds(std::min<uint64_t>(kStagingPollMaxMs, 2 + poll * 4)));
+      }
+      waiting = true;
+      lists[i] = AskReplicaLists({reqs[i]})[0];
+    }
+    if (!waiting) break;
+  }
+  return lists;
+}
+
+std::vector<msg::BatchItem<msg::GetReplicaListReply>> ClientImpl::AskReplicaLists(
     const std::vector<msg::KeyRequest>& reqs) {
   std::vector<msg::BatchItem<msg::GetReplicaListReply>> lists(reqs.size());
   if (reqs.size() == 1) {

@@ -31,7 +31,9 @@
 
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -68,6 +70,10 @@ struct Options {
   uint64_t stripe_size_bytes = kDefaultStripeSizeBytes;
   uint32_t max_batch = kDefaultMaxBatch;        // at most kMaxBatchItems (checked by the config)
   uint32_t max_key_bytes = kDefaultMaxKeyBytes;  // at most kMaxStringBytes (checked by the config)
+  // False: Tick never evicts in the background (the master offloads to
+  // the stores' disk tiers instead, TakeOffloadVictims); puts still evict
+  // for themselves when space is short.
+  bool background_eviction = true;
   // The high half of every copy/move task id (the low half counts), so ids
   // of a restarted master differ from the old one's: the process picks it.
   uint64_t task_id_seed = 0;
@@ -183,6 +189,32 @@ class MasterState {
   uint64_t retired_bytes() const;
 
   TickReport Tick(uint64_t now_us);
+
+  // ---- master_state_tier.cc: offload to the stores' disk tiers ----
+  struct OffloadVictim {
+    std::string key;
+    ObjectId id = 0;
+    std::string segment;  // the segment holding its only buffer
+    uint64_t offset = 0;
+    uint64_t size_bytes = 0;
+  };
+  // Bytes the background eviction would free now (eviction/watermark.h).
+  uint64_t BackgroundEvictionTarget() const;
+  // Objects the policy would evict, up to `target_bytes`, whose only
+  // replica is one buffer on a segment `offloadable` accepts (its store has
+  // a disk tier). The policy forgets each, so nothing evicts it while its
+  // store copies it to disk; a remove or upsert meanwhile frees it as
+  // usual (CompleteId then no longer names it, and the copy is discarded).
+  std::vector<OffloadVictim> TakeOffloadVictims(
+      uint64_t target_bytes, uint64_t now_us,
+      const std::function<bool(std::string_view segment)>& offloadable);
+  // Drops the memory copy of object `id`: its buffers stay allocated until
+  // its leases end. `tracked`: the policy still tracks it (not an offload
+  // victim, which it forgot when it picked it). False when `id` is gone
+  // (removed or replaced meanwhile).
+  bool DropMemoryCopy(ObjectId id, uint64_t now_us, bool tracked = false);
+  // The id of `key`'s complete object, if any.
+  std::optional<ObjectId> CompleteId(std::string_view key) const;
 
   // Reads tracked for release (tests).
   size_t tracked_reads() const { return reads_.size(); }

@@ -325,7 +325,7 @@ TickReport MasterState::Tick(uint64_t now_us) {
                                                     .eviction_ratio = options_.eviction_ratio,
                                                     .puts_evicted = puts_evicted_since_tick_});
   puts_evicted_since_tick_ = false;
-  if (target > 0) report.evicted_bytes = EvictBytes(target, now_us, &report.evicted_keys);
+  if (target > 0 && options_.background_eviction) report.evicted_bytes = EvictBytes(target, now_us, &report.evicted_keys);
   counters_.expired_clients += report.expired_clients;
   counters_.discarded_puts += report.discarded_puts;
   counters_.expired_pins += report.expired_pins;

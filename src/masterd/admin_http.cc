@@ -13,6 +13,7 @@
 #include "masterd/journal.h"
 #include "masterd/prometheus.h"
 #include "masterd/service.h"
+#include "masterd/tier_admin.h"
 
 namespace mc::masterd {
 
@@ -120,6 +121,7 @@ std::string RenderMetrics(const MasterService& service, const Journal* journal,
               " and per second with unsynced commits (fsync=everysec)",
               static_cast<double>(j.syncs));
   }
+  RenderTierMetrics(service, p);
   if (ha != nullptr) ha->AppendMetrics(p);
   return p.str();
 }
@@ -174,7 +176,8 @@ AdminHttp::AdminHttp(MasterService& service, const Journal* journal,
   });
   srv.Get("/metrics/summary", [svc, impl](const httplib::Request&, httplib::Response& res) {
     const HaStatusSource* ha = impl->ha.load();
-    res.set_content(svc->Summary() + (ha ? ha->Summary() : "") + "\n", "text/plain");
+    res.set_content(svc->Summary() + TierSummary(*svc) + (ha ? ha->Summary() : "") + "\n",
+                    "text/plain");
   });
   srv.Get("/role", [impl](const httplib::Request&, httplib::Response& res) {
     const HaStatusSource* ha = impl->ha.load();
@@ -199,6 +202,14 @@ AdminHttp::AdminHttp(MasterService& service, const Journal* journal,
     }
     std::string key = req.get_param_value("key");
     auto obj = svc->QueryKey(key);
+    uint64_t disk_size = 0;
+    const std::string tier = TierJson(*svc, key, obj.ok(), &disk_size);
+    if (!obj.ok() && disk_size > 0) {  // on disk only
+      res.set_content("{\"key\":" + JsonString(key) + ",\"size\":" + std::to_string(disk_size) +
+                          ",\"soft_pinned\":false,\"replicas\":[]" + tier + "}\n",
+                      "application/json");
+      return;
+    }
     if (!obj.ok()) {
       res.status = 404;
       res.set_content("{\"error_code\":-704,\"error\":" + JsonString(obj.status().message()) + "}\n",
@@ -216,7 +227,7 @@ AdminHttp::AdminHttp(MasterService& service, const Journal* journal,
       }
       out += "]";
     }
-    out += "]}\n";
+    out += "]" + tier + "}\n";
     res.set_content(out, "application/json");
   });
   srv.Get("/get_all_keys", [svc](const httplib::Request&, httplib::Response& res) {

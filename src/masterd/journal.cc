@@ -24,12 +24,17 @@ namespace {
 // checkpoints as many back). Appended rows share the last pages; a remove
 // finds its row by the id the master keeps with the object, and evictions,
 // which take old objects, mostly empty old pages together.
+// Version 3: disk_replicas, the objects on the stores' disk tiers (issue 31),
+// by key: the disk (host identity and tier path) and the object's size.
 // Upgrades: each older version has a step in kMigrations; a file of a newer
 // version is refused.
 #define MC_OBJECTS_COLUMNS                                                       \
   " id INTEGER PRIMARY KEY, key BLOB NOT NULL, size_bytes INTEGER NOT NULL,"   \
   " soft_pin INTEGER NOT NULL, replicas INTEGER NOT NULL, buffers BLOB NOT NULL," \
   " row_check INTEGER NOT NULL"
+
+#define MC_DISK_REPLICAS_COLUMNS \
+  " key BLOB PRIMARY KEY, disk_id TEXT NOT NULL, size_bytes INTEGER NOT NULL"
 
 // v1 -> v2: the rows keep their values (row_check does not cover the id) and
 // get ids in key order.
@@ -41,6 +46,10 @@ const storage::SqliteMigration kMigrations[] = {
             " ORDER BY key;"
             "DROP TABLE objects;"
             "ALTER TABLE objects_v2 RENAME TO objects"},
+    // IF NOT EXISTS: a file a tool turned back to an older version may
+    // still hold the table.
+    {.from = 2,
+     .sql = "CREATE TABLE IF NOT EXISTS disk_replicas (" MC_DISK_REPLICAS_COLUMNS ")"},
 };
 
 const storage::SqliteSchema kSchema{
@@ -54,11 +63,13 @@ const storage::SqliteSchema kSchema{
         " incarnation INTEGER NOT NULL, size_bytes INTEGER NOT NULL,"
         " hostname TEXT NOT NULL, endpoint TEXT NOT NULL, shm_path TEXT NOT NULL,"
         " access_key BLOB NOT NULL, row_check INTEGER NOT NULL);"
-        "CREATE TABLE objects (" MC_OBJECTS_COLUMNS ")",
+        "CREATE TABLE objects (" MC_OBJECTS_COLUMNS ");"
+        "CREATE TABLE disk_replicas (" MC_DISK_REPLICAS_COLUMNS ")",
     .migrations = kMigrations,
     .migration_count = std::size(kMigrations),
 };
 #undef MC_OBJECTS_COLUMNS
+#undef MC_DISK_REPLICAS_COLUMNS
 
 // The last change this thread queued, per journal (tests run several).
 struct OwnChange {
@@ -133,7 +144,9 @@ const char* FsyncModeName(FsyncMode mode) {
 }
 
 struct Journal::Change {
-  enum class Kind : uint8_t { kMount, kUnmount, kPutObject, kRemoveObject } kind;
+  enum class Kind : uint8_t {
+    kMount, kUnmount, kPutObject, kRemoveObject, kPutDiskReplica, kRemoveDiskReplica
+  } kind;
   // Frees space (set by Append for removes and unmounts, by
   // OnObjectCommitted for a row rewritten after the object lost replicas).
   bool frees = false;
@@ -145,6 +158,7 @@ struct Journal::Change {
   uint32_t replicas = 0;
   bool soft_pin = false;
   master::SegmentDump segment;  // kMount
+  std::string disk_id;          // kPutDiskReplica
 };
 
 struct Journal::Statements {
@@ -153,8 +167,11 @@ struct Journal::Statements {
   sqlite3_stmt* put = nullptr;
   sqlite3_stmt* remove = nullptr;
   sqlite3_stmt* remove_by_key = nullptr;
+  sqlite3_stmt* put_disk = nullptr;
+  sqlite3_stmt* remove_disk = nullptr;
   ~Statements() {
-    for (sqlite3_stmt* s : {mount, unmount, put, remove, remove_by_key}) sqlite3_finalize(s);
+    for (sqlite3_stmt* s : {mount, unmount, put, remove, remove_by_key, put_disk, remove_disk})
+      sqlite3_finalize(s);
   }
 };
 
@@ -205,7 +222,39 @@ Status Journal::Prepare() {
       " row_check) VALUES(?1,?2,?3,?4,?5,?6,?7)",
       &stmts_->put));
   MC_RETURN_IF_ERROR(db_->Prepare("DELETE FROM objects WHERE id = ?1", &stmts_->remove));
-  return db_->Prepare("DELETE FROM objects WHERE key = ?1", &stmts_->remove_by_key);
+  MC_RETURN_IF_ERROR(
+      db_->Prepare("DELETE FROM objects WHERE key = ?1", &stmts_->remove_by_key));
+  MC_RETURN_IF_ERROR(db_->Prepare(
+      "INSERT OR REPLACE INTO disk_replicas(key, disk_id, size_bytes) VALUES(?1,?2,?3)",
+      &stmts_->put_disk));
+  return db_->Prepare("DELETE FROM disk_replicas WHERE key = ?1", &stmts_->remove_disk);
+}
+
+void Journal::OnDiskReplica(const std::string& key, const std::string& disk_id,
+                            uint64_t size_bytes) {
+  Change c{Change::Kind::kPutDiskReplica};
+  c.key = key;
+  c.disk_id = disk_id;
+  c.size_bytes = size_bytes;
+  Append(std::move(c));
+}
+
+void Journal::OnDiskReplicaRemoved(const std::string& key) {
+  Change c{Change::Kind::kRemoveDiskReplica};
+  c.key = key;
+  Append(std::move(c));
+}
+
+Status Journal::LoadDiskReplicas(
+    const std::function<void(const std::string&, const std::string&, uint64_t)>& fn) {
+  sqlite3_stmt* s = nullptr;
+  MC_RETURN_IF_ERROR(db_->Prepare("SELECT key, disk_id, size_bytes FROM disk_replicas", &s));
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) fn(Text(s, 0), Text(s, 1), AsU64(s, 2));
+  sqlite3_finalize(s);
+  if (rc != SQLITE_DONE)
+    return Error(ErrorCode::INTERNAL_ERROR, path_ + ": reading disk_replicas failed");
+  return Status::Ok();
 }
 
 // ---- listener (under the master's lock) ---------------------------------------
@@ -468,6 +517,16 @@ Status Journal::Commit(const std::vector<Change>& batch) {
         sqlite3_bind_int64(stmts_->put, 7,
                            ObjectCheck(c.key, c.size_bytes, c.soft_pin, c.replicas, c.buffers));
         st = db_->Step(stmts_->put, what);
+        break;
+      case Change::Kind::kPutDiskReplica:
+        BindText(stmts_->put_disk, 1, c.key);
+        BindText(stmts_->put_disk, 2, c.disk_id);
+        sqlite3_bind_int64(stmts_->put_disk, 3, AsI64(c.size_bytes));
+        st = db_->Step(stmts_->put_disk, what);
+        break;
+      case Change::Kind::kRemoveDiskReplica:
+        BindText(stmts_->remove_disk, 1, c.key);
+        st = db_->Step(stmts_->remove_disk, what);
         break;
       case Change::Kind::kRemoveObject:
         if (c.row != 0) {

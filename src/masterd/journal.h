@@ -55,7 +55,7 @@ namespace mc::masterd {
 
 // PRAGMA application_id of a master state file: "MCMS".
 constexpr uint32_t kJournalApplicationId = 0x4d434d53;
-constexpr int kJournalSchemaVersion = 2;
+constexpr int kJournalSchemaVersion = 3;
 // Changes written in one transaction at most; more wait for the next one.
 constexpr size_t kMaxChangesPerCommit = 1u << 16;
 // SQLite page cache of the journal's connection.
@@ -142,6 +142,16 @@ class Journal final : public master::StateListener {
   uint64_t OnObjectCommitted(const master::ObjectDump& object) override;
   void OnObjectRemoved(std::string_view key, uint64_t listener_tag,
                        master::RemoveReason reason) override;
+
+  // The disk tier's records (issue 31, TierService), under the master's
+  // lock like the listener's calls: `key` has a copy on the disk named
+  // `disk_id`, or no longer has one.
+  void OnDiskReplica(const std::string& key, const std::string& disk_id, uint64_t size_bytes);
+  void OnDiskReplicaRemoved(const std::string& key);
+  // Every disk replica in the file, before anything is served.
+  Status LoadDiskReplicas(
+      const std::function<void(const std::string& key, const std::string& disk_id,
+                               uint64_t size_bytes)>& fn);
 
   struct Change;
 

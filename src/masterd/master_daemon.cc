@@ -17,6 +17,7 @@
 #include "masterd/journal.h"
 #include "masterd/rpc_glue.h"
 #include "masterd/service.h"
+#include "masterd/tier_admin.h"
 #include "metadata/metadata_server.h"
 #include "net/tls.h"
 #include "tls/tls_setup.h"
@@ -66,6 +67,7 @@ Status LoadState(Journal& journal, MasterService& service) {
                         return loaded;
                       }));
   service.AdoptLoadedSegments();
+  MC_RETURN_IF_ERROR(service.LoadTier(&journal));
   MC_LOG(INFO) << "state loaded from " << journal.path() << ": " << stats.segments
                << " segments, " << stats.objects << " objects in "
                << (SystemClock::Instance().NowUs() - start_us) / 1000 << " ms";
@@ -79,18 +81,19 @@ int RunMaster(const Config& config) {
     std::fprintf(stderr, "mooncake master: error: --enable-ha needs --ha-etcd (--etcd_endpoints)\n");
     return 2;
   }
+  if (!config.ha.etcd.empty() && (config.master.enable_offload || config.master.offload_on_evict)) {
+    // Disk replicas live in the journal, which an HA master does not keep.
+    std::fprintf(stderr, "mooncake master: error: --enable-offload is not supported with HA "
+                         "(--ha-etcd) yet\n");
+    return 2;
+  }
   if (!config.ha.etcd.empty()) return RunHaMaster(config);
   InstallStopSignals();
   InstallReloadSignal();
   const MasterConfig& mc = config.master;
-  if (mc.enable_offload || mc.offload_on_evict || mc.promotion_on_hit) {
-    // Issue 31: the stores' disk tier exists, the master's side (disk
-    // replicas, offload at the watermark, promotion) does not yet. Refuse
-    // rather than run without what the operator asked for.
-    std::fprintf(stderr,
-                 "mooncake master: error: --enable-offload, --offload-on-evict and "
-                 "--promotion-on-hit are not supported by this build yet (the stores' disk tier "
-                 "is; the master does not record disk replicas)\n");
+  if (mc.promotion_on_hit && !(mc.enable_offload || mc.offload_on_evict)) {
+    std::fprintf(stderr, "mooncake master: error: --promotion-on-hit needs the disk tier "
+                         "(--enable-offload)\n");
     return 2;
   }
   // One server context for every port: RPC, admin HTTP, embedded metadata.
@@ -163,7 +166,7 @@ int RunMaster(const Config& config) {
     since_log_us += kTickIntervalMs * 1000;
     if (mc.metrics_log_interval_us > 0 && since_log_us >= mc.metrics_log_interval_us) {
       since_log_us = 0;
-      MC_LOG(INFO) << "Master Metrics: " << service.Summary();
+      MC_LOG(INFO) << "Master Metrics: " << service.Summary() << TierSummary(service);
     }
   }
   MC_LOG(INFO) << "stopping master";

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "eviction/policy.h"
+#include "masterd/tier_service.h"
 
 namespace mc::masterd {
 
@@ -30,6 +31,8 @@ master::Options MasterOptions(const MasterConfig& c) {
   o.stripe_size_bytes = c.stripe_size_bytes;
   o.max_batch = c.max_batch;
   o.max_key_bytes = c.max_key_bytes;
+  // With the disk tier the tick offloads (TierService) instead of dropping.
+  o.background_eviction = !(c.enable_offload || c.offload_on_evict);
   return o;
 }
 
@@ -53,7 +56,11 @@ MasterService::MasterService(const MasterConfig& config, const Clock& clock,
     : config_(config),
       clock_(clock),
       state_(std::make_unique<master::MasterState>(
-          StateOptions(config), MakePolicy(config), listener)) {}
+          StateOptions(config), MakePolicy(config), listener)) {
+  if (config.enable_offload || config.offload_on_evict) tier_ = std::make_unique<TierService>(config);
+}
+
+MasterService::~MasterService() = default;
 
 void MasterService::Sign(msg::ReplicaDesc* replica, bool write, uint64_t now_wall_ms) {
   // A write grant ends no later than the put's deadline (an unfinished put's
@@ -113,6 +120,7 @@ Status MasterService::UnmountSegment(const msg::UnmountSegmentRequest& req) {
   Status st = state_->UnmountSegment(req, clock_.NowUs());
   if (st.ok()) {
     segment_keys_.erase(req.segment_name);
+    if (tier_) tier_->OnSegmentGone(req.segment_name);
     MC_LOG(INFO) << "segment " << req.segment_name << " unmounted";
   }
   return st;
@@ -130,6 +138,8 @@ Result<msg::PutStartReply> MasterService::PutStart(const msg::PutStartRequest& r
   ++t_private_ops;
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
+  if (TierHas(req.key))
+    return Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key '" + req.key + "' exists (on disk)");
   auto r = state_->PutStart(req, clock_.NowUs());
   if (r.ok()) SignAll(&r->replicas, true, wall_ms);
   return r;
@@ -149,29 +159,42 @@ Status MasterService::PutRevoke(const msg::KeyRequest& req) {
 Result<msg::GetReplicaListReply> MasterService::GetReplicaList(const msg::KeyRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
-  auto r = state_->GetReplicaList(req, clock_.NowUs());
-  if (r.ok()) SignAll(&r->replicas, false, wall_ms);
+  const uint64_t now_us = clock_.NowUs();
+  auto r = state_->GetReplicaList(req, now_us);
+  if (!r.ok()) return TierReadMiss(req.key, r.status(), now_us);
+  TierReadHit(req.key);
+  SignAll(&r->replicas, false, wall_ms);
   return r;
 }
 
 Result<bool> MasterService::ExistKey(const msg::KeyRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
-  return state_->ExistKey(req, clock_.NowUs());
+  auto r = state_->ExistKey(req, clock_.NowUs());
+  if (r.ok() && !*r && TierHas(req.key)) return true;
+  return r;
 }
 
 Status MasterService::Remove(const msg::RemoveRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
-  return state_->Remove(req, clock_.NowUs());
+  Status st = state_->Remove(req, clock_.NowUs());
+  if (st.ok() || st.code() == ErrorCode::OBJECT_NOT_FOUND) {
+    if (TierForget(req.key)) return Status::Ok();
+  }
+  return st;
 }
 
 Result<msg::RemoveAllReply> MasterService::RemoveAll(const proto::Empty&) {
   std::lock_guard<std::mutex> lock(mu_);
-  return state_->RemoveAll(clock_.NowUs());
+  msg::RemoveAllReply r = state_->RemoveAll(clock_.NowUs());
+  r.removed += TierForgetAll();
+  return r;
 }
 
 Result<msg::RemoveAllReply> MasterService::RemoveAllEx(const msg::RemoveAllRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
-  return state_->RemoveAll(clock_.NowUs(), req.force);
+  msg::RemoveAllReply r = state_->RemoveAll(clock_.NowUs(), req.force);
+  r.removed += TierForgetAll();
+  return r;
 }
 
 Result<msg::ListKeysReply> MasterService::ListKeys(const msg::ListKeysRequest& req) {
@@ -190,7 +213,12 @@ Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> MasterService::BatchPutSt
   const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
   auto r = state_->BatchPutStart(req, clock_.NowUs());
   if (r.ok()) {
-    for (auto& item : *r) {
+    for (size_t i = 0; i < r->size(); ++i) {
+      auto& item = (*r)[i];
+      if (item.status.ok() && TierHas(req[i].key)) {  // exists on disk: undo this one
+        (void)state_->PutRevoke({req[i].client, req[i].key}, clock_.NowUs());
+        item = {Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key '" + req[i].key + "' exists (on disk)"), {}};
+      }
       if (item.status.ok()) SignAll(&item.value.replicas, true, wall_ms);
     }
   }
@@ -213,10 +241,17 @@ Result<msg::Batch<msg::BatchItem<msg::GetReplicaListReply>>>
 MasterService::BatchGetReplicaList(const msg::Batch<msg::KeyRequest>& req) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
-  auto r = state_->BatchGetReplicaList(req, clock_.NowUs());
+  const uint64_t now_us = clock_.NowUs();
+  auto r = state_->BatchGetReplicaList(req, now_us);
   if (r.ok()) {
-    for (auto& item : *r) {
-      if (item.status.ok()) SignAll(&item.value.replicas, false, wall_ms);
+    for (size_t i = 0; i < r->size(); ++i) {
+      auto& item = (*r)[i];
+      if (!item.status.ok()) {
+        item.status = TierReadMiss(req[i].key, item.status, now_us);
+        continue;
+      }
+      TierReadHit(req[i].key);
+      SignAll(&item.value.replicas, false, wall_ms);
     }
   }
   return r;
@@ -225,7 +260,12 @@ MasterService::BatchGetReplicaList(const msg::Batch<msg::KeyRequest>& req) {
 Result<msg::Batch<msg::BatchItem<bool>>> MasterService::BatchExistKey(
     const msg::Batch<msg::KeyRequest>& req) {
   std::lock_guard<std::mutex> lock(mu_);
-  return state_->BatchExistKey(req, clock_.NowUs());
+  auto r = state_->BatchExistKey(req, clock_.NowUs());
+  if (r.ok()) {
+    for (size_t i = 0; i < r->size(); ++i)
+      if ((*r)[i].status.ok() && !(*r)[i].value && TierHas(req[i].key)) (*r)[i].value = true;
+  }
+  return r;
 }
 
 Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> MasterService::BatchPutStartEx(
@@ -268,7 +308,9 @@ MasterService::TransferTotals MasterService::Transfers() const {
 
 master::TickReport MasterService::Tick() {
   std::lock_guard<std::mutex> lock(mu_);
-  master::TickReport r = state_->Tick(clock_.NowUs());
+  const uint64_t now_us = clock_.NowUs();
+  master::TickReport r = state_->Tick(now_us);
+  TierTick(now_us);
   if (r.unmounted_segments > 0) {
     // Forget keys of segments that are gone, so a stale capability cannot be
     // minted for a name a new store reuses.
@@ -278,6 +320,8 @@ master::TickReport MasterService::Tick() {
       auto it = segment_keys_.find(seg.name);
       if (it != segment_keys_.end()) kept.insert(*it);
     }
+    for (const auto& [name, key] : segment_keys_)
+      if (!kept.contains(name) && tier_) tier_->OnSegmentGone(name);
     segment_keys_.swap(kept);
   }
   if (r.expired_clients || r.discarded_puts || r.evicted_keys) {

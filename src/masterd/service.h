@@ -30,6 +30,7 @@ class MasterService final : public rpc::Handler {
  public:
   MasterService(const MasterConfig& config, const Clock& clock,
                 master::StateListener* listener = nullptr);
+  ~MasterService() override;
 
   // rpc::Handler: every operation of proto/ops.h.
   Status MountSegment(const msg::MountSegmentRequest& req) override;
@@ -75,6 +76,20 @@ class MasterService final : public rpc::Handler {
   Status TaskEnd(const msg::TaskEndRequest& req) override;
   Result<msg::ReplicaClearReply> BatchReplicaClear(const msg::ReplicaClearRequest& req) override;
   Result<msg::RemoveByRegexReply> RemoveByRegex(const msg::RemoveByRegexRequest& req) override;
+  // service_tier.cc: the stores' disk tiers (TierService; NOT_SUPPORTED
+  // without --enable-offload).
+  Result<msg::TierAnnounceReply> TierAnnounce(const msg::TierAnnounceRequest& req) override;
+  Result<msg::TierFetchReply> TierFetch(const msg::TierFetchRequest& req) override;
+  // Before serving: the disk replicas the journal recorded, and the journal
+  // that records them from now on (null: --data-dir none, nothing kept).
+  Status LoadTier(class Journal* journal);
+  // The disk tier's figures and records (null without --enable-offload),
+  // read under the lock.
+  template <typename Fn>
+  auto WithTier(Fn&& fn) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return fn(tier_.get());
+  }
   // MasterOptions with a random high half for task ids (task_id_seed).
   static master::Options StateOptions(const MasterConfig& config);
 
@@ -126,10 +141,23 @@ class MasterService final : public rpc::Handler {
   // `wall_before_ms`: wall time read before the state machine's `now`.
   void SignAll(std::vector<msg::ReplicaDesc>* replicas, bool write, uint64_t wall_before_ms);
 
+  // service_tier.cc: the hooks of the disk tier in the operations above
+  // (no-ops without one). A read that missed memory, a read that hit it.
+  Status TierReadMiss(const std::string& key, const Status& missed, uint64_t now_us);
+  void TierReadHit(const std::string& key);
+  bool TierHas(const std::string& key) const;
+  // The key's disk replica goes (removed or replaced); true when it had one.
+  bool TierForget(const std::string& key);
+  void TierTick(uint64_t now_us);
+  uint64_t TierForgetAll();
+  void FlushTierChanges();  // to tier_journal_
+
   MasterConfig config_;
   const Clock& clock_;
   mutable std::mutex mu_;
   std::unique_ptr<master::MasterState> state_;
+  std::unique_ptr<class TierService> tier_;  // --enable-offload; under mu_
+  class Journal* tier_journal_ = nullptr;
   struct SegmentKey {
     std::string access_key;
     uint64_t incarnation = 0;

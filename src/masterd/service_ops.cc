@@ -22,6 +22,7 @@ Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> MasterService::BatchUpser
   plain.reserve(req.size());
   for (const auto& r : req) plain.push_back(r.start);
   std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& r : plain) TierForget(r.key);  // a disk copy would be stale
   const uint64_t wall_ms = clock_.UnixMs();  // before the put's deadline starts
   auto r = state_->BatchUpsertStart(plain, clock_.NowUs());
   if (r.ok()) {

@@ -19,6 +19,7 @@
 #include "common/ceilings.h"
 #include "msg/messages.h"
 #include "msg/ops_messages.h"
+#include "msg/tier_messages.h"
 #include "proto/byte_io.h"
 #include "proto/frame.h"
 #include "proto/ops.h"

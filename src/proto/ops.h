@@ -60,5 +60,9 @@
   X(BatchReplicaClear, 0x0066, msg::ReplicaClearRequest, msg::ReplicaClearReply, Call)          \
   X(RemoveByRegex, 0x0067, msg::RemoveByRegexRequest, msg::RemoveByRegexReply, Call)          \
   /* reads a client served from its direct-read cache (issue 33) */                           \
-  X(ReportAccesses, 0x0090, msg::AccessReport, Empty, Notify)
+  X(ReportAccesses, 0x0090, msg::AccessReport, Empty, Notify)                                \
+  /* the disk tier (msg/tier_messages.h, issue 31): a store's disk objects at mount */         \
+  X(TierAnnounce, 0x0070, msg::TierAnnounceRequest, msg::TierAnnounceReply, Call)             \
+  /* a store's disk-tier worker pulls its queue and reports what it did */                    \
+  X(TierFetch, 0x0071, msg::TierFetchRequest, msg::TierFetchReply, Call)
 // clang-format on

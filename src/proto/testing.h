@@ -92,6 +92,11 @@ MC_EQ(msg::ReplicaClearRequest, a.client == b.client && a.keys == b.keys &&
 MC_EQ(msg::ReplicaClearReply, a.cleared == b.cleared)
 MC_EQ(msg::RemoveByRegexRequest, a.pattern == b.pattern && a.force == b.force)
 MC_EQ(msg::RemoveByRegexReply, a.removed == b.removed)
+// msg/tier_messages.h (the rest have their own ==).
+MC_EQ(msg::TierResult, a.ticket == b.ticket && proto::SameStatus(a.status, b.status))
+MC_EQ(msg::TierFetchRequest, a.client == b.client && a.segment_name == b.segment_name &&
+                                 a.used_bytes == b.used_bytes &&
+                                 a.capacity_bytes == b.capacity_bytes && a.results == b.results)
 #undef MC_EQ
 template <typename T>
 bool operator==(const msg::BatchItem<T>& a, const msg::BatchItem<T>& b) {

@@ -17,6 +17,7 @@
 #include "tls/tls_setup.h"
 #include "store/disk_tier_setup.h"
 #include "store/segment_descriptor.h"
+#include "store/tier_worker.h"
 #include "transfer/access.h"
 #include "transfer/rdma/rdma_desc.h"
 #include "transfer/rdma/rdma_engine.h"
@@ -301,6 +302,10 @@ void SegmentHost::Start() {
     });
   }
   heartbeat_ = std::thread([this] { Heartbeat(); });
+  if (tier_) {
+    tier_worker_ = std::make_unique<TierWorker>(id_, *link_, *segment_, *tier_);
+    tier_worker_->Start(desc_.name);
+  }
 }
 
 std::string SegmentHost::Describe() const {
@@ -339,6 +344,7 @@ void SegmentHost::Heartbeat() {
                  << ", grants from before are void";
     auto again = Mount([this](uint64_t ms) { return Sleep(ms); });
     if (again.ok() && *again) MC_LOG(INFO) << "segment " << desc_.name << " mounted again";
+    if (again.ok() && *again && tier_worker_) tier_worker_->Reannounce(id_);
     if (!again.ok()) {
       std::lock_guard lock(mu_);
       failure_ = again.status();
@@ -367,6 +373,7 @@ void SegmentHost::Stop() {
   }
   cv_.notify_all();
   if (heartbeat_.joinable()) heartbeat_.join();
+  if (tier_worker_) tier_worker_->Stop();
   if (prefault_.joinable()) {
     prefault_.request_stop();
     prefault_.join();

@@ -50,6 +50,7 @@ class DiskTier;
 namespace mc::store {
 
 class MetadataPublisher;
+class TierWorker;
 
 class SegmentHost {
  public:
@@ -103,6 +104,7 @@ class SegmentHost {
   uint16_t port_ = 0;
   std::unique_ptr<transfer::Segment> segment_;
   std::unique_ptr<tier::DiskTier> tier_;  // [store] ssd_offload_path; null: memory only
+  std::unique_ptr<TierWorker> tier_worker_;  // with tier_, once started
   std::shared_ptr<transfer::SegmentKeys> keys_;  // what the data server checks grants with
   std::shared_ptr<transfer::TermFence> fence_;  // the data server's; Ping replies raise it
   std::unique_ptr<transfer::RdmaResponder> rdma_;  // protocol rdma; outlives server_

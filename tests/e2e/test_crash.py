@@ -276,10 +276,11 @@ try:
         "INSERT INTO objects_v1 SELECT key, size_bytes, soft_pin, replicas, buffers, row_check"
         " FROM objects;"
         "DROP TABLE objects; ALTER TABLE objects_v1 RENAME TO objects;"
+        "DROP TABLE IF EXISTS disk_replicas;"  # version 3's
         "PRAGMA user_version = 1; COMMIT;")
     db.close()
     c.start_master()
-    upgraded = "upgraded the mooncake master state schema from version 1 to 2" in \
+    upgraded = "upgraded the mooncake master state schema from version 1 to 3" in \
         open(c.master_log).read()
     check(upgraded and layout(c) == before,
           f"a version 1 state file is upgraded at start and loads the same {len(before)} objects")

@@ -1,0 +1,138 @@
+#include "master/disk_replicas.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace mc::master {
+
+void DiskReplicas::Attach(const std::string& disk_id, const std::string& segment_name,
+                          msg::ClientId client, uint64_t capacity_bytes) {
+  Disk& d = disks_[disk_id];
+  d.segment_name = segment_name;
+  d.client = client;
+  d.capacity_bytes = capacity_bytes;
+}
+
+void DiskReplicas::DetachSegment(std::string_view segment_name) {
+  for (auto& [id, d] : disks_)
+    if (d.segment_name == segment_name) d.segment_name.clear();
+}
+
+uint64_t DiskReplicas::FileBytes(std::string_view key, uint64_t size_bytes) {
+  constexpr uint64_t kBlock = 4096, kFixedHeader = 64;
+  auto pad = [](uint64_t n) { return (n + kBlock - 1) / kBlock * kBlock; };
+  return pad(kFixedHeader + key.size()) + pad(size_bytes);
+}
+
+void DiskReplicas::Unlink(std::map<std::string, Entry, std::less<>>::iterator it) {
+  Disk& d = disks_[it->second.disk_id];
+  const uint64_t file = FileBytes(it->first, it->second.size_bytes);
+  d.lru.erase(it->second.lru_seq);
+  d.used_bytes -= file;
+  --d.objects;
+  bytes_ -= file;
+}
+
+std::vector<std::string> DiskReplicas::MakeRoom(const std::string& disk_id, uint64_t bytes) {
+  std::vector<std::string> dropped;
+  Disk& d = disks_[disk_id];
+  while (d.capacity_bytes > 0 && d.used_bytes + bytes > d.capacity_bytes && !d.lru.empty()) {
+    auto victim = entries_.find(d.lru.begin()->second);
+    dropped.push_back(victim->first);
+    Unlink(victim);
+    entries_.erase(victim);
+  }
+  return dropped;
+}
+
+std::vector<std::string> DiskReplicas::Add(const std::string& key, const std::string& disk_id,
+                                           uint64_t size_bytes) {
+  if (auto old = entries_.find(key); old != entries_.end()) {
+    Unlink(old);
+    entries_.erase(old);
+  }
+  const uint64_t file = FileBytes(key, size_bytes);
+  // Capacity 0: not announced yet (a load from the journal), nothing to fit.
+  std::vector<std::string> dropped = MakeRoom(disk_id, file);
+  Disk& d = disks_[disk_id];
+  const uint64_t seq = next_seq_++;
+  entries_.emplace(key, Entry{disk_id, size_bytes, seq});
+  d.lru.emplace(seq, key);
+  d.used_bytes += file;
+  ++d.objects;
+  bytes_ += file;
+  return dropped;
+}
+
+const DiskReplicas::Entry* DiskReplicas::Find(std::string_view key) const {
+  auto it = entries_.find(key);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+const DiskReplicas::Disk* DiskReplicas::FindDisk(std::string_view disk_id) const {
+  auto it = disks_.find(disk_id);
+  return it == disks_.end() ? nullptr : &it->second;
+}
+
+const DiskReplicas::Disk* DiskReplicas::ReadableDisk(std::string_view key) const {
+  const Entry* e = Find(key);
+  if (e == nullptr) return nullptr;
+  const Disk* d = FindDisk(e->disk_id);
+  return d != nullptr && !d->segment_name.empty() ? d : nullptr;
+}
+
+std::optional<std::string> DiskReplicas::DiskOfSegment(std::string_view segment_name) const {
+  for (const auto& [id, d] : disks_)
+    if (!segment_name.empty() && d.segment_name == segment_name) return id;
+  return std::nullopt;
+}
+
+bool DiskReplicas::Remove(std::string_view key) {
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return false;
+  Unlink(it);
+  entries_.erase(it);
+  return true;
+}
+
+void DiskReplicas::Touch(std::string_view key) {
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return;
+  Disk& d = disks_[it->second.disk_id];
+  d.lru.erase(it->second.lru_seq);
+  it->second.lru_seq = next_seq_++;
+  d.lru.emplace(it->second.lru_seq, it->first);
+}
+
+std::vector<std::string> DiskReplicas::ForgetUnannounced(
+    const std::string& disk_id, const std::vector<std::string>& announced) {
+  std::vector<std::string> gone;
+  auto d = disks_.find(disk_id);
+  if (d == disks_.end()) return gone;
+  const std::unordered_set<std::string> kept(announced.begin(), announced.end());
+  for (const auto& [seq, key] : d->second.lru)
+    if (!kept.contains(key)) gone.push_back(key);
+  for (const auto& key : gone) Remove(key);
+  return gone;
+}
+
+bool PromotionGate::Hit(std::string_view key, uint64_t now_us) {
+  if (last_hit_us_.size() >= kMaxTrackedKeys) {
+    std::vector<uint64_t> times;
+    times.reserve(last_hit_us_.size());
+    for (const auto& [k, t] : last_hit_us_) times.push_back(t);
+    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+    const uint64_t median = times[times.size() / 2];
+    std::erase_if(last_hit_us_, [&](const auto& kv) { return kv.second <= median; });
+  }
+  auto [it, inserted] = last_hit_us_.try_emplace(std::string(key), now_us);
+  if (inserted) return false;
+  const bool again = now_us - it->second <= window_us_;
+  it->second = now_us;
+  if (again) last_hit_us_.erase(it);
+  return again;
+}
+
+void PromotionGate::Forget(std::string_view key) { last_hit_us_.erase(std::string(key)); }
+
+}  // namespace mc::master
