@@ -1,17 +1,16 @@
-// What EtcdHttp needs to talk JSON to etcd's v3 gateway: a small reader of
-// one JSON document (numbers kept as text: etcd writes int64 as strings
-// anyway), a writer's string escaping, and base64 (the gateway's encoding of
-// every key and value). Limits: depth kMaxGatewayJsonDepth, input size
-// kMaxGatewayJsonBytes. Pure functions, thread-safe.
+// What EtcdHttp needs to talk JSON to etcd's v3 gateway: the shared JSON
+// reader (common/json.h) with the gateway's limits (depth
+// kMaxGatewayJsonDepth, input size kMaxGatewayJsonBytes), a writer's string
+// escaping, and base64 (the gateway's encoding of every key and value).
+// Pure functions, thread-safe.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <string>
 #include <string_view>
-#include <vector>
 
+#include "common/json.h"
 #include "common/result.h"
 
 namespace mc::ha {
@@ -21,21 +20,10 @@ constexpr int kMaxGatewayJsonDepth = 32;
 // several entries of up to kMaxLogEntryBytes, base64 grown by a third.
 constexpr size_t kMaxGatewayJsonBytes = 64u << 20;
 
-struct Json {
-  enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
-  Kind kind = Kind::kNull;
-  bool boolean = false;
-  std::string text;  // kString: decoded; kNumber: as written
-  std::vector<Json> items;
-  std::map<std::string, Json, std::less<>> members;
+using Json = mc::Json;
 
-  // The member `name`, or a null value when absent or not an object.
-  const Json& operator[](std::string_view name) const;
-  // A number or a numeric string ("123"), as etcd writes int64; 0 when absent.
-  int64_t Int() const;
-  bool Bool() const { return kind == Kind::kBool && boolean; }
-};
-
+// PROTOCOL_ERROR naming the reason when the reply is not JSON or is beyond
+// the limits above.
 Result<Json> ParseGatewayJson(std::string_view text);
 
 // `text` as a JSON string literal, quotes included.

@@ -23,11 +23,12 @@ TEST_CASE("an etcd range reply parses into keys, revisions and base64-decoded va
   CHECK((*j)["absent"]["deeper"].Int() == 0);
 }
 
-TEST_CASE("malformed gateway JSON is refused with the byte where it broke") {
+TEST_CASE("malformed gateway JSON is refused as a protocol error naming the line") {
   for (const char* bad : {"{", "{\"a\" 1}", "[1,]x", "\"open", "{\"a\":1} trailing"}) {
     auto j = ParseGatewayJson(bad);
     CHECK_FALSE(j.ok());
-    CHECK(j.status().message().find("at byte") != std::string::npos);
+    CHECK(j.status().code() == ErrorCode::PROTOCOL_ERROR);
+    CHECK(j.status().message().find("etcd gateway JSON: line 1: ") == 0);
   }
   std::string deep(kMaxGatewayJsonDepth + 2, '[');
   CHECK_FALSE(ParseGatewayJson(deep).ok());

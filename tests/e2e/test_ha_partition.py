@@ -27,6 +27,7 @@ import threading
 import time
 
 import harness
+import netns
 from harness import BIN, check, finish, stop, tempdir, wait_until
 from ha_cluster import ETCD
 from pool_checks import check_allocations
@@ -49,19 +50,9 @@ ENV = {"MOONCAKE_MASTER": f"etcd://{ADDR['e']}:{ETCD_PORT}", "MC_STORE_CLUSTER_I
        "MOONCAKE_TE_META_DATA_SERVER": f"etcd://{ADDR['e']}:{ETCD_PORT}"}
 PINNED = dict(ENV, MOONCAKE_MASTER=f"{ADDR['m0']}:{RPC_PORT}")
 logdir = tempdir("mooncake-ha-partition-")
-created = []
-
-
-def ns(node):
-    return f"{PREFIX}-{node}"
-
-
-def sh(*args, ok=True, input=None):
-    p = subprocess.run(list(args), input=input, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=20)
-    if ok and p.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)}: {p.stderr.decode().strip()}")
-    return p
+LAN = netns.Network(PREFIX, ADDR)
+ns = LAN.ns
+sh = netns.sh
 
 
 def skip(why):
@@ -71,35 +62,12 @@ def skip(why):
 
 
 def build_network():
-    hub = ns("hub")
-    sh("ip", "netns", "add", hub)
-    created.append(hub)
-    sh("ip", "-n", hub, "link", "add", "name", "br0", "type", "bridge")
-    sh("ip", "-n", hub, "link", "set", "dev", "br0", "up")
-    for node in NODES:
-        name = ns(node)
-        sh("ip", "netns", "add", name)
-        created.append(name)
-        sh("ip", "-n", hub, "link", "add", "name", f"v{node}", "type", "veth",
-           "peer", "name", "eth0", "netns", name)
-        sh("ip", "-n", hub, "link", "set", "dev", f"v{node}", "master", "br0")
-        sh("ip", "-n", hub, "link", "set", "dev", f"v{node}", "up")
-        sh("ip", "-n", name, "addr", "add", f"{ADDR[node]}/24", "dev", "eth0")
-        sh("ip", "-n", name, "link", "set", "dev", "eth0", "up")
-        sh("ip", "-n", name, "link", "set", "dev", "lo", "up")
-    sh("ip", "netns", "exec", ns("m0"), "nft", "-f", "-", input=(
-        b"table inet mchp {\n chain cut_in { type filter hook input priority 0; }\n"
-        b" chain cut_out { type filter hook output priority 0; }\n}\n"))
+    LAN.build({"m0": "table inet mchp {\n chain cut_in { type filter hook input priority 0; }\n"
+                     " chain cut_out { type filter hook output priority 0; }\n}\n"})
 
 
 def start_in(node, args, name, binary=BIN, env=None):
-    """`ip netns exec` execs the program itself, so the pid is its own."""
-    log = open(os.path.join(logdir, name), "wb")
-    p = subprocess.Popen(["ip", "netns", "exec", ns(node), binary] + args,
-                         env=harness._child_env(env or ENV), stdout=log, stderr=subprocess.STDOUT)
-    harness._procs.append(p)
-    p.log_path = log.name
-    return p
+    return LAN.start_in(node, [binary] + args, os.path.join(logdir, name), env or ENV)
 
 
 def in_client(args, env=ENV, input=None):
@@ -134,8 +102,7 @@ if shutil.which("nft") is None or shutil.which("curl") is None or not os.path.ex
 try:
     build_network()
 except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
-    for name in reversed(created):
-        sh("ip", "netns", "del", name, ok=False)
+    LAN.remove()
     skip(f"network namespaces unavailable: {e}")
 
 procs = []
@@ -235,6 +202,5 @@ finally:
     stop_writers.set()
     for p in procs:
         stop(p)
-    for name in reversed(created):
-        sh("ip", "netns", "del", name, ok=False)
+    LAN.remove()
 finish()

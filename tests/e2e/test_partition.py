@@ -29,6 +29,7 @@ import sys
 import time
 
 import harness
+import netns
 from harness import BIN, check, finish, stop, tempdir, wait_until
 
 SEED = int(os.environ.get("MC_SEED", random.randrange(1 << 30)))
@@ -56,18 +57,10 @@ CMD_TIMEOUT_S = 60  # a command still running after this counts as a hang
 NODES = ["m", "s1", "s2", "c"]
 
 
-def ns(node):
-    return f"{PREFIX}-{node}"
-
-
-HUB = ns("hub")
-
-
-def sh(*args, ok=True, timeout=20):
-    p = subprocess.run(list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
-    if ok and p.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)}: {p.stderr.decode().strip()}")
-    return p
+LAN = netns.Network(PREFIX, ADDR, hub_addr=HUB_ADDR)
+ns = LAN.ns
+HUB = LAN.hub
+sh = netns.sh
 
 
 def skip(why):
@@ -79,44 +72,20 @@ def skip(why):
 
 # ---- the network -------------------------------------------------------------
 
-created = []
+# Each node gets empty chains for partitions and for loss.
+RULESET = ("table inet mcpart {\n"
+           " chain part_in { type filter hook input priority 0; }\n"
+           " chain part_out { type filter hook output priority 0; }\n"
+           " chain loss_in { type filter hook input priority 1; }\n"
+           " chain loss_out { type filter hook output priority 1; }\n}\n")
 
 
 def build_network():
-    """Hub bridge plus one namespace per node; nft tables with empty chains
-    for partitions and for loss."""
-    sh("ip", "netns", "add", HUB)
-    created.append(HUB)
-    sh("ip", "-n", HUB, "link", "set", "dev", "lo", "up")
-    sh("ip", "-n", HUB, "link", "add", "name", "br0", "type", "bridge")
-    sh("ip", "-n", HUB, "addr", "add", f"{HUB_ADDR}/24", "dev", "br0")
-    sh("ip", "-n", HUB, "link", "set", "dev", "br0", "up")
-    for node in NODES:
-        name = ns(node)
-        sh("ip", "netns", "add", name)
-        created.append(name)
-        sh("ip", "-n", HUB, "link", "add", "name", f"v{node}", "type", "veth",
-           "peer", "name", "eth0", "netns", name)
-        sh("ip", "-n", HUB, "link", "set", "dev", f"v{node}", "master", "br0")
-        sh("ip", "-n", HUB, "link", "set", "dev", f"v{node}", "up")
-        sh("ip", "-n", name, "addr", "add", f"{ADDR[node]}/24", "dev", "eth0")
-        sh("ip", "-n", name, "link", "set", "dev", "eth0", "up")
-        sh("ip", "-n", name, "link", "set", "dev", "lo", "up")
-        ruleset = ("table inet mcpart {\n"
-                   " chain part_in { type filter hook input priority 0; }\n"
-                   " chain part_out { type filter hook output priority 0; }\n"
-                   " chain loss_in { type filter hook input priority 1; }\n"
-                   " chain loss_out { type filter hook output priority 1; }\n}\n")
-        p = subprocess.run(["ip", "netns", "exec", name, "nft", "-f", "-"], input=ruleset.encode(),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=20)
-        if p.returncode != 0:
-            raise RuntimeError("nft: " + p.stderr.decode().strip())
+    LAN.build({node: RULESET for node in NODES})
 
 
 def remove_network():
-    for name in reversed(created):
-        sh("ip", "netns", "del", name, ok=False)
-    created.clear()
+    LAN.remove()
 
 
 def nft(node, *rule):
@@ -181,13 +150,7 @@ logdir = tempdir("mooncake-partition-")
 
 
 def start_in(node, args, log_name):
-    """`ip netns exec` execs the binary itself, so the pid is mooncake's."""
-    log = open(os.path.join(logdir, log_name), "wb")
-    p = subprocess.Popen(["ip", "netns", "exec", ns(node), BIN] + args,
-                         env=harness._child_env(ENV), stdout=log, stderr=subprocess.STDOUT)
-    harness._procs.append(p)
-    p.log_path = log.name
-    return p
+    return LAN.start_in(node, [BIN] + args, os.path.join(logdir, log_name), ENV)
 
 
 class Outcome:
@@ -521,6 +484,6 @@ finally:
         if p is not None:
             stop(p, signal.SIGTERM, timeout=10)
     remove_network()
-left = [l for l in sh("ip", "netns", "list").stdout.decode().splitlines() if l.startswith(PREFIX)]
+left = LAN.leftovers()
 check(not left, f"no namespace of this run is left ({left})")
 finish()

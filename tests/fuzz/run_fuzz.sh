@@ -41,7 +41,7 @@ done
 common="src/common/result.cc src/common/error_code.cc src/common/units.cc src/common/log.cc
         src/common/clock.cc"
 crypto="src/common/capability.cc src/common/crypto.cc src/common/bearer.cc"
-config="src/config/registry.cc src/config/json_reader.cc src/config/sources.cc
+config="src/config/registry.cc src/common/json.cc src/config/sources.cc
         src/config/toml_source.cc"
 declare -A srcs libs
 srcs[frame_fuzz]="src/common/byte_io.cc src/proto/frame.cc src/proto/codec.cc src/proto/handshake.cc
@@ -58,7 +58,7 @@ srcs[rest_http_fuzz]="src/rest/rest_server.cc src/common/json_escape.cc $crypto 
 libs[rest_http_fuzz]="-lssl -lcrypto"
 srcs[descriptor_fuzz]="src/store/segment_descriptor.cc src/common/json_escape.cc $config"
 srcs[config_toml_fuzz]="$config"
-srcs[ha_log_fuzz]="src/ha/gateway_json.cc src/masterd/ha_records.cc src/common/byte_io.cc
+srcs[ha_log_fuzz]="src/ha/gateway_json.cc src/common/json.cc src/common/json_escape.cc src/masterd/ha_records.cc src/common/byte_io.cc
                    src/proto/frame.cc src/proto/codec.cc src/msg/messages.cc"
 srcs[tier_header_fuzz]="src/tier/object_file.cc src/tier/crc32c.cc"
 srcs[config_json_fuzz]="$config"

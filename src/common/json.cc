@@ -1,17 +1,18 @@
-#include "config/json_reader.h"
+#include "common/json.h"
 
 #include <cctype>
+#include <charconv>
 
-namespace mc::config {
+namespace mc {
 
 namespace {
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : s_(text) {}
+  Parser(std::string_view text, int max_depth) : s_(text), max_depth_(max_depth) {}
 
-  Result<JsonValue> Document() {
-    JsonValue v;
+  Result<Json> Document() {
+    Json v;
     MC_RETURN_IF_ERROR(Value(v, 0));
     SkipSpace();
     if (pos_ != s_.size()) return Fail("unexpected text after the document");
@@ -47,31 +48,31 @@ class Parser {
     return true;
   }
 
-  Status Value(JsonValue& out, int depth) {
-    if (depth > kMaxJsonDepth) return Fail("nested deeper than " + std::to_string(kMaxJsonDepth));
+  Status Value(Json& out, int depth) {
+    if (depth > max_depth_) return Fail("nested deeper than " + std::to_string(max_depth_));
     SkipSpace();
     if (pos_ >= s_.size()) return Fail("unexpected end of input");
     char c = s_[pos_];
     if (c == '{') return Object(out, depth);
     if (c == '[') return Array(out, depth);
     if (c == '"') {
-      out.kind = JsonValue::Kind::kString;
+      out.kind = Json::Kind::kString;
       return String(out.text);
     }
     if (Word("true") || Word("false")) {
-      out.kind = JsonValue::Kind::kBool;
+      out.kind = Json::Kind::kBool;
       out.boolean = c == 't';
       return Status::Ok();
     }
     if (Word("null")) {
-      out.kind = JsonValue::Kind::kNull;
+      out.kind = Json::Kind::kNull;
       return Status::Ok();
     }
     if (c == '-' || std::isdigit(static_cast<unsigned char>(c))) return Number(out);
     return Fail(std::string("unexpected character '") + c + "'");
   }
 
-  Status Number(JsonValue& out) {
+  Status Number(Json& out) {
     size_t start = pos_;
     if (s_[pos_] == '-') ++pos_;
     while (pos_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[pos_])) ||
@@ -79,7 +80,7 @@ class Parser {
                                 s_[pos_] == '+' || s_[pos_] == '-')) {
       ++pos_;
     }
-    out.kind = JsonValue::Kind::kNumber;
+    out.kind = Json::Kind::kNumber;
     out.text = std::string(s_.substr(start, pos_ - start));
     if (out.text == "-") return Fail("bad number");
     return Status::Ok();
@@ -112,11 +113,9 @@ class Parser {
     return Status::Ok();
   }
 
-  // \uXXXX as UTF-8; surrogate pairs are not needed for config values and
-  // are refused rather than mis-decoded.
-  Status Unicode(std::string& out) {
+  Status Hex4(unsigned& cp) {
     if (pos_ + 4 > s_.size()) return Fail("short \\u escape");
-    unsigned cp = 0;
+    cp = 0;
     for (int i = 0; i < 4; ++i) {
       char h = s_[pos_++];
       if (!std::isxdigit(static_cast<unsigned char>(h))) return Fail("bad \\u escape");
@@ -124,23 +123,43 @@ class Parser {
                                                 ? h - '0'
                                                 : std::tolower(h) - 'a' + 10);
     }
-    if (cp >= 0xd800 && cp <= 0xdfff) return Fail("surrogate \\u escapes are not supported");
+    return Status::Ok();
+  }
+
+  // \uXXXX as UTF-8; a surrogate pair becomes one 4-byte character, a lone
+  // surrogate is refused rather than mis-decoded.
+  Status Unicode(std::string& out) {
+    unsigned cp = 0;
+    MC_RETURN_IF_ERROR(Hex4(cp));
+    if (cp >= 0xdc00 && cp <= 0xdfff) return Fail("lone low surrogate in a \\u escape");
+    if (cp >= 0xd800 && cp <= 0xdbff) {
+      unsigned low = 0;
+      if (!Word("\\u")) return Fail("lone high surrogate in a \\u escape");
+      MC_RETURN_IF_ERROR(Hex4(low));
+      if (low < 0xdc00 || low > 0xdfff) return Fail("lone high surrogate in a \\u escape");
+      cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
+    }
     if (cp < 0x80) {
       out += static_cast<char>(cp);
     } else if (cp < 0x800) {
       out += static_cast<char>(0xc0 | (cp >> 6));
       out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else {
+    } else if (cp < 0x10000) {
       out += static_cast<char>(0xe0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else {
+      out += static_cast<char>(0xf0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
       out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
       out += static_cast<char>(0x80 | (cp & 0x3f));
     }
     return Status::Ok();
   }
 
-  Status Object(JsonValue& out, int depth) {
+  Status Object(Json& out, int depth) {
     ++pos_;
-    out.kind = JsonValue::Kind::kObject;
+    out.kind = Json::Kind::kObject;
     if (Eat('}')) return Status::Ok();
     do {
       SkipSpace();
@@ -148,7 +167,7 @@ class Parser {
       std::string key;
       MC_RETURN_IF_ERROR(String(key));
       if (!Eat(':')) return Fail("expected ':' after \"" + key + "\"");
-      JsonValue v;
+      Json v;
       MC_RETURN_IF_ERROR(Value(v, depth + 1));
       out.members[key] = std::move(v);
     } while (Eat(','));
@@ -156,9 +175,9 @@ class Parser {
     return Status::Ok();
   }
 
-  Status Array(JsonValue& out, int depth) {
+  Status Array(Json& out, int depth) {
     ++pos_;
-    out.kind = JsonValue::Kind::kArray;
+    out.kind = Json::Kind::kArray;
     if (Eat(']')) return Status::Ok();
     do {
       out.items.emplace_back();
@@ -169,17 +188,36 @@ class Parser {
   }
 
   std::string_view s_;
+  int max_depth_;
   size_t pos_ = 0;
 };
 
-}  // namespace
-
-Result<JsonValue> ParseJson(std::string_view text) {
-  if (text.size() > kMaxJsonBytes) {
-    return Error(ErrorCode::INVALID_PARAMS,
-                 "larger than " + std::to_string(kMaxJsonBytes) + " bytes");
-  }
-  return Parser(text).Document();
+const Json& NullJson() {
+  static const Json kNull;
+  return kNull;
 }
 
-}  // namespace mc::config
+}  // namespace
+
+const Json& Json::operator[](std::string_view name) const {
+  if (kind != Kind::kObject) return NullJson();
+  auto it = members.find(name);
+  return it == members.end() ? NullJson() : it->second;
+}
+
+int64_t Json::Int() const {
+  if (kind != Kind::kNumber && kind != Kind::kString) return 0;
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  return ec == std::errc() && end == text.data() + text.size() ? v : 0;
+}
+
+Result<Json> ParseJsonDocument(std::string_view text, JsonLimits limits) {
+  if (text.size() > limits.max_bytes) {
+    return Error(ErrorCode::INVALID_PARAMS, "larger than " + std::to_string(limits.max_bytes) +
+                                                " bytes (" + std::to_string(text.size()) + ")");
+  }
+  return Parser(text, limits.max_depth).Document();
+}
+
+}  // namespace mc
