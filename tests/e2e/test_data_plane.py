@@ -22,6 +22,7 @@ SEED = int(os.environ.get("MC_SEED", random.randrange(1 << 30)))
 print(f"seed {SEED} (MC_SEED={SEED} replays)")
 rng = random.Random(SEED)
 OBJECTS = int(os.environ.get("MC_E2E_OBJECTS", "1000"))
+print(f"{OBJECTS} objects (MC_E2E_OBJECTS)")
 
 
 def sizes(n):
