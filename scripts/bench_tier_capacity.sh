@@ -55,6 +55,7 @@ run() {
 }
 
 echo "trace $trace, block $block_size, C = $blocks blocks ($((blocks * block_bytes)) bytes)"
+echo "load before: $(uptime)"
 run memory
 run disk --enable-offload -- --ssd-offload-path "$ssd" --ssd-size "$((4 * blocks * block_bytes))"
 python3 - "$work" <<'PY'
@@ -64,7 +65,13 @@ m = json.load(open(f"{w}/memory.json"))["trace"]
 d = json.load(open(f"{w}/disk.json"))["trace"]
 print(f"memory C alone:           hit ratio {m['hit_ratio']:.4f}   exact LRU of C: {m['lru_hit_ratio']:.4f}")
 print(f"memory C + disk 4C:       hit ratio {d['hit_ratio']:.4f}")
+tier = dict(l.split() for l in open(f"{w}/disk.tier") if l.strip())
+n = lambda k: int(float(tier.get(k, "0")))
+print(f"  offloaded {n('mooncake_tier_offloads_total')}, dropped without a disk copy "
+      f"{n('mooncake_tier_dropped_total')}, puts held for offloads {n('mooncake_tier_held_puts_total')}, "
+      f"disk evictions {n('mooncake_tier_disk_evictions_total')}")
 PY
+echo "load after: $(uptime)"
 echo "exact LRU of C and 5C (trace_sim):"
 "$sim" "$trace" "$blocks" "$((5 * blocks))" | sed -n '/capacity  exact_lru  *lru/,/^$/p'
 echo "disk tier counters of the second run:"; cat "$work/disk.tier"

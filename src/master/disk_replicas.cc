@@ -1,5 +1,7 @@
 #include "master/disk_replicas.h"
 
+#include "msg/tier_messages.h"
+
 #include <algorithm>
 #include <unordered_set>
 
@@ -134,5 +136,42 @@ bool PromotionGate::Hit(std::string_view key, uint64_t now_us) {
 }
 
 void PromotionGate::Forget(std::string_view key) { last_hit_us_.erase(std::string(key)); }
+
+msg::ListKeysReply DiskReplicas::MergeKeys(const msg::ListKeysReply& memory,
+                                           const msg::ListKeysRequest& req, uint32_t limit,
+                                           std::vector<uint8_t>* tiers) const {
+  // The same resumption rule as MasterState::ListKeys: after the cursor.
+  auto d = req.cursor.empty() || req.cursor < req.prefix ? entries_.lower_bound(req.prefix)
+                                                        : entries_.upper_bound(req.cursor);
+  auto listed = [&] {
+    return d != entries_.end() && d->first.compare(0, req.prefix.size(), req.prefix) == 0;
+  };
+  // Memory keys past a truncated memory page are not known here: disk keys
+  // stop at its last key too.
+  auto before_memory_end = [&] {
+    return memory.next_cursor.empty() || d->first <= memory.next_cursor;
+  };
+  msg::ListKeysReply out;
+  tiers->clear();
+  size_t m = 0;
+  while (out.keys.size() < limit) {
+    const bool has_m = m < memory.keys.size();
+    const bool has_d = listed() && before_memory_end();
+    if (!has_m && !has_d) break;
+    if (has_m && (!has_d || memory.keys[m].key <= d->first)) {
+      const bool both = has_d && memory.keys[m].key == d->first;
+      out.keys.push_back(memory.keys[m++]);
+      tiers->push_back(static_cast<uint8_t>(both ? msg::KeyTier::kBoth : msg::KeyTier::kMemory));
+      if (both) ++d;
+    } else {
+      out.keys.push_back(msg::KeyInfo{d->first, d->second.size_bytes, 0, false});
+      tiers->push_back(static_cast<uint8_t>(msg::KeyTier::kDisk));
+      ++d;
+    }
+  }
+  const bool more = m < memory.keys.size() || !memory.next_cursor.empty() || listed();
+  if (more && !out.keys.empty()) out.next_cursor = out.keys.back().key;
+  return out;
+}
 
 }  // namespace mc::master

@@ -80,6 +80,13 @@ class DiskReplicas {
   // store no longer has it); returns them.
   std::vector<std::string> ForgetUnannounced(const std::string& disk_id,
                                              const std::vector<std::string>& announced);
+  // A page of ListKeys with the disk's keys merged in: `memory` is the
+  // state's answer to `req` (at most `limit` keys, its next_cursor set when
+  // more follow), the result the same page over memory and disk (at most
+  // `limit` keys; disk-only ones with replicas 0) and in `tiers` each key's
+  // msg::KeyTier.
+  msg::ListKeysReply MergeKeys(const msg::ListKeysReply& memory, const msg::ListKeysRequest& req,
+                               uint32_t limit, std::vector<uint8_t>* tiers) const;
   // Every entry of every disk, by key.
   const std::map<std::string, Entry, std::less<>>& entries() const { return entries_; }
   const std::map<std::string, Disk, std::less<>>& disks() const { return disks_; }

@@ -198,8 +198,9 @@ class MasterState {
     uint64_t offset = 0;
     uint64_t size_bytes = 0;
   };
-  // Bytes the background eviction would free now (eviction/watermark.h).
-  uint64_t BackgroundEvictionTarget() const;
+  // The live segments' bytes, and how many of them are allocated.
+  uint64_t capacity_bytes() const { return capacity_bytes_; }
+  uint64_t allocated_bytes() const { return allocated_bytes_; }
   // Objects the policy would evict, up to `target_bytes`, whose only
   // replica is one buffer on a segment `offloadable` accepts (its store has
   // a disk tier). The policy forgets each, so nothing evicts it while its

@@ -2,19 +2,10 @@
 // their memory copies once a store wrote them to its disk. What is on disk
 // is not here (DiskReplicas, disk_replicas.h): the record of an object in
 // memory stays the same size whether or not it also has a disk copy.
-#include "eviction/watermark.h"
 #include "master/master_state.h"
 #include "master/master_state_internal.h"
 
 namespace mc::master {
-
-uint64_t MasterState::BackgroundEvictionTarget() const {
-  return BackgroundEvictionBytes({.capacity_bytes = capacity_bytes_,
-                                  .allocated_bytes = allocated_bytes_,
-                                  .high_watermark_ratio = options_.eviction_high_watermark_ratio,
-                                  .eviction_ratio = options_.eviction_ratio,
-                                  .puts_evicted = false});
-}
 
 std::vector<MasterState::OffloadVictim> MasterState::TakeOffloadVictims(
     uint64_t target_bytes, uint64_t now_us,

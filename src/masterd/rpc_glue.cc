@@ -19,6 +19,7 @@ Result<std::unique_ptr<rpc::Server>> StartRpcServer(MasterService& service, cons
   o.auth_token = config.cluster.auth_token;
   o.max_connections = config.master.max_connections;
   o.reply_gate = reply_gate;
+  o.parking = &service.parking();
   o.tls = std::move(tls);
   auto server = std::make_unique<rpc::Server>(o, &service);
   MC_RETURN_IF_ERROR(server->Start());

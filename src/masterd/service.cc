@@ -56,7 +56,7 @@ MasterService::MasterService(const MasterConfig& config, const Clock& clock,
     : config_(config),
       clock_(clock),
       state_(std::make_unique<master::MasterState>(
-          StateOptions(config), MakePolicy(config), listener)) {
+          StateOptions(config), MakePolicy(config), TierTap(config, listener))) {
   if (config.enable_offload || config.offload_on_evict) tier_ = std::make_unique<TierService>(config);
 }
 
@@ -140,6 +140,8 @@ Result<msg::PutStartReply> MasterService::PutStart(const msg::PutStartRequest& r
   const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
   if (TierHas(req.key))
     return Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key '" + req.key + "' exists (on disk)");
+  if (TierHolds(req.size_bytes * req.options.replicas, clock_.NowUs()))
+    return Error(ErrorCode::REPLICA_IS_NOT_READY, "held for offloads");  // parked: not sent
   auto r = state_->PutStart(req, clock_.NowUs());
   if (r.ok()) SignAll(&r->replicas, true, wall_ms);
   return r;
@@ -160,6 +162,8 @@ Result<msg::GetReplicaListReply> MasterService::GetReplicaList(const msg::KeyReq
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
   const uint64_t now_us = clock_.NowUs();
+  if (TierHolds(TierStageBytes({req}), now_us))
+    return Error(ErrorCode::REPLICA_IS_NOT_READY, "held for offloads");  // parked: not sent
   auto r = state_->GetReplicaList(req, now_us);
   if (!r.ok()) return TierReadMiss(req.key, r.status(), now_us);
   TierReadHit(req.key);
@@ -198,8 +202,8 @@ Result<msg::RemoveAllReply> MasterService::RemoveAllEx(const msg::RemoveAllReque
 }
 
 Result<msg::ListKeysReply> MasterService::ListKeys(const msg::ListKeysRequest& req) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return state_->ListKeys(req, clock_.NowUs());
+  MC_ASSIGN_OR_RETURN(msg::TieredListKeysReply r, ListKeysTiered(req));
+  return std::move(r.list);
 }
 
 Result<msg::ClusterStatusReply> MasterService::ClusterStatus(const proto::Empty&) {
@@ -211,6 +215,10 @@ Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> MasterService::BatchPutSt
   ++t_private_ops;
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
+  uint64_t need_bytes = 0;
+  for (const msg::PutStartRequest& p : req) need_bytes += p.size_bytes * p.options.replicas;
+  if (TierHolds(need_bytes, clock_.NowUs()))
+    return Error(ErrorCode::REPLICA_IS_NOT_READY, "held for offloads");  // parked: not sent
   auto r = state_->BatchPutStart(req, clock_.NowUs());
   if (r.ok()) {
     for (size_t i = 0; i < r->size(); ++i) {
@@ -242,6 +250,8 @@ MasterService::BatchGetReplicaList(const msg::Batch<msg::KeyRequest>& req) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
   const uint64_t now_us = clock_.NowUs();
+  if (TierHolds(TierStageBytes(req), now_us))
+    return Error(ErrorCode::REPLICA_IS_NOT_READY, "held for offloads");  // parked: not sent
   auto r = state_->BatchGetReplicaList(req, now_us);
   if (r.ok()) {
     for (size_t i = 0; i < r->size(); ++i) {

@@ -20,6 +20,7 @@
 #include "config/config.h"
 #include "master/master_state.h"
 #include "rpc/handler.h"
+#include "rpc/parking.h"
 
 namespace mc::masterd {
 
@@ -44,6 +45,7 @@ class MasterService final : public rpc::Handler {
   Status Remove(const msg::RemoveRequest& req) override;
   Result<msg::RemoveAllReply> RemoveAll(const proto::Empty&) override;
   Result<msg::RemoveAllReply> RemoveAllEx(const msg::RemoveAllRequest& req) override;
+  // Keys on a disk tier only are listed too (replicas 0): ListKeysTiered's list.
   Result<msg::ListKeysReply> ListKeys(const msg::ListKeysRequest& req) override;
   Result<msg::ClusterStatusReply> ClusterStatus(const proto::Empty&) override;
   Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> BatchPutStart(
@@ -80,6 +82,14 @@ class MasterService final : public rpc::Handler {
   // without --enable-offload).
   Result<msg::TierAnnounceReply> TierAnnounce(const msg::TierAnnounceRequest& req) override;
   Result<msg::TierFetchReply> TierFetch(const msg::TierFetchRequest& req) override;
+  // TierFetch that the RPC server holds (rpc::ParkCall) until work is queued
+  // for the store or its wait is over.
+  Result<msg::TierFetchReply> TierPoll(const msg::TierPollRequest& req) override;
+  // ListKeys with each key's tier (service_tier.cc).
+  Result<msg::TieredListKeysReply> ListKeysTiered(const msg::ListKeysRequest& req) override;
+  // Woken when the disk tier queued work or freed memory: the RPC server's
+  // lot for the calls parked above and for puts waiting on offloads.
+  rpc::ParkingLot& parking() { return parking_; }
   // Before serving: the disk replicas the journal recorded, and the journal
   // that records them from now on (null: --data-dir none, nothing kept).
   Status LoadTier(class Journal* journal);
@@ -150,14 +160,25 @@ class MasterService final : public rpc::Handler {
   bool TierForget(const std::string& key);
   void TierTick(uint64_t now_us);
   uint64_t TierForgetAll();
-  void FlushTierChanges();  // to tier_journal_
+  void FlushTierChanges();  // to tier_journal_; wakes parking_ for new work
+  // Before a put or a read that stages from disk needs `need_bytes` of
+  // memory: offloads ahead, and true when the call is parked (rpc::ParkCall)
+  // to wait for the offloads in flight instead of evicting now.
+  bool TierHolds(uint64_t need_bytes, uint64_t now_us);
+  // Bytes reading these keys would stage from disk into memory.
+  uint64_t TierStageBytes(const msg::Batch<msg::KeyRequest>& reqs) const;
+  // The state's listener: `listener` itself, or with a disk tier a tap in
+  // front of it (tier_tap_) counting objects evicted with no disk copy.
+  master::StateListener* TierTap(const MasterConfig& config, master::StateListener* listener);
 
   MasterConfig config_;
   const Clock& clock_;
   mutable std::mutex mu_;
+  std::unique_ptr<master::StateListener> tier_tap_;  // before state_, which calls it
   std::unique_ptr<master::MasterState> state_;
   std::unique_ptr<class TierService> tier_;  // --enable-offload; under mu_
   class Journal* tier_journal_ = nullptr;
+  rpc::ParkingLot parking_;
   struct SegmentKey {
     std::string access_key;
     uint64_t incarnation = 0;

@@ -2,6 +2,8 @@
 // (TierService does the work; see tier_service.h).
 #include "masterd/service.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "masterd/journal.h"
 #include "masterd/tier_service.h"
@@ -13,7 +15,40 @@ Status NoTier() {
   return Error(ErrorCode::NOT_SUPPORTED,
                "this master runs without --enable-offload: disk tiers are not used");
 }
+
+// The state's listener with a disk tier: the journal's (or none) behind a
+// tap that counts the objects evicted from memory with no disk copy (lost,
+// where the tier should have kept them).
+class EvictionTap final : public master::StateListener {
+ public:
+  EvictionTap(master::StateListener* inner, const std::unique_ptr<TierService>& tier)
+      : inner_(inner), tier_(tier) {}
+  void OnSegmentMounted(const master::SegmentDump& s) override {
+    if (inner_ != nullptr) inner_->OnSegmentMounted(s);
+  }
+  void OnSegmentUnmounted(std::string_view name) override {
+    if (inner_ != nullptr) inner_->OnSegmentUnmounted(name);
+  }
+  uint64_t OnObjectCommitted(const master::ObjectDump& o) override {
+    return inner_ != nullptr ? inner_->OnObjectCommitted(o) : 0;
+  }
+  void OnObjectRemoved(std::string_view key, uint64_t tag, master::RemoveReason why) override {
+    if (why == master::RemoveReason::kEvicted && tier_) tier_->OnEvicted(key);
+    if (inner_ != nullptr) inner_->OnObjectRemoved(key, tag, why);
+  }
+
+ private:
+  master::StateListener* inner_;
+  const std::unique_ptr<TierService>& tier_;  // the service's, set after the state
+};
 }  // namespace
+
+master::StateListener* MasterService::TierTap(const MasterConfig& config,
+                                              master::StateListener* listener) {
+  if (!config.enable_offload && !config.offload_on_evict) return listener;
+  tier_tap_ = std::make_unique<EvictionTap>(listener, tier_);
+  return tier_tap_.get();
+}
 
 Result<msg::TierAnnounceReply> MasterService::TierAnnounce(const msg::TierAnnounceRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -27,8 +62,56 @@ Result<msg::TierFetchReply> MasterService::TierFetch(const msg::TierFetchRequest
   std::lock_guard<std::mutex> lock(mu_);
   if (!tier_) return NoTier();
   auto r = tier_->Fetch(*state_, req, clock_.NowUs());
+  tier_->CountPoll();
   FlushTierChanges();
   return r;
+}
+
+Result<msg::TierFetchReply> MasterService::TierPoll(const msg::TierPollRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!tier_) return NoTier();
+  auto r = tier_->Fetch(*state_, req.fetch, clock_.NowUs());
+  // Only a call that reported nothing parks: one called again must not
+  // apply results twice (rpc/parking.h).
+  if (r.ok() && r->work.empty() && req.fetch.results.empty()) {
+    const uint64_t wait_us = uint64_t{std::min(req.max_wait_ms, msg::kMaxTierPollWaitMs)} * 1000;
+    const rpc::ParkAnswer a = rpc::ParkCall(wait_us);
+    if (a == rpc::ParkAnswer::kParked) return r;  // the server drops it and calls again
+    if (a == rpc::ParkAnswer::kDue) r->wait_ms = 0;  // it waited here: ask again at once
+  }
+  tier_->CountPoll();
+  FlushTierChanges();
+  return r;
+}
+
+Result<msg::TieredListKeysReply> MasterService::ListKeysTiered(const msg::ListKeysRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  MC_ASSIGN_OR_RETURN(msg::ListKeysReply memory, state_->ListKeys(req, clock_.NowUs()));
+  msg::TieredListKeysReply r;
+  if (!tier_) {
+    r.tiers.assign(memory.keys.size(), static_cast<uint8_t>(msg::KeyTier::kMemory));
+    r.list = std::move(memory);
+    return r;
+  }
+  r.list = tier_->disks().MergeKeys(memory, req, std::min(req.limit, config_.max_batch), &r.tiers);
+  return r;
+}
+
+bool MasterService::TierHolds(uint64_t need_bytes, uint64_t now_us) {
+  if (!tier_) return false;
+  const bool short_of_room = tier_->OffloadAhead(*state_, need_bytes, now_us);
+  FlushTierChanges();
+  if (!short_of_room || rpc::ParkCall(TierService::kMaxPutHoldUs) != rpc::ParkAnswer::kParked)
+    return false;
+  tier_->CountHeldPut();
+  return true;
+}
+
+uint64_t MasterService::TierStageBytes(const msg::Batch<msg::KeyRequest>& reqs) const {
+  if (!tier_) return 0;
+  uint64_t bytes = 0;
+  for (const msg::KeyRequest& r : reqs) bytes += tier_->StageBytes(*state_, r.key);
+  return bytes;
 }
 
 Status MasterService::TierReadMiss(const std::string& key, const Status& missed, uint64_t now_us) {
@@ -64,6 +147,7 @@ void MasterService::TierTick(uint64_t now_us) {
 }
 
 void MasterService::FlushTierChanges() {
+  if (tier_->TakeWake()) parking_.Wake();
   for (const TierService::Change& c : tier_->TakeChanges()) {
     if (tier_journal_ == nullptr) continue;
     if (c.disk_id.empty()) {

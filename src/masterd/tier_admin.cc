@@ -47,6 +47,13 @@ void RenderTierMetrics(const MasterService& service, PrometheusText& p) {
     p.Counter("mooncake_tier_refused_at_announce_total",
               "Announced disk objects the master had no record of (deleted)",
               d(c.refused_at_announce));
+    p.Counter("mooncake_tier_polls_total", "Stores' calls for disk-tier work answered",
+              d(c.polls));
+    p.Counter("mooncake_tier_held_puts_total",
+              "Times a put or staging read waited for offloads in flight", d(c.held_puts));
+    p.Counter("mooncake_tier_dropped_total",
+              "Objects evicted from memory without a disk copy (lost to both tiers)",
+              d(c.dropped));
   });
 }
 

@@ -20,6 +20,7 @@ TierService::TierService(const MasterConfig& config)
 uint64_t TierService::Queue(const std::string& segment, msg::TierWorkKind kind,
                             const std::string& key, uint64_t offset, uint64_t size_bytes) {
   const uint64_t ticket = next_ticket_++;
+  wake_ = true;
   queues_[segment].push_back(
       {ticket, static_cast<uint8_t>(kind), key, offset, size_bytes});
   return ticket;
@@ -71,6 +72,7 @@ uint64_t TierService::ForgetAll() {
 }
 
 void TierService::OnSegmentGone(const std::string& segment_name) {
+  wake_ = true;  // its worker's poll is answered (SEGMENT_NOT_FOUND)
   disks_.DetachSegment(segment_name);
   queues_.erase(segment_name);
 }
@@ -78,6 +80,12 @@ void TierService::OnSegmentGone(const std::string& segment_name) {
 void TierService::OnReadHit(const std::string& key) { disks_.Touch(key); }
 
 bool TierService::Staging(const std::string& key) const { return staging_.contains(key); }
+
+uint64_t TierService::StageBytes(const master::MasterState& state, const std::string& key) const {
+  const master::DiskReplicas::Entry* e = disks_.Find(key);
+  if (e == nullptr || Staging(key) || state.CompleteId(key)) return 0;
+  return e->size_bytes;
+}
 
 Status TierService::OnReadMiss(master::MasterState& state, const std::string& key,
                                const Status& missed, uint64_t now_us) {
@@ -111,32 +119,40 @@ Status TierService::OnReadMiss(master::MasterState& state, const std::string& ke
   return Error(ErrorCode::REPLICA_IS_NOT_READY, waiting);
 }
 
-void TierService::Offload(master::MasterState& state, uint64_t now_us) {
-  if (!config_.enable_offload && !config_.offload_on_evict) return;
-  const uint64_t target = state.BackgroundEvictionTarget();
-  if (target <= offloading_bytes_) return;
+bool TierService::OffloadAhead(master::MasterState& state, uint64_t need_bytes,
+                               uint64_t now_us) {
+  if (!config_.enable_offload && !config_.offload_on_evict) return false;
+  const uint64_t capacity = state.capacity_bytes(), allocated = state.allocated_bytes();
+  const auto mark = static_cast<uint64_t>(config_.eviction_high_watermark_ratio *
+                                          static_cast<double>(capacity));
+  // What memory holds once the writes in flight are done, this put included.
+  const uint64_t committed = allocated - std::min(allocated, offloading_bytes_) + need_bytes;
+  if (committed > mark) Offload(state, committed - mark, now_us);
+  return need_bytes > capacity - std::min(capacity, allocated) && offloading_bytes_ > 0;
+}
+
+void TierService::Offload(master::MasterState& state, uint64_t target, uint64_t now_us) {
   auto offloadable = [&](std::string_view segment) {
     auto q = queues_.find(std::string(segment));
     return disks_.DiskOfSegment(segment).has_value() &&
            (q == queues_.end() || q->second.size() < kMaxQueuedPerStore);
   };
-  const auto victims = state.TakeOffloadVictims(target - offloading_bytes_, now_us, offloadable);
+  const auto victims = state.TakeOffloadVictims(target, now_us, offloadable);
   for (const auto& v : victims) {
     const master::DiskReplicas::Entry* e = disks_.Find(v.key);
     if (e != nullptr && e->size_bytes == v.size_bytes) {
       // Already on disk (read back from it): nothing to write.
       state.DropMemoryCopy(v.id, now_us);
       staged_.erase(v.key);
+      wake_ = true;
       continue;
     }
     // The disk drops its least recently used objects to make room for this
     // write and those still in flight to it (the store refuses a write
     // past its capacity).
     const std::string disk_id = *disks_.DiskOfSegment(v.segment);
-    uint64_t pending = master::DiskReplicas::FileBytes(v.key, v.size_bytes);
-    for (const auto& [t, f] : in_flight_)
-      if (f.kind == msg::TierWorkKind::kOffload && f.segment == v.segment)
-        pending += master::DiskReplicas::FileBytes(f.key, f.size_bytes);
+    uint64_t& pending = offloading_file_bytes_[v.segment];
+    pending += master::DiskReplicas::FileBytes(v.key, v.size_bytes);
     const std::vector<std::string> dropped = disks_.MakeRoom(disk_id, pending);
     for (const auto& k : dropped) changes_.push_back({k, "", 0});
     counters_.disk_evictions += dropped.size();
@@ -162,15 +178,21 @@ void TierService::Tick(master::MasterState& state, uint64_t now_us) {
     if (it->second.second > now_us) { ++it; continue; }
     state.DropMemoryCopy(it->second.first, now_us, true);  // still on disk
     it = staged_.erase(it);
+    wake_ = true;
   }
-  Offload(state, now_us);
+  OffloadAhead(state, 0, now_us);
 }
 
 void TierService::Finish(master::MasterState& state, const InFlight& f, const Status& st,
                          uint64_t now_us) {
+  wake_ = true;  // memory freed (offload) or filled (stage): puts held may go on
   switch (f.kind) {
     case msg::TierWorkKind::kOffload: {
       offloading_bytes_ -= std::min(offloading_bytes_, f.size_bytes);
+      if (auto p = offloading_file_bytes_.find(f.segment); p != offloading_file_bytes_.end()) {
+        p->second -= std::min(p->second, master::DiskReplicas::FileBytes(f.key, f.size_bytes));
+        if (p->second == 0) offloading_file_bytes_.erase(p);
+      }
       if (!st.ok()) {
         ++counters_.offload_failures;
         if (st.code() != ErrorCode::NO_AVAILABLE_HANDLE) ++counters_.io_errors;

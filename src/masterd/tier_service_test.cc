@@ -44,6 +44,13 @@ struct TierFixture {
   }
 };
 
+std::vector<msg::TierWork> Stages(const std::vector<msg::TierWork>& work) {
+  std::vector<msg::TierWork> out;
+  for (const auto& w : work)
+    if (w.kind == static_cast<uint8_t>(msg::TierWorkKind::kStage)) out.push_back(w);
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("past the watermark objects are offloaded, not dropped, and read back through staging") {
@@ -63,9 +70,8 @@ TEST_CASE("past the watermark objects are offloaded, not dropped, and read back 
   auto miss = f.svc.GetReplicaList({{1, 2}, victim});
   REQUIRE(miss.code() == ErrorCode::REPLICA_IS_NOT_READY);
   CHECK(miss.status().message().starts_with(msg::kStagingFromDisk));
-  auto stage = f.Pull();
+  auto stage = Stages(f.Pull());  // beside offloads making room ahead
   REQUIRE(stage.size() == 1);
-  CHECK(stage[0].kind == static_cast<uint8_t>(msg::TierWorkKind::kStage));
   CHECK(stage[0].key == victim);
   f.Pull(TierFixture::AllOk(stage));
   CHECK(f.svc.GetReplicaList({{1, 2}, victim}).ok());
@@ -85,7 +91,7 @@ TEST_CASE("a failed offload evicts as before and a checksum failure drops the di
 
   const std::string bad = work[1].key;
   REQUIRE(f.svc.GetReplicaList({{1, 2}, bad}).code() == ErrorCode::REPLICA_IS_NOT_READY);
-  auto stage = f.Pull();
+  auto stage = Stages(f.Pull());
   REQUIRE(stage.size() == 1);
   f.Pull({{stage[0].ticket, Error(ErrorCode::CHECKSUM_MISMATCH, "crc")}});
   CHECK(f.svc.GetReplicaList({{1, 2}, bad}).code() == ErrorCode::OBJECT_NOT_FOUND);
@@ -107,4 +113,90 @@ TEST_CASE("a restarted store's objects are re-adopted only when still recorded")
   CHECK(again->drop_keys == std::vector<std::string>{work[0].key, "never-seen"});
   CHECK(f.svc.ExistKey({{1, 2}, work[1].key}).value());
   CHECK_FALSE(f.svc.ExistKey({{1, 2}, work[0].key}).value());
+}
+
+TEST_CASE("offload starts at the put that crosses the watermark, and ls lists the disk keys") {
+  TierFixture f;
+  for (int i = 0; i < 40; ++i) f.Put("k" + std::to_string(i));  // no tick
+  auto work = f.Pull();
+  CHECK(work.size() == 8);  // 40 MiB in 64 MiB at watermark 0.5: 8 MiB over
+  f.Pull(TierFixture::AllOk(work));
+  CHECK(f.svc.Counters().allocated_bytes == 32 * kMiB);
+  auto listed = f.svc.ListKeysTiered({"k", 1000, ""});
+  REQUIRE(listed.ok());
+  REQUIRE(listed->list.keys.size() == 40);
+  size_t on_disk = 0;
+  for (size_t i = 0; i < 40; ++i) {
+    const bool disk = listed->tiers[i] == static_cast<uint8_t>(msg::KeyTier::kDisk);
+    on_disk += disk;
+    CHECK(listed->list.keys[i].replicas == (disk ? 0u : 1u));
+  }
+  CHECK(on_disk == 8);
+  CHECK(f.svc.ListKeys({"k", 1000, ""})->keys.size() == 40);
+  CHECK(f.svc.WithTier([](const masterd::TierService* t) { return t->counters().dropped; }) == 0);
+}
+
+TEST_CASE("a put that finds no free memory waits for the offloads in flight instead of evicting") {
+  TierFixture f;
+  for (int i = 0; i < 64; ++i) f.Put("k" + std::to_string(i));  // full; 32 MiB being offloaded
+  const msg::PutStartRequest late{{1, 2}, "late", kMiB, {}};
+  const uint64_t woken = f.svc.parking().generation();
+  {
+    rpc::ParkScope scope(/*allowed=*/true, /*due=*/false);
+    (void)f.svc.PutStart(late);
+    CHECK(scope.parked);
+  }
+  CHECK(f.svc.Counters().evicted_keys == 0);
+  f.Pull(TierFixture::AllOk(f.Pull()));
+  CHECK(f.svc.parking().generation() > woken);  // the held put is called again
+  {
+    rpc::ParkScope scope(true, false);
+    CHECK(f.svc.PutStart(late).ok());
+    CHECK_FALSE(scope.parked);
+  }
+  auto dropped = [&] {
+    return f.svc.WithTier([](const masterd::TierService* t) { return t->counters().dropped; });
+  };
+  CHECK(dropped() == 0);
+  // Full again with writes in flight: a put whose wait is over evicts, and
+  // what it evicts without a disk copy is counted.
+  for (int i = 0; i < 32; ++i) f.Put("m" + std::to_string(i));
+  const uint64_t evicted = f.svc.Counters().evicted_keys;
+  rpc::ParkScope due(false, /*due=*/true);
+  CHECK(f.svc.PutStart({{1, 2}, "later", kMiB, {}}).ok());
+  CHECK(f.svc.Counters().evicted_keys == evicted + 1);
+  CHECK(f.svc.Counters().allocated_bytes == 64 * kMiB);
+  CHECK(dropped() == 1);
+}
+
+TEST_CASE("an idle store's poll is held until work is queued for it") {
+  TierFixture f;
+  const msg::TierPollRequest poll{{{1, 2}, "s1", 0, 64 * kMiB, {}}, 2500};
+  const uint64_t woken = f.svc.parking().generation();
+  {
+    rpc::ParkScope scope(true, false);
+    REQUIRE(f.svc.TierPoll(poll).ok());
+    CHECK(scope.parked);
+  }
+  CHECK(f.svc.parking().generation() == woken);
+  for (int i = 0; i < 40; ++i) f.Put("k" + std::to_string(i));
+  CHECK(f.svc.parking().generation() > woken);
+  {
+    rpc::ParkScope scope(true, false);
+    auto r = f.svc.TierPoll(poll);
+    REQUIRE(r.ok());
+    CHECK_FALSE(scope.parked);
+    CHECK(r->work.size() == 8);
+  }
+  {
+    rpc::ParkScope due(false, true);  // its wait is over: no work, ask again at once
+    auto r = f.svc.TierPoll(poll);
+    REQUIRE(r.ok());
+    CHECK(r->work.empty());
+    CHECK(r->wait_ms == 0);
+  }
+  auto r = f.svc.TierPoll(poll);  // outside a server: answered at once, with a wait
+  REQUIRE(r.ok());
+  CHECK(r->wait_ms == masterd::TierService::kIdleWaitMs);
+  CHECK(f.svc.WithTier([](const masterd::TierService* t) { return t->counters().polls; }) == 3);
 }

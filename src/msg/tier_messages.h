@@ -1,7 +1,8 @@
 // The disk tier's operations between a store and the master (issue 31):
 // a store announces the objects its disk tier holds when it mounts
-// (TierAnnounce), then pulls the work the master queued for it and reports
-// what it did (TierFetch). Same rules as messages.h: vocabulary only.
+// (TierAnnounce), then asks for the work the master queues for it and
+// reports what it did (TierPoll, which the master answers when there is
+// work; TierFetch, its older form, answers at once). Same rules as messages.h: vocabulary only.
 // Plain values, not synchronized.
 #pragma once
 
@@ -126,6 +127,23 @@ struct TierFetchRequest {
     f(s.results, "results count", kMaxTierWorkItems);
   }
 };
+// TierFetch that waits: when it reports no results and no work is queued
+// for the store, the master holds the reply until work is queued for it,
+// its segment goes, or max_wait_ms (at most kMaxTierPollWaitMs) passed, and
+// then answers (no work, wait_ms 0). The store's worker asks again at once,
+// so work reaches it the moment it is queued and an idle master hears from
+// it once per max_wait_ms. max_wait_ms must stay below the caller's RPC
+// timeout; 0 answers at once, as TierFetch.
+inline constexpr uint32_t kMaxTierPollWaitMs = 10000;
+struct TierPollRequest {
+  TierFetchRequest fetch;
+  uint32_t max_wait_ms = 0;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.fetch, "fetch");
+    f(s.max_wait_ms, "max_wait_ms");
+  }
+};
 struct TierFetchReply {
   std::vector<TierWork> work;
   uint32_t wait_ms = 0;
@@ -134,6 +152,25 @@ struct TierFetchReply {
   static void Fields(S& s, F&& f) {
     f(s.work, "work count", kMaxTierWorkItems);
     f(s.wait_ms, "wait_ms");
+  }
+};
+
+// Where a listed key's bytes are (ListKeysTiered).
+enum class KeyTier : uint8_t {
+  kMemory = 0,
+  kDisk = 1,  // on a store's disk tier only (a get stages it back into memory)
+  kBoth = 2,
+};
+
+// ListKeys with each key's tier: `list` as ListKeys answers it (keys on
+// disk only included, with replicas 0), `tiers` one KeyTier per key.
+struct TieredListKeysReply {
+  ListKeysReply list;
+  std::vector<uint8_t> tiers;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.list, "list");
+    f(s.tiers, "tiers count", kMaxBatchItems, "tier");
   }
 };
 

@@ -64,5 +64,9 @@
   /* the disk tier (msg/tier_messages.h, issue 31): a store's disk objects at mount */         \
   X(TierAnnounce, 0x0070, msg::TierAnnounceRequest, msg::TierAnnounceReply, Call)             \
   /* a store's disk-tier worker pulls its queue and reports what it did */                    \
-  X(TierFetch, 0x0071, msg::TierFetchRequest, msg::TierFetchReply, Call)
+  X(TierFetch, 0x0071, msg::TierFetchRequest, msg::TierFetchReply, Call)                     \
+  /* TierFetch that the master answers once it has work for the store (a long-poll) */          \
+  X(TierPoll, 0x0072, msg::TierPollRequest, msg::TierFetchReply, Call)                       \
+  /* ListKeys with each key's tier (memory, disk, both) */                                     \
+  X(ListKeysTiered, 0x0073, msg::ListKeysRequest, msg::TieredListKeysReply, Call)
 // clang-format on

@@ -177,6 +177,10 @@ TEST_CASE("every message type round-trips, and its truncations are refused") {
   CheckRoundTrip(msg::ListKeysReply{{{"a", 1, 2, true}, {"b", 3, 1, false}}, "b"});
   CheckRoundTrip(msg::ClusterStatusReply{10, 5, 3, 1, 2, {{"s", "e", 10, 5}}});
   CheckRoundTrip(msg::Batch<msg::KeyRequest>{{client, "a"}, {client, "b"}});
+  CheckRoundTrip(msg::TierPollRequest{
+      {client, "host:1", 10, 20, {{7, Status::Ok()}, {8, Error(ErrorCode::FILE_WRITE_FAIL, "x")}}},
+      2500});
+  CheckRoundTrip(msg::TieredListKeysReply{{{{"a", 1, 2, true}, {"b", 3, 0, false}}, "b"}, {2, 1}});
   CheckRoundTrip(msg::Batch<msg::BatchItem<bool>>{{Status::Ok(), true},
                                         {Error(ErrorCode::OBJECT_NOT_FOUND, "no 'b'"), false}});
   CheckRoundTrip(msg::Batch<Status>{Status::Ok(), Error(ErrorCode::OBJECT_HAS_LEASE, "leased")},

@@ -97,6 +97,8 @@ MC_EQ(msg::TierResult, a.ticket == b.ticket && proto::SameStatus(a.status, b.sta
 MC_EQ(msg::TierFetchRequest, a.client == b.client && a.segment_name == b.segment_name &&
                                  a.used_bytes == b.used_bytes &&
                                  a.capacity_bytes == b.capacity_bytes && a.results == b.results)
+MC_EQ(msg::TierPollRequest, a.fetch == b.fetch && a.max_wait_ms == b.max_wait_ms)
+MC_EQ(msg::TieredListKeysReply, a.list == b.list && a.tiers == b.tiers)
 #undef MC_EQ
 template <typename T>
 bool operator==(const msg::BatchItem<T>& a, const msg::BatchItem<T>& b) {

@@ -29,7 +29,7 @@ using namespace mc::proto;  // this layer speaks the wire format (a .cc, not a h
 
 struct Server::Counters {
   std::atomic<uint64_t> accepted{0}, refused{0}, active{0}, requests{0}, protocol_errors{0},
-      auth_failures{0}, timeouts{0}, bytes_received{0}, tls_failures{0};
+      auth_failures{0}, timeouts{0}, bytes_received{0}, tls_failures{0}, parked{0};
   std::atomic<uint64_t> next_loop{0};  // round robin of accepted connections
   std::atomic<bool> stopping{false};
 };
@@ -173,6 +173,7 @@ class Server::Loop {
     ev.data.ptr = &kWakeTag;
     ::epoll_ctl(epfd_, EPOLL_CTL_ADD, wakefd_, &ev);
     if (s_->options_.reply_gate != nullptr) s_->options_.reply_gate->Subscribe([this] { Wake(); });
+    if (s_->options_.parking != nullptr) s_->options_.parking->Subscribe([this] { Wake(); });
     return Status::Ok();
   }
 
@@ -200,6 +201,7 @@ class Server::Loop {
           OnEvent(static_cast<Conn*>(tag), events[i].events);
         }
       }
+      if (!parked_.empty()) ServeParked();
       if (!held_.empty()) ReleaseReady();
       if (net::MonotonicUs() - last_tick_us >= kTickMs * 1000) {
         last_tick_us = net::MonotonicUs();
@@ -326,8 +328,13 @@ class Server::Loop {
           break;
       }
     }
+    EndRound(c, out_before);
+  }
+
+  // This round's replies (from `out_before` on) wait for its ticket (see
+  // HoldRound); then whatever may go out goes.
+  void EndRound(Conn* c, size_t out_before) {
     if (s_->options_.reply_gate != nullptr && c->out.size() > out_before) {
-      // This round's replies wait for its ticket (see HoldRound).
       if (c->held_rounds++ == 0) c->hold_at = out_before;
       HoldRound(c);
     }
@@ -469,9 +476,58 @@ class Server::Loop {
       return;
     }
     ++round_requests_;
-    size_t at = BeginReply(&c->out, h.opcode, h.request_id);
-    Dispatch(*s_->handler_, h.opcode, payload, &c->out);
+    const uint64_t generation = s_->options_.parking ? s_->options_.parking->generation() : 0;
+    uint64_t wait_us = 0;
+    if (DispatchCall(c, h.opcode, h.request_id, payload, false, &wait_us)) return;
+    s_->counters_->parked.fetch_add(1, std::memory_order_relaxed);
+    parked_.push_back({c->fd, c->serial, h.opcode, h.request_id, std::string(payload),
+                       clock_.NowUs() + wait_us, generation});
+  }
+
+  // Calls the handler and appends its reply; false when it parked the call
+  // (no reply; *wait_us: how long it may wait).
+  bool DispatchCall(Conn* c, proto::Opcode op, uint64_t request_id, std::string_view payload,
+                    bool due, uint64_t* wait_us) {
+    size_t at = BeginReply(&c->out, op, request_id);
+    ParkScope scope(s_->options_.parking != nullptr, due);
+    Dispatch(*s_->handler_, op, payload, &c->out);
+    if (scope.parked) {
+      c->out.resize(at);
+      *wait_us = scope.wait_us;
+      return false;
+    }
     EndReply(&c->out, at);
+    return true;
+  }
+
+  // Calls parked calls again: all of them after a wake of the lot, the due
+  // ones (ParkCall answers kDue) at their deadline. A connection closed
+  // meanwhile loses its parked calls.
+  void ServeParked() {
+    const uint64_t generation = s_->options_.parking->generation();
+    const uint64_t now = clock_.NowUs();
+    std::vector<ParkedCall> again;
+    std::erase_if(parked_, [&](ParkedCall& p) {
+      auto it = conns_.find(p.fd);
+      if (it == conns_.end() || it->second->serial != p.serial || it->second->closing) return true;
+      if (p.generation == generation && now < p.deadline_us) return false;
+      again.push_back(std::move(p));
+      return true;
+    });
+    for (ParkedCall& p : again) {
+      auto it = conns_.find(p.fd);
+      if (it == conns_.end() || it->second->serial != p.serial) continue;
+      Conn* c = it->second.get();
+      const size_t out_before = c->out.size();
+      ++round_requests_;
+      uint64_t unused = 0;
+      p.generation = generation;
+      if (!DispatchCall(c, p.op, p.request_id, p.payload, now >= p.deadline_us, &unused)) {
+        parked_.push_back(std::move(p));  // its first deadline stands
+        continue;
+      }
+      EndRound(c, out_before);
+    }
   }
 
   void OnHello(Conn* c, const proto::FrameHeader& h, std::string_view payload) {
@@ -619,6 +675,16 @@ class Server::Loop {
     std::vector<HeldReply> replies;
   };
   std::list<HeldRound> held_;      // rounds waiting for the gate, oldest first
+  struct ParkedCall {
+    int fd;
+    uint64_t serial;
+    proto::Opcode op;
+    uint64_t request_id;
+    std::string payload;
+    uint64_t deadline_us;  // then due
+    uint64_t generation;   // the lot's when last called: a wake changes it
+  };
+  std::vector<ParkedCall> parked_;
   // Requests handled since the last ticket (a round, or what a closed
   // connection left; counted on so the gate's own per-thread counts match).
   uint64_t round_requests_ = 0;
@@ -657,6 +723,7 @@ void Server::Stop() {
   for (auto& loop : loops_) loop->Wake();
   for (auto& t : threads_) t.join();
   if (options_.reply_gate != nullptr) options_.reply_gate->Unsubscribe();  // before the loops go
+  if (options_.parking != nullptr) options_.parking->Unsubscribe();
   threads_.clear();
   loops_.clear();
   if (listen_fd_ >= 0) ::close(listen_fd_);
@@ -667,7 +734,7 @@ ServerStats Server::stats() const {
   const Counters& k = *counters_;
   return ServerStats{k.accepted.load(), k.refused.load(), k.active.load(), k.requests.load(),
                      k.protocol_errors.load(), k.auth_failures.load(), k.timeouts.load(),
-                     k.bytes_received.load(), k.tls_failures.load()};
+                     k.bytes_received.load(), k.tls_failures.load(), k.parked.load()};
 }
 
 }  // namespace mc::rpc

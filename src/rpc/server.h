@@ -8,6 +8,8 @@
 // authentication when a token is configured) before any operation.
 // With a ReplyGate, the replies of one event-loop round are held until the
 // gate releases the round's ticket; meanwhile the loop serves other input.
+// With a ParkingLot, a handler may park a call (rpc/parking.h): its reply
+// comes when the lot is woken or its wait is over, the loop serving others.
 // With TLS each connection is a non-blocking SSL object driven by the same
 // loop (handshake first; WANT_READ/WANT_WRITE map to epoll interest).
 // Framing errors get a ConnectionError frame and a close; payload errors
@@ -28,6 +30,7 @@
 #include "common/result.h"
 #include "net/tls.h"
 #include "rpc/handler.h"
+#include "rpc/parking.h"
 
 namespace mc::rpc {
 
@@ -69,6 +72,9 @@ struct ServerOptions {
   // Holds replies until what they report is durable (the master's journal);
   // null: replies go out at once. Must outlive the server.
   class ReplyGate* reply_gate = nullptr;
+  // Lets handlers park calls (long-polls); null: ParkCall answers
+  // kUnavailable. Must outlive the server.
+  ParkingLot* parking = nullptr;
   // Server TLS context (role kServer); null: plain TCP. With it, a client
   // that does not start with a TLS record gets a plaintext ConnectionError
   // saying TLS is required; without it, a client that starts TLS is logged.
@@ -85,6 +91,7 @@ struct ServerStats {
   uint64_t timeouts = 0;         // connections closed by a timeout
   uint64_t bytes_received = 0;   // counted after the bytes are processed
   uint64_t tls_failures = 0;     // failed TLS handshakes and plaintext peers of a TLS server
+  uint64_t parked = 0;           // calls a handler parked (each once, however often woken)
 };
 
 class Server {

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "client/client.h"
@@ -303,7 +304,11 @@ void SegmentHost::Start() {
   }
   heartbeat_ = std::thread([this] { Heartbeat(); });
   if (tier_) {
-    tier_worker_ = std::make_unique<TierWorker>(id_, *link_, *segment_, *tier_);
+    // The master holds an idle call up to half the RPC timeout.
+    const uint64_t poll_wait_ms = std::min<uint64_t>(msg::kMaxTierPollWaitMs,
+                                                     config_.cluster.rpc_timeout_us / 2000);
+    tier_worker_ = std::make_unique<TierWorker>(id_, *link_, *segment_, *tier_,
+                                                static_cast<uint32_t>(poll_wait_ms));
     tier_worker_->Start(desc_.name);
   }
 }
@@ -373,7 +378,8 @@ void SegmentHost::Stop() {
   }
   cv_.notify_all();
   if (heartbeat_.joinable()) heartbeat_.join();
-  if (tier_worker_) tier_worker_->Stop();
+  // The worker's call the master holds is answered by the unmount below.
+  if (tier_worker_) tier_worker_->RequestStop();
   if (prefault_.joinable()) {
     prefault_.request_stop();
     prefault_.join();
@@ -384,6 +390,7 @@ void SegmentHost::Stop() {
     if (!un.ok()) MC_LOG(WARN) << "unmount failed: " << un.status().ToString();
     meta_->Delete("mooncake/ram/" + desc_.name);
   }
+  if (tier_worker_) tier_worker_->Stop();
   // Create can fail before the data server exists (a segment that does not
   // fit); the destructor still runs Stop.
   if (server_ == nullptr) return;

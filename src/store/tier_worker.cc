@@ -14,9 +14,9 @@ namespace mc::store {
 using proto::Opcode;
 
 TierWorker::TierWorker(msg::ClientId client, rpc::MasterClient& link, transfer::Segment& segment,
-                       tier::DiskTier& tier)
+                       tier::DiskTier& tier, uint32_t poll_wait_ms)
     : client_(client), link_(link), segment_(segment), tier_(tier),
-      disk_id_(DiskId(tier.path())) {}
+      disk_id_(DiskId(tier.path())), poll_wait_ms_(poll_wait_ms) {}
 
 TierWorker::~TierWorker() { Stop(); }
 
@@ -38,12 +38,16 @@ void TierWorker::Reannounce(msg::ClientId client) {
   cv_.notify_all();
 }
 
-void TierWorker::Stop() {
+void TierWorker::RequestStop() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
+}
+
+void TierWorker::Stop() {
+  RequestStop();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -143,32 +147,33 @@ void TierWorker::Run() {
       if (Wait(kRetryMs)) return;
       continue;
     }
-    msg::TierFetchRequest req;
+    msg::TierPollRequest req;
     {
       std::lock_guard lock(mu_);
-      req.client = client_;
+      req.fetch.client = client_;
     }
-    req.segment_name = segment_name_;
+    req.fetch.segment_name = segment_name_;
     const tier::TierCounters c = tier_.counters();
-    req.used_bytes = c.used_bytes;
-    req.capacity_bytes = c.capacity_bytes;
-    req.results = std::move(results);
+    req.fetch.used_bytes = c.used_bytes;
+    req.fetch.capacity_bytes = c.capacity_bytes;
+    req.fetch.results = std::move(results);
     results.clear();
-    auto reply = link_.Invoke<Opcode::kTierFetch>(req);
+    req.max_wait_ms = poll_wait_ms_;
+    auto reply = link_.Invoke<Opcode::kTierPoll>(req);
     if (!reply.ok()) {
       // A restarted master has not heard of this disk yet: announce again.
       if (reply.code() == ErrorCode::SEGMENT_NOT_FOUND) {
         std::lock_guard lock(mu_);
         announce_ = true;
       } else {
-        MC_LOG(WARN) << "disk tier: pulling work from the master failed: "
+        MC_LOG(WARN) << "disk tier: asking the master for work failed: "
                      << reply.status().ToString();
       }
       if (Wait(kRetryMs)) return;
       continue;
     }
     for (const msg::TierWork& w : reply->work) results.push_back(Do(w));
-    if (results.empty() && Wait(reply->wait_ms)) return;
+    if (results.empty() && reply->wait_ms > 0 && Wait(reply->wait_ms)) return;
   }
 }
 

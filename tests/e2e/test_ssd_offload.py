@@ -6,11 +6,15 @@ a full disk drops its least recently used objects; a flipped byte on disk is
 a failed get and a counted checksum failure, never wrong bytes; a store
 killed with -9 mid-offload leaves nothing readable that is wrong; a store
 restart, a master restart (the journal) and both bring the disk objects
-back, and keys removed meanwhile stay removed."""
+back, and keys removed meanwhile stay removed. No polling: an idle store's
+call for work is held by the master until work is queued (TierPoll). ls
+shows each key's tier and lists keys that are on disk only."""
 import glob
+import json
 import os
 import re
 import signal
+import time
 
 from cluster import Cluster
 from harness import check, finish, stop, tempdir, wait_until, run
@@ -78,6 +82,28 @@ try:
     check(metric(c, "mooncake_tier_promotions_total") == before + 1,
           "a second read from disk within the window promotes")
     check(run(["ls"], env=c.env).returncode == 0, "ls still lists")
+    check(metric(c, "mooncake_tier_dropped_total") == 0,
+          "puts never outran the offloads: nothing left memory without a disk copy")
+
+    # No polling: the store's call for work waits at the master until work is
+    # queued, so an idle store asks about once per held call (2.5 s), where a
+    # 20 ms poll asked 150 times in 3 s.
+    polls = metric(c, "mooncake_tier_polls_total")
+    time.sleep(3)
+    idle = metric(c, "mooncake_tier_polls_total") - polls
+    check(0 <= idle <= 4, f"an idle store's calls for work are held, not polled ({idle} in 3 s)")
+
+    # ls shows each key's tier and lists keys on disk only; exists sees them.
+    cold = on_disk[10:]
+    lj = run(["ls", "k", "--json"], env=c.env)
+    tiers = {o["key"]: o["tier"] for o in json.loads(lj.stdout)} if lj.returncode == 0 else {}
+    check(sorted(tiers) == keys, f"ls lists every key, on disk or in memory ({len(tiers)})")
+    check(cold and all(tiers.get(k) == "disk" for k in cold), "ls --json: disk-only keys are 'disk'")
+    check(any(t == "memory" for t in tiers.values()), "ls --json: keys in memory are 'memory'")
+    check(tiers.get(hot) == "both", f"ls --json: the promoted key is in both tiers ({tiers.get(hot)})")
+    ll = run(["ls", "-l", cold[0]], env=c.env).stdout.decode().split()
+    check(ll[-2:] == ["disk", cold[0]] and ll[1] == "0", f"ls -l shows tier and 0 replicas ({ll})")
+    check(run(["exists", cold[0]], env=c.env).returncode == 0, "exists sees a disk-only key")
 
     # A removed disk-only key is gone, and stays gone across restarts.
     gone = on_disk[0]
