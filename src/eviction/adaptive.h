@@ -47,6 +47,9 @@ class AdaptivePolicy final : public ShadowablePolicy {
   explicit AdaptivePolicy(size_t capacity_hint_objects, bool duel = true,
                           IdSpace ids = IdSpace::kAny);
   ~AdaptivePolicy() override;
+  // Not copied: facts_ may point at the policy's own copies.
+  AdaptivePolicy(const AdaptivePolicy&) = delete;
+  AdaptivePolicy& operator=(const AdaptivePolicy&) = delete;
 
   void OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_bytes) override;
   void OnAccess(ObjectId id) override;
