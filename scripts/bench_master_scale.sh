@@ -3,15 +3,16 @@
 # resident memory per object and its start-up time with OBJECTS objects of
 # KEY_BYTES-byte keys, one replica, in its durable journal.
 #
-#   scripts/bench_master_scale.sh [OBJECTS=10000000]
+#   [VALUE_BYTES=1024] scripts/bench_master_scale.sh [OBJECTS=10000000]
 #
 # 1. A fresh master with --data-dir (the SQLite journal, default fsync) and
 #    one store; `mooncake bench --metadata-only --op put --batch 256
 #    --threads 4 --ops OBJECTS --key-names hashed --key-bytes KEY_BYTES
-#    --value-size 1kb`
-#    fills it (no bytes move; each put is a PutStart and a PutEnd, of
-#    --value-size 1kb: the store refuses a segment larger than the host's
-#    free memory, even untouched, and 10M objects of 1 KiB fit in 13 GB).
+#    --value-size VALUE_BYTES`
+#    fills it (no bytes move; each put is a PutStart and a PutEnd; the
+#    store's segment is sized to hold every value, and it refuses a segment
+#    larger than the host's free memory, even untouched: 10M objects of
+#    1 KiB fit in 13 GB, 50M need VALUE_BYTES=128 or so on a 24 GiB host).
 #    Prints the fill's keys/s and the master's VmRSS
 #    growth divided by OBJECTS.
 # 2. Stops the master (SIGTERM; then the store), starts it again on the same directory and
@@ -26,6 +27,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${MOONCAKE_BIN:-$here/build/src/cli/mooncake}
 OBJECTS=${1:-10000000}
 KEY_BYTES=${KEY_BYTES:-40}
+VALUE_BYTES=${VALUE_BYTES:-1024}
 NAME=bench_master_scale
 # shellcheck source=scripts/bench_lib.sh
 . "$here/scripts/bench_lib.sh"
@@ -40,16 +42,16 @@ echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(n
   "$(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
 echo "uptime: $(uptime)"
 echo "master: $("$BIN" version | head -1), --data-dir (durable journal); $OBJECTS objects," \
-  "keys of $KEY_BYTES bytes (hashed names), one replica"
+  "keys of $KEY_BYTES bytes (hashed names), values of $VALUE_BYTES bytes, one replica"
 echo
 
 start_master "$data"
 OBJECTS_ALL=$OBJECTS
-OBJECTS=$(( OBJECTS / 4 ))  # start_store sizes the segment for 4 KiB values
+OBJECTS=$(( (OBJECTS * VALUE_BYTES + 4095) / 4096 ))  # start_store sizes it for 4 KiB values
 start_store
 OBJECTS=$OBJECTS_ALL
 before=$(rss_kib "$master")
-"$BENCH_BIN" bench --master "127.0.0.1:$port" --metadata-only --op put --value-size 1kb \
+"$BENCH_BIN" bench --master "127.0.0.1:$port" --metadata-only --op put --value-size "$VALUE_BYTES" \
   --batch 256 --threads 4 --ops "$OBJECTS" --key-names hashed --key-bytes "$KEY_BYTES" \
   --json "$work/fill.json" >/dev/null
 after=$(rss_kib "$master")

@@ -10,9 +10,51 @@ using eviction::kNoSlot;
 AdaptivePolicy::AdaptivePolicy(size_t capacity_hint_objects, bool duel, IdSpace ids)
     : capacity_hint_objects_(capacity_hint_objects),
       duel_(duel ? std::make_unique<PolicyDuel>() : nullptr),
-      live_(ids == IdSpace::kSlotted) {}
+      slotted_(ids == IdSpace::kSlotted) {}
 
 AdaptivePolicy::~AdaptivePolicy() = default;
+
+void AdaptivePolicy::UseFacts(const ObjectFacts* facts) {
+  assert(live_count_ == 0 && "UseFacts after an insert");
+  if (slotted_ && facts != nullptr) facts_ = facts;
+}
+
+uint32_t AdaptivePolicy::FindLive(ObjectId id) const {
+  if (!slotted_) return live_index_.Find(id);
+  const auto slot = static_cast<uint32_t>(id);
+  return slot < live_list_.size() && live_list_[slot] != kNoList && facts_->IdAt(slot) == id
+             ? slot
+             : kNoSlot;
+}
+
+uint32_t AdaptivePolicy::AddLive(ObjectId id, uint64_t key_hash, uint64_t size_bytes,
+                                 ListId list) {
+  uint32_t slot;
+  if (slotted_) {
+    slot = static_cast<uint32_t>(id);
+    live_.AllocateAt(slot);
+  } else {
+    slot = live_.Allocate();
+    live_index_.Insert(id, slot);
+  }
+  if (slot >= live_list_.size()) live_list_.resize(size_t{slot} + 1, kNoList);
+  assert(live_list_[slot] == kNoList && "two live ids of one slot");
+  live_list_[slot] = list;
+  if (facts_ == &own_) own_.Set(slot, id, key_hash, size_bytes);
+  ++live_count_;
+  return slot;
+}
+
+void AdaptivePolicy::RemoveLive(uint32_t slot) {
+  assert(live_count_ > 0 && live_list_[slot] != kNoList);
+  --live_count_;
+  live_list_[slot] = kNoList;
+  if (slotted_) return;
+  const bool erased = live_index_.Erase(facts_->IdAt(slot));
+  assert(erased);
+  (void)erased;
+  live_.Free(slot);
+}
 
 void AdaptivePolicy::LinkNewest(uint32_t slot) {
   LiveNode& n = live_[slot];
@@ -68,17 +110,14 @@ void AdaptivePolicy::OnMiss(uint64_t key_hash) {
 }
 
 void AdaptivePolicy::OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_bytes) {
-  assert(live_.Find(id) == kNoSlot && "OnInsert of a tracked object");
+  assert(FindLive(id) == kNoSlot && "OnInsert of a tracked object");
   in_round_ = false;
   ListId list = ConsumeGhost(key_hash, size_bytes);
-  uint32_t slot = live_.Add(id);
-  LiveNode& n = live_[slot];
-  n.key_hash = key_hash;
-  n.size_bytes = std::min(size_bytes, kMaxNodeBytes);
-  n.list = list;
-  live_.PushMru(Live(list), slot);
+  uint32_t slot = AddLive(id, key_hash, size_bytes, list);
+  assert(facts_->KeyHashAt(slot) == key_hash && facts_->SizeAt(slot) == size_bytes);
+  PushLive(list, slot);
   LinkNewest(slot);
-  tracked_high_water_ = std::max(tracked_high_water_, live_.size());
+  tracked_high_water_ = std::max(tracked_high_water_, live_count_);
   if (duel_) {
     duel_->SetTrackedHighWater(tracked_high_water_);
     duel_->OnReference(key_hash);
@@ -86,31 +125,30 @@ void AdaptivePolicy::OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_byte
 }
 
 void AdaptivePolicy::OnAccess(ObjectId id) {
-  uint32_t slot = live_.Find(id);
+  uint32_t slot = FindLive(id);
   if (slot == kNoSlot) return;  // not complete yet, or already gone
-  live_.Unlink(Live(live_[slot].list), slot);
-  live_[slot].list = kT2;
-  live_.PushMru(t2_, slot);
+  UnlinkLive(slot);
+  PushLive(kT2, slot);
   UnlinkRecency(slot);
   LinkNewest(slot);
-  if (duel_) duel_->OnReference(live_[slot].key_hash);
+  if (duel_) duel_->OnReference(facts_->KeyHashAt(slot));
 }
 
 void AdaptivePolicy::OnRemove(ObjectId id) {
-  uint32_t slot = live_.Find(id);
+  uint32_t slot = FindLive(id);
   if (slot == kNoSlot) return;
   // A removal the policy did not choose says nothing about the key's value,
   // so it leaves no ghost.
-  if (duel_) duel_->OnRemove(live_[slot].key_hash);
-  live_.Unlink(Live(live_[slot].list), slot);
+  if (duel_) duel_->OnRemove(facts_->KeyHashAt(slot));
+  UnlinkLive(slot);
   UnlinkRecency(slot);
-  live_.Remove(slot);
+  RemoveLive(slot);
 }
 
 uint32_t AdaptivePolicy::FindEvictableByRecency(
     const std::function<bool(ObjectId)>& evictable) const {
   for (uint32_t s = oldest_; s != kNoSlot; s = live_[s].newer) {
-    if (evictable(live_[s].id)) return s;
+    if (evictable(facts_->IdAt(s))) return s;
   }
   return kNoSlot;
 }
@@ -118,7 +156,7 @@ uint32_t AdaptivePolicy::FindEvictableByRecency(
 uint32_t AdaptivePolicy::FindEvictable(
     const eviction::NodeList& list, const std::function<bool(ObjectId)>& evictable) const {
   for (uint32_t s = list.lru; s != kNoSlot; s = live_[s].next) {
-    if (evictable(live_[s].id)) return s;
+    if (evictable(facts_->IdAt(s))) return s;
   }
   return kNoSlot;
 }
@@ -133,7 +171,7 @@ std::optional<ObjectId> AdaptivePolicy::NextVictim(
   if (!in_round_) {
     in_round_ = true;
     cache_bytes_ = t1_.bytes + t2_.bytes;
-    cache_objects_ = live_.size();
+    cache_objects_ = live_count_;
   }
   target_t1_bytes_ = std::min(target_t1_bytes_, cache_bytes_);
   if (duel_) duel_->SetCapacity(cache_objects_);
@@ -152,12 +190,14 @@ std::optional<ObjectId> AdaptivePolicy::NextVictim(
   ++stats_.victims;
   if (by_recency) ++stats_.victims_by_recency;
 
-  LiveNode n = live_[slot];
-  live_.Unlink(Live(n.list), slot);
+  const ObjectId id = facts_->IdAt(slot);
+  const uint64_t key_hash = facts_->KeyHashAt(slot), size_bytes = SizeOf(slot);
+  const ListId list = static_cast<ListId>(live_list_[slot]);
+  UnlinkLive(slot);
   UnlinkRecency(slot);
-  live_.Remove(slot);
-  AddGhost(n.key_hash, n.size_bytes, n.list == kT1 ? kB1 : kB2);
-  return n.id;
+  RemoveLive(slot);
+  AddGhost(key_hash, size_bytes, list == kT1 ? kB1 : kB2);
+  return id;
 }
 
 void AdaptivePolicy::AddGhost(uint64_t key_hash, uint64_t size_bytes, ListId list) {
@@ -195,7 +235,8 @@ void AdaptivePolicy::TrimGhosts() {
 }
 
 size_t AdaptivePolicy::memory_bytes() const {
-  return live_.memory_bytes() + ghost_.memory_bytes() +
+  return live_.memory_bytes() + live_list_.capacity() + live_index_.memory_bytes() +
+         own_.memory_bytes() + ghost_.memory_bytes() +
          ghost_index_.memory_bytes() + (duel_ ? duel_->memory_bytes() : 0);
 }
 

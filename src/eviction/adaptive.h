@@ -19,12 +19,16 @@
 // of one recency order over T1 and T2 (ghosts and p keep being maintained,
 // so switching back is free).
 //
-// O(1) per insert/access/remove; a victim costs O(objects skipped). About 40
-// bytes per live object (plus ~16-24 of index unless the ids are the
-// master's slotted ones), ~24+16 per ghost. Not thread-safe.
+// O(1) per insert/access/remove; a victim costs O(objects skipped). A live
+// object costs 17 bytes when the master answers its facts (UseFacts: its
+// id, key hash and size are the master's, not copied), 41 otherwise (plus
+// ~16-24 of index unless the ids are the master's slotted ones), ~24+16 per
+// ghost. Not thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "eviction/duel.h"
 #include "eviction/policy.h"
@@ -43,6 +47,9 @@ class AdaptivePolicy final : public ShadowablePolicy {
   explicit AdaptivePolicy(size_t capacity_hint_objects, bool duel = true,
                           IdSpace ids = IdSpace::kAny);
   ~AdaptivePolicy() override;
+  // Not copied: facts_ may point at the policy's own copies.
+  AdaptivePolicy(const AdaptivePolicy&) = delete;
+  AdaptivePolicy& operator=(const AdaptivePolicy&) = delete;
 
   void OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_bytes) override;
   void OnAccess(ObjectId id) override;
@@ -53,10 +60,14 @@ class AdaptivePolicy final : public ShadowablePolicy {
   std::optional<ObjectId> NextVictim(
       const std::function<bool(ObjectId)>& evictable) override;
   std::string_view name() const override { return "adaptive"; }
-  size_t tracked() const override { return live_.size(); }
+  size_t tracked() const override { return live_count_; }
   EvictionStats stats() const override { return stats_; }
 
-  bool Tracks(ObjectId id) const override { return live_.Find(id) != eviction::kNoSlot; }
+  // Reads live objects' facts from `facts` (kSlotted ids only; before the
+  // first insert) instead of keeping copies.
+  void UseFacts(const ObjectFacts* facts) override;
+
+  bool Tracks(ObjectId id) const override { return FindLive(id) != eviction::kNoSlot; }
   // True while the duel says plain recency is winning.
   bool evicting_by_recency() const { return duel_ && duel_->prefer_recency(); }
   size_t ghosts() const { return ghost_index_.size(); }
@@ -67,20 +78,37 @@ class AdaptivePolicy final : public ShadowablePolicy {
   size_t memory_bytes() const override;
 
  private:
-  enum ListId : uint8_t { kT1, kT2, kB1, kB2 };
-  // The list id shares a word with the size (objects are far below 2^56
-  // bytes) so a live node is 40 bytes and a ghost 24: this is most of the
-  // policy's share of the master's per-object memory budget.
+  enum ListId : uint8_t { kT1, kT2, kB1, kB2, kNoList = 0xff };
+  // Sizes are capped so a ghost keeps its list id in the size's word.
   static constexpr uint64_t kMaxNodeBytes = (1ull << 56) - 1;
+  // A live node is its links only: the object's id, key hash and size come
+  // from ObjectFacts (the master's, or own_), its list from live_list_. This
+  // is the policy's whole share of the master's per-object memory budget.
   struct LiveNode {
-    ObjectId id = 0;
-    uint64_t key_hash = 0;
-    uint64_t size_bytes : 56 = 0;
-    uint64_t list : 8 = kT1;  // a ListId
     uint32_t prev = eviction::kNoSlot;
     uint32_t next = eviction::kNoSlot;
     uint32_t older = eviction::kNoSlot;  // recency order over T1 and T2
     uint32_t newer = eviction::kNoSlot;
+  };
+  // The facts of each live node, by node slot, when the caller gives none.
+  class OwnFacts final : public ObjectFacts {
+   public:
+    ObjectId IdAt(uint32_t slot) const override { return copies_[slot].id; }
+    uint64_t KeyHashAt(uint32_t slot) const override { return copies_[slot].key_hash; }
+    uint64_t SizeAt(uint32_t slot) const override { return copies_[slot].size_bytes; }
+    void Set(uint32_t slot, ObjectId id, uint64_t key_hash, uint64_t size_bytes) {
+      if (slot >= copies_.size()) copies_.resize(size_t{slot} + 1);
+      copies_[slot] = {id, key_hash, size_bytes};
+    }
+    size_t memory_bytes() const { return copies_.capacity() * sizeof(Copy); }
+
+   private:
+    struct Copy {
+      ObjectId id;
+      uint64_t key_hash;
+      uint64_t size_bytes;
+    };
+    std::vector<Copy> copies_;
   };
   struct GhostNode {
     uint64_t key_hash = 0;
@@ -90,7 +118,23 @@ class AdaptivePolicy final : public ShadowablePolicy {
     uint32_t prev = eviction::kNoSlot;
     uint32_t next = eviction::kNoSlot;
   };
-  static_assert(sizeof(LiveNode) == 40 && sizeof(GhostNode) == 24);
+  static_assert(sizeof(LiveNode) == 16 && sizeof(GhostNode) == 24);
+
+  uint32_t FindLive(ObjectId id) const;
+  // A node for `id` (absent) on no list yet, its facts recorded unless the
+  // caller keeps them.
+  uint32_t AddLive(ObjectId id, uint64_t key_hash, uint64_t size_bytes, ListId list);
+  // Frees a live node, unlinked from every list first.
+  void RemoveLive(uint32_t slot);
+  uint64_t SizeOf(uint32_t slot) const {
+    return std::min(facts_->SizeAt(slot), kMaxNodeBytes);
+  }
+  // Moves a live node to the most recent end of `list`.
+  void PushLive(ListId list, uint32_t slot) {
+    live_list_[slot] = list;
+    live_.PushMru(Live(list), slot, SizeOf(slot));
+  }
+  void UnlinkLive(uint32_t slot) { live_.Unlink(Live(live_list_[slot]), slot, SizeOf(slot)); }
 
   eviction::NodeList& Live(uint64_t l) { return l == kT1 ? t1_ : t2_; }
   eviction::NodeList& Ghost(uint64_t l) { return l == kB1 ? b1_ : b2_; }
@@ -119,7 +163,13 @@ class AdaptivePolicy final : public ShadowablePolicy {
   uint32_t oldest_ = eviction::kNoSlot;
   uint32_t newest_ = eviction::kNoSlot;
   std::unique_ptr<PolicyDuel> duel_;
-  eviction::TrackedNodes<LiveNode> live_;  // by id
+  bool slotted_;                      // ids are kSlotted: a node sits at its slot
+  OwnFacts own_;
+  const ObjectFacts* facts_ = &own_;
+  eviction::NodePool<LiveNode> live_;
+  std::vector<uint8_t> live_list_;    // by node slot: its ListId, kNoList if free
+  eviction::SlotIndex live_index_;    // !slotted_: id -> node slot
+  size_t live_count_ = 0;
   eviction::NodePool<GhostNode> ghost_;
   eviction::SlotIndex ghost_index_;  // key hash -> ghost slot
 };

@@ -36,7 +36,7 @@ namespace mc::master {
 class ShadowablePolicy : public EvictionPolicy {
  public:
   virtual bool Tracks(ObjectId id) const = 0;
-  virtual size_t memory_bytes() const = 0;
+  size_t memory_bytes() const override = 0;
 };
 
 class PolicyDuel {

@@ -24,6 +24,28 @@ namespace {
 const auto kAll = EveryObject;
 const auto Drain = DrainVictims;
 
+// The caller's side of ObjectFacts, as the master answers it: what the live
+// object of each slot is (kSlotted ids).
+class SlotFacts final : public ObjectFacts {
+ public:
+  void Set(ObjectId id, uint64_t key_hash, uint64_t size_bytes) {
+    const auto slot = static_cast<uint32_t>(id);
+    if (slot >= facts_.size()) facts_.resize(size_t{slot} + 1);
+    facts_[slot] = {id, key_hash, size_bytes};
+  }
+  ObjectId IdAt(uint32_t slot) const override { return facts_.at(slot).id; }
+  uint64_t KeyHashAt(uint32_t slot) const override { return facts_.at(slot).key_hash; }
+  uint64_t SizeAt(uint32_t slot) const override { return facts_.at(slot).size_bytes; }
+
+ private:
+  struct Fact {
+    ObjectId id = 0;
+    uint64_t key_hash = 0;
+    uint64_t size_bytes = 0;
+  };
+  std::vector<Fact> facts_;
+};
+
 }  // namespace
 
 TEST_CASE("the factory knows lru, adaptive and probation and nothing else") {
@@ -163,18 +185,30 @@ TEST_CASE("with the master's slotted ids a live node sits at its slot, with no i
   // 2^16 objects: the node vector has grown by doubling to exactly that.
   constexpr size_t kObjects = 1 << 16;
   AdaptivePolicy hashed(kObjects, /*duel=*/false),
-      slotted(kObjects, /*duel=*/false, IdSpace::kSlotted);
+      slotted(kObjects, /*duel=*/false, IdSpace::kSlotted),
+      with_facts(kObjects, /*duel=*/false, IdSpace::kSlotted);
+  SlotFacts facts;
+  with_facts.UseFacts(&facts);
   for (ObjectId slot = 0; slot < kObjects; ++slot) {
-    hashed.OnInsert(ObjectId{1} << 32 | slot, slot * 7919, 4096);
-    slotted.OnInsert(ObjectId{1} << 32 | slot, slot * 7919, 4096);
+    const ObjectId id = ObjectId{1} << 32 | slot;
+    facts.Set(id, slot * 7919, 4096);
+    hashed.OnInsert(id, slot * 7919, 4096);
+    slotted.OnInsert(id, slot * 7919, 4096);
+    with_facts.OnInsert(id, slot * 7919, 4096);
   }
-  const size_t h = hashed.memory_bytes(), s = slotted.memory_bytes();
+  const size_t h = hashed.memory_bytes(), s = slotted.memory_bytes(),
+               f = with_facts.memory_bytes();
   MESSAGE("adaptive bytes per object: hashed ids " << double(h) / kObjects << ", slotted ids "
-                                                   << double(s) / kObjects);
-  // The 40-byte node and a bit of liveness a slot; the hashed index is
-  // 16-32 bytes an entry on top.
-  CHECK(s <= kObjects * 40 + kObjects / 8 + 4096);
+                                                   << double(s) / kObjects << ", with the "
+                                                   << "caller's facts " << double(f) / kObjects);
+  // The 16-byte node of links and a byte for its list a slot, plus the
+  // 24-byte copy of the object's id, key hash and size unless the caller
+  // answers them; the hashed index is 16-32 bytes an entry on top.
+  CHECK(f <= kObjects * (16 + 1) + 4096);
+  CHECK(s <= kObjects * (16 + 1 + 24) + 4096);
   CHECK(s + kObjects * 8 <= h);
+  CHECK(with_facts.Tracks(ObjectId{1} << 32 | 7));
+  CHECK(!with_facts.Tracks(ObjectId{2} << 32 | 7));
   CHECK(slotted.Tracks(ObjectId{1} << 32 | 7));
   CHECK(!slotted.Tracks(ObjectId{2} << 32 | 7));  // another generation of the slot
   CHECK(!slotted.Tracks(ObjectId{1} << 32 | kObjects));
@@ -185,7 +219,7 @@ TEST_CASE("with the master's slotted ids a live node sits at its slot, with no i
   CHECK(!slotted.Tracks(ObjectId{1} << 32 | 7));
 }
 
-TEST_CASE("slotted and hashed ids give the same victims under random operations") {
+TEST_CASE("slotted ids, with the caller's facts or without, and hashed ids give the same victims") {
   // Where a node lives must not change what the policy decides: the master
   // (slotted ids) behaves as trace replays (any ids) measure.
   uint64_t seed = mc::TestSeed("eviction slotted vs hashed");
@@ -194,6 +228,9 @@ TEST_CASE("slotted and hashed ids give the same victims under random operations"
     CAPTURE(name);
     auto any = MakeEvictionPolicy(name, 0, IdSpace::kAny);
     auto slotted = MakeEvictionPolicy(name, 0, IdSpace::kSlotted);
+    auto with_facts = MakeEvictionPolicy(name, 0, IdSpace::kSlotted);
+    SlotFacts facts;
+    with_facts->UseFacts(&facts);
     std::vector<uint32_t> generations, free_slots;
     std::vector<ObjectId> live;
     for (int step = 0; step < 20000; ++step) {
@@ -211,31 +248,38 @@ TEST_CASE("slotted and hashed ids give the same victims under random operations"
         const uint64_t key_hash = rng() % 400, size = 1 + rng() % 1000;
         any->OnInsert(id, key_hash, size);
         slotted->OnInsert(id, key_hash, size);
+        facts.Set(id, key_hash, size);
+        with_facts->OnInsert(id, key_hash, size);
         live.push_back(id);
       } else if (op < 7) {
         const ObjectId id = live[rng() % live.size()];
         any->OnAccess(id);
         slotted->OnAccess(id);
+        with_facts->OnAccess(id);
       } else if (op < 8) {
         const size_t i = rng() % live.size();
         any->OnRemove(live[i]);
         slotted->OnRemove(live[i]);
+        with_facts->OnRemove(live[i]);
         free_slots.push_back(static_cast<uint32_t>(live[i]));
         live.erase(live.begin() + long(i));
       } else {
         const uint64_t missed = rng() % 400;
         any->OnMiss(missed);
         slotted->OnMiss(missed);
+        with_facts->OnMiss(missed);
         const uint64_t odd = rng() % 2;  // reject ids of one parity
         auto evictable = [odd](ObjectId id) { return (id & 1) != odd; };
         const auto a = any->NextVictim(evictable), b = slotted->NextVictim(evictable);
         REQUIRE(a == b);
+        REQUIRE(with_facts->NextVictim(evictable) == a);
         if (a) {
           free_slots.push_back(static_cast<uint32_t>(*a));
           live.erase(std::find(live.begin(), live.end(), *a));
         }
       }
       REQUIRE(any->tracked() == slotted->tracked());
+      REQUIRE(with_facts->tracked() == slotted->tracked());
     }
   }
 }
@@ -323,11 +367,14 @@ TEST_CASE("the adaptive policy counts its victims by mode, and its switches") {
 TEST_CASE("policies track exactly what a model says under random operations") {
   uint64_t seed = mc::TestSeed("eviction randomized test");
   std::mt19937_64 rng(seed);
-  for (IdSpace ids : {IdSpace::kAny, IdSpace::kSlotted})
+  for (int mode = 0; mode < 3; ++mode)  // hashed ids, slotted ids, slotted with facts
   for (const char* name : {"lru", "adaptive", "probation"}) {
     CAPTURE(name);
-    CAPTURE(ids == IdSpace::kSlotted);
+    CAPTURE(mode);
+    const IdSpace ids = mode == 0 ? IdSpace::kAny : IdSpace::kSlotted;
     auto p = MakeEvictionPolicy(name, rng() % 2 ? 0 : 50, ids);
+    SlotFacts facts;
+    if (mode == 2) p->UseFacts(&facts);
     std::set<ObjectId> model;
     std::set<ObjectId> pinned;
     // kSlotted ids as the master makes them: generation << 32 | slot, slots
@@ -356,7 +403,9 @@ TEST_CASE("policies track exactly what a model says under random operations") {
       uint64_t op = rng() % 10;
       if (op < 4 || model.empty()) {
         ObjectId id = new_id();
-        p->OnInsert(id, rng() % 300, 1 + rng() % 1000);
+        const uint64_t key_hash = rng() % 300, size = 1 + rng() % 1000;
+        if (ids == IdSpace::kSlotted) facts.Set(id, key_hash, size);
+        p->OnInsert(id, key_hash, size);
         model.insert(id);
       } else if (op < 7) {
         ObjectId id = *std::next(model.begin(), long(rng() % model.size()));

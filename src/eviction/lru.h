@@ -26,7 +26,7 @@ class ClockPolicy final : public EvictionPolicy {
   size_t tracked() const override { return index_.size(); }
 
   // Heap bytes held by the policy (for the per-object memory budget).
-  size_t memory_bytes() const;
+  size_t memory_bytes() const override;
 
  private:
   enum class SlotState : uint8_t { kFree, kClear, kReferenced };

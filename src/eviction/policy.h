@@ -9,6 +9,7 @@
 // (ARC-style). Not thread-safe: the master calls it under its own lock.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -33,9 +34,28 @@ struct EvictionStats {
   uint64_t victim_steps = 0;
 };
 
+// What the caller of a policy over kSlotted ids (IdSpace below) knows of
+// the live object at a slot, so the policy need not keep its own copies (24
+// bytes an object of a master's ~128). Each must answer what the object's
+// OnInsert said, from that call until the policy stops tracking it (its
+// OnRemove, or NextVictim returning it): the caller changes no tracked
+// object's size and reuses no slot before that.
+class ObjectFacts {
+ public:
+  virtual ~ObjectFacts() = default;
+  virtual ObjectId IdAt(uint32_t slot) const = 0;
+  virtual uint64_t KeyHashAt(uint32_t slot) const = 0;
+  virtual uint64_t SizeAt(uint32_t slot) const = 0;
+};
+
 class EvictionPolicy {
  public:
   virtual ~EvictionPolicy() = default;
+
+  // Called before the first OnInsert by a caller of kSlotted ids that can
+  // answer ObjectFacts (it must outlive the policy). A policy may then read
+  // the facts from it instead of copying them; others ignore it.
+  virtual void UseFacts(const ObjectFacts* /*facts*/) {}
 
   // `key_hash` identifies the key across remove/re-put (for ghost history).
   virtual void OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_bytes) = 0;
@@ -59,6 +79,9 @@ class EvictionPolicy {
   // Number of live objects tracked.
   virtual size_t tracked() const = 0;
   virtual EvictionStats stats() const { return {}; }
+  // Heap bytes the policy holds (the master's memory breakdown; 0: not
+  // counted).
+  virtual size_t memory_bytes() const { return 0; }
 };
 
 // What a caller promises about the ids it passes, so a policy can index them

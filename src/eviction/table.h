@@ -203,7 +203,11 @@ class NodePool {
     nodes_[slot] = Node{};
   }
 
-  void PushMru(NodeList& list, uint32_t slot) {
+  void PushMru(NodeList& list, uint32_t slot) { PushMru(list, slot, nodes_[slot].size_bytes); }
+  void Unlink(NodeList& list, uint32_t slot) { Unlink(list, slot, nodes_[slot].size_bytes); }
+
+  // For nodes that keep no size of their own: the caller says it.
+  void PushMru(NodeList& list, uint32_t slot, uint64_t size_bytes) {
     Node& n = nodes_[slot];
     n.prev = list.mru;
     n.next = kNoSlot;
@@ -211,16 +215,16 @@ class NodePool {
     list.mru = slot;
     if (list.lru == kNoSlot) list.lru = slot;
     ++list.count;
-    list.bytes += n.size_bytes;
+    list.bytes += size_bytes;
   }
 
-  void Unlink(NodeList& list, uint32_t slot) {
+  void Unlink(NodeList& list, uint32_t slot, uint64_t size_bytes) {
     Node& n = nodes_[slot];
     if (n.prev != kNoSlot) nodes_[n.prev].next = n.next; else list.lru = n.next;
     if (n.next != kNoSlot) nodes_[n.next].prev = n.prev; else list.mru = n.prev;
-    assert(list.count > 0 && list.bytes >= n.size_bytes);
+    assert(list.count > 0 && list.bytes >= size_bytes);
     --list.count;
-    list.bytes -= n.size_bytes;
+    list.bytes -= size_bytes;
   }
 
   size_t memory_bytes() const { return nodes_.capacity() * sizeof(Node); }

@@ -44,6 +44,17 @@ MasterState::MasterState(const Options& options, std::unique_ptr<EvictionPolicy>
     : options_(options), policy_(std::move(policy)), listener_(listener) {
   assert(policy_ != nullptr);
   assert(options_.stripe_size_bytes >= SegmentAllocator::kAlignmentBytes);
+  policy_->UseFacts(&policy_facts_);
+}
+
+ObjectId MasterState::PolicyFacts::IdAt(uint32_t slot) const {
+  return static_cast<ObjectId>(state_.slot_generations_[slot]) << 32 | slot;
+}
+uint64_t MasterState::PolicyFacts::KeyHashAt(uint32_t slot) const {
+  return std::hash<std::string_view>()(state_.slot_nodes_[slot]->key());
+}
+uint64_t MasterState::PolicyFacts::SizeAt(uint32_t slot) const {
+  return state_.slot_nodes_[slot]->record.size_bytes;
 }
 
 MasterState::~MasterState() {

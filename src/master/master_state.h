@@ -221,6 +221,20 @@ class MasterState {
   size_t tracked_reads() const { return reads_.size(); }
 
   MasterCounters counters() const;
+
+  // Heap bytes of the structures that grow with the objects
+  // (master_state_memory.cc): the breakdown behind mooncake-master(1)'s
+  // bytes per object. The journal's page cache and the allocator's own
+  // overhead are outside it.
+  struct MemoryUse {
+    size_t index = 0;        // key nodes: record, skip-list links, key bytes
+    size_t index_nodes = 0;  // of `index`: the nodes themselves (the rest is free space)
+    size_t slots = 0;        // the slot table: node and generation per slot
+    size_t policy = 0;       // the eviction policy (EvictionPolicy::memory_bytes)
+    size_t in_flight = 0;    // puts in flight, pending upserts, timers, tracked reads
+    size_t total() const { return index + slots + policy + in_flight; }
+  };
+  MemoryUse memory_use() const;
   uint64_t view_version() const { return view_version_; }
 
   // Durability: dump the state, or rebuild it (e.g. from a journal) into a
@@ -366,7 +380,20 @@ class MasterState {
   void DropPendingOn(const std::vector<bool>& dropping);
   bool HasRunningTask(ObjectId id) const;
 
+  // What the policy reads of a live object instead of keeping copies.
+  class PolicyFacts final : public ObjectFacts {
+   public:
+    explicit PolicyFacts(const MasterState& state) : state_(state) {}
+    ObjectId IdAt(uint32_t slot) const override;
+    uint64_t KeyHashAt(uint32_t slot) const override;
+    uint64_t SizeAt(uint32_t slot) const override;
+
+   private:
+    const MasterState& state_;
+  };
+
   Options options_;
+  PolicyFacts policy_facts_{*this};
   std::unique_ptr<EvictionPolicy> policy_;
   StateListener* listener_;
 

@@ -27,7 +27,11 @@ ObjectIndex::~ObjectIndex() {
 
 void* ObjectIndex::Allocate(size_t bytes) {
   assert(bytes % 8 == 0);
-  if (bytes > kMaxSlabBytes) return ::operator new(bytes);
+  node_bytes_ += bytes;
+  if (bytes > kMaxSlabBytes) {
+    large_bytes_ += bytes;
+    return ::operator new(bytes);
+  }
   if (FreeBlock* f = free_[bytes / 8]) {
     free_[bytes / 8] = f->next;
     return f;
@@ -35,7 +39,7 @@ void* ObjectIndex::Allocate(size_t bytes) {
   if (bump_left_ < bytes) {
     // The tail of the old chunk goes to the free list of its size, so no
     // byte is lost for good.
-    if (bump_left_ >= sizeof(FreeBlock)) Release(bump_, bump_left_);
+    if (bump_left_ >= sizeof(FreeBlock)) PushFree(bump_, bump_left_);
     chunks_.push_back(::operator new(kSlabChunkBytes));
     bump_ = static_cast<char*>(chunks_.back());
     bump_left_ = kSlabChunkBytes;
@@ -47,7 +51,15 @@ void* ObjectIndex::Allocate(size_t bytes) {
 }
 
 void ObjectIndex::Release(void* p, size_t bytes) {
-  if (bytes > kMaxSlabBytes) return ::operator delete(p);
+  node_bytes_ -= bytes;
+  if (bytes > kMaxSlabBytes) {
+    large_bytes_ -= bytes;
+    return ::operator delete(p);
+  }
+  PushFree(p, bytes);
+}
+
+void ObjectIndex::PushFree(void* p, size_t bytes) {
   auto* f = static_cast<FreeBlock*>(p);
   f->next = free_[bytes / 8];
   free_[bytes / 8] = f;

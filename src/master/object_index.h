@@ -117,6 +117,14 @@ class ObjectIndex {
   void erase(iterator it);
   void clear();
 
+  // Heap bytes of the nodes: the slab chunks (free blocks included) and the
+  // nodes too large for them.
+  size_t memory_bytes() const {
+    return chunks_.size() * kSlabChunkBytes + chunks_.capacity() * sizeof(void*) + large_bytes_;
+  }
+  // Bytes of the nodes themselves (each rounded up to 8).
+  size_t node_bytes() const { return node_bytes_; }
+
   // The levels a key's node gets (for tests).
   static uint32_t LevelsOf(std::string_view key);
 
@@ -139,6 +147,7 @@ class ObjectIndex {
   static constexpr size_t kSlabChunkBytes = 64 << 10;
   void* Allocate(size_t bytes);
   void Release(void* p, size_t bytes);
+  void PushFree(void* p, size_t bytes);  // onto the free list of its size
   static size_t NodeBytes(uint32_t levels, size_t key_bytes) {
     const size_t length_bytes = key_bytes >= kLongKeyBytes ? sizeof(uint32_t) : 0;
     return (sizeof(Node) + levels * sizeof(Node*) + length_bytes + key_bytes + 7) & ~size_t{7};
@@ -159,6 +168,8 @@ class ObjectIndex {
   char* bump_ = nullptr;  // the rest of the newest chunk
   size_t bump_left_ = 0;
   std::vector<void*> chunks_;
+  size_t large_bytes_ = 0;  // nodes past kMaxSlabBytes
+  size_t node_bytes_ = 0;   // every node
 };
 
 }  // namespace mc::master
