@@ -10,6 +10,7 @@
 
 #include "client/client.h"
 #include "client/dummy_forgets.h"
+#include "client/dummy_journal.h"
 #include "client/dummy_wire.h"
 #include "common/log.h"
 #include "net/socket.h"
@@ -251,6 +252,7 @@ struct DummyServer::Session {
   int sock = -1;
   int32_t pid = 0;
   Pool pool;
+  std::unique_ptr<client::DummyJournal> journal;  // its own puts under way
   std::thread thread;
   std::atomic<bool> done{false};
 };
@@ -411,6 +413,7 @@ void DummyServer::Serve(Session* s) {
     if (st.ok()) {
       MC_LOG(INFO) << "dummy pid " << s->pid << " attached: pool of " << size << " bytes";
       ServeRequests(s);
+      RevokeUnfinishedPuts(s);
     }
     attached_.fetch_sub(1);
   } else if (f.opcode != 0) {
@@ -433,7 +436,10 @@ void DummyServer::ServeRequests(Session* s) {
   for (;;) {
     client::DummyFrame f;
     Status st = client::RecvDummyFrame(s->sock, &f);
-    if (f.fd >= 0) ::close(f.fd);
+    const int fd = f.fd;  // only DummyDirectPuts brings one (its journal)
+    if (fd >= 0 && (!st.ok() || f.opcode != static_cast<uint16_t>(DummyOp::kDummyDirectPuts))) {
+      ::close(fd);
+    }
     if (!st.ok()) {
       // The dummy closed or died: everything it had in flight has ended
       // (calls are sequential), so its pool can go.
@@ -446,6 +452,8 @@ void DummyServer::ServeRequests(Session* s) {
       // The table rides with the reply; the dummy maps it read-only.
       proto::EncodeReply(Result(msg::DummyU64{sizeof(client::ForgetTable)}), &r.payload);
       r.fd = forgets_fd_;
+    } else if (f.opcode == static_cast<uint16_t>(DummyOp::kDummyDirectPuts)) {
+      r.payload = TakeJournal(s, fd);
     } else {
       r.payload = Dispatch(client_, f, s->pool, *forgets_);
       if (ChangesAnyKey(f.opcode)) client::BumpForgetAll(*forgets_);
@@ -457,6 +465,45 @@ void DummyServer::ServeRequests(Session* s) {
       return;
     }
   }
+}
+
+}  // namespace mc::clientd
+
+namespace mc::clientd {
+
+std::string DummyServer::TakeJournal(Session* s, int fd) {
+  std::string out;
+  auto journal = fd >= 0 ? client::DummyJournal::Map(fd)
+                         : Result<std::unique_ptr<client::DummyJournal>>(
+                               Error(ErrorCode::INVALID_PARAMS, "DummyDirectPuts without a journal"));
+  if (fd >= 0) ::close(fd);
+  if (options_.direct_puts.master.empty()) {
+    proto::EncodeErrorReply(Error(ErrorCode::NOT_SUPPORTED, "puts come through this client"), &out);
+  } else if (!journal.ok()) {
+    proto::EncodeErrorReply(journal.status(), &out);
+  } else {
+    s->journal = std::move(*journal);
+    proto::EncodeReply(Result(options_.direct_puts), &out);
+  }
+  return out;
+}
+
+// After the dummy's connection ended: its process is gone (or closed), so
+// nothing writes the journal any more.
+void DummyServer::RevokeUnfinishedPuts(Session* s) {
+  if (s->journal == nullptr) return;
+  auto keys = s->journal->Pending();
+  if (!keys.ok()) {
+    MC_LOG(WARN) << "dummy pid " << s->pid << ": put journal unreadable: " << keys.status().ToString();
+    return;
+  }
+  if (keys->empty()) return;
+  std::vector<Status> revoked = client_.RevokePuts(s->journal->owner(), *keys);
+  size_t n = 0;
+  for (const Status& st : revoked) n += st.ok() ? 1 : 0;
+  MC_LOG(INFO) << "dummy pid " << s->pid << " ended mid-put: " << n << " of " << keys->size()
+               << " puts revoked";
+  for (const std::string& k : *keys) client::BumpForget(*forgets_, k);
 }
 
 }  // namespace mc::clientd
