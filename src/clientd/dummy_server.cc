@@ -251,6 +251,7 @@ std::string Dispatch(client::Client& c, const client::DummyFrame& f, const Pool&
 struct DummyServer::Session {
   int sock = -1;
   int32_t pid = 0;
+  bool same_user = false;  // the dummy runs as this process's user
   Pool pool;
   std::unique_ptr<client::DummyJournal> journal;  // its own puts under way
   std::thread thread;
@@ -321,6 +322,19 @@ void DummyServer::AcceptLoop() {
   if (held.ok()) client::ReleaseAlive(*forgets_);
 }
 
+namespace {
+
+// The cluster's token goes only to a dummy of this process's own user, who
+// could read it from this process's configuration anyway.
+bool SameUser(int sock) {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  return ::getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+         cred.uid == ::geteuid();
+}
+
+}  // namespace
+
 void DummyServer::AcceptUntilStopped() {
   while (!stopping_.load()) {
     pollfd p{listen_fd_, POLLIN, 0};
@@ -337,6 +351,7 @@ void DummyServer::AcceptUntilStopped() {
     auto s = std::make_unique<Session>();
     s->sock = sock;
     s->pid = net::PeerPid(sock);
+    s->same_user = SameUser(sock);
     Session* raw = s.get();
     sessions_.push_back(std::move(s));
     raw->thread = std::thread([this, raw] { Serve(raw); });
@@ -477,7 +492,7 @@ std::string DummyServer::TakeJournal(Session* s, int fd) {
                          : Result<std::unique_ptr<client::DummyJournal>>(
                                Error(ErrorCode::INVALID_PARAMS, "DummyDirectPuts without a journal"));
   if (fd >= 0) ::close(fd);
-  if (options_.direct_puts.master.empty()) {
+  if (options_.direct_puts.master.empty() || !s->same_user) {
     proto::EncodeErrorReply(Error(ErrorCode::NOT_SUPPORTED, "puts come through this client"), &out);
   } else if (!journal.ok()) {
     proto::EncodeErrorReply(journal.status(), &out);
@@ -500,9 +515,13 @@ void DummyServer::RevokeUnfinishedPuts(Session* s) {
   if (keys->empty()) return;
   std::vector<Status> revoked = client_.RevokePuts(s->journal->owner(), *keys);
   size_t n = 0;
-  for (const Status& st : revoked) n += st.ok() ? 1 : 0;
+  Status other;  // a put that had ended, or had not started, is not revoked
+  for (const Status& st : revoked) {
+    if (st.ok()) ++n;
+    else other = st;
+  }
   MC_LOG(INFO) << "dummy pid " << s->pid << " ended mid-put: " << n << " of " << keys->size()
-               << " puts revoked";
+               << " puts revoked" << (other.ok() ? "" : " (others: " + other.ToString() + ")");
   for (const std::string& k : *keys) client::BumpForget(*forgets_, k);
 }
 
