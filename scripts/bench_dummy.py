@@ -148,16 +148,21 @@ def main():
               file=sys.stderr, flush=True)
     embedded.remove_all(True)
 
-    print("\n| workload | embedded | dummy | dummy / embedded |")
-    print("|---|---|---|---|")
+    # The ratio of the medians, and the median of each rep's ratio (the two
+    # clients of one rep ran side by side, so it cancels load drift between reps).
+    print("\n| workload | embedded | dummy | dummy / embedded | median of per-rep ratios |")
+    print("|---|---|---|---|---|")
     out = {}
     for w in WORKLOADS:
         e = statistics.median(figures["embedded"][w])
         d = statistics.median(figures["dummy"][w])
         fmt = "{:,.2f}" if "GB/s" in w else "{:,.0f}"
-        print(f"| {w} | {fmt.format(e)} | {fmt.format(d)} | {d / e:.0%} |")
+        per_rep = statistics.median(
+            x / y for x, y in zip(figures["dummy"][w], figures["embedded"][w]) if y > 0)
+        print(f"| {w} | {fmt.format(e)} | {fmt.format(d)} | {d / e:.0%} | {per_rep:.0%} |")
         out[w] = {"embedded": figures["embedded"][w], "dummy": figures["dummy"][w],
-                  "median_embedded": e, "median_dummy": d, "ratio": d / e}
+                  "median_embedded": e, "median_dummy": d, "ratio": d / e,
+                  "median_per_rep_ratio": per_rep}
     print(f"\nload at the end: {' '.join(open('/proc/loadavg').read().split()[:3])}")
     if a.json:
         with open(a.json, "w") as f:

@@ -2,41 +2,39 @@
 
 namespace mc::client {
 
+namespace {
+
+// Each setting a dummy takes over: f(the config's field, the message's).
+template <typename C, typename S, typename F>
+void EachSetting(C& c, S& s, F&& f) {
+  f(c.cluster.master, s.master);
+  f(c.cluster.local_hostname, s.local_hostname);
+  f(c.cluster.auth_token, s.auth_token);
+  f(c.cluster.shm, s.shm);
+  f(c.cluster.rpc_timeout_us, s.rpc_timeout_us);
+  f(c.cluster.rpc_retries, s.rpc_retries);
+  f(c.client.tcp_streams, s.tcp_streams);
+  f(c.client.transfer_timeout_us, s.transfer_timeout_us);
+  f(c.tls.cert, s.tls_cert);
+  f(c.tls.key, s.tls_key);
+  f(c.tls.ca, s.tls_ca);
+  f(c.tls.min_version, s.tls_min_version);
+  f(c.tls.verify_peer, s.tls_verify_peer);
+}
+
+}  // namespace
+
 msg::DummyDirectPutsReply DirectPutsSettings(const Config& config) {
   msg::DummyDirectPutsReply s;
   if (config.cluster.protocol == "rdma") return s;  // the NICs are the standalone client's
-  s.master = config.cluster.master;
-  s.local_hostname = config.cluster.local_hostname;
-  s.auth_token = config.cluster.auth_token;
-  s.shm = config.cluster.shm;
-  s.rpc_timeout_us = config.cluster.rpc_timeout_us;
-  s.rpc_retries = config.cluster.rpc_retries;
-  s.tcp_streams = config.client.tcp_streams;
-  s.transfer_timeout_us = config.client.transfer_timeout_us;
-  s.tls_cert = config.tls.cert;
-  s.tls_key = config.tls.key;
-  s.tls_ca = config.tls.ca;
-  s.tls_min_version = config.tls.min_version;
-  s.tls_verify_peer = config.tls.verify_peer;
+  EachSetting(config, s, [](const auto& from, auto& to) { to = from; });
   return s;
 }
 
 Config DirectPutsConfig(const msg::DummyDirectPutsReply& s) {
   Config c;
-  c.cluster.master = s.master;
-  c.cluster.local_hostname = s.local_hostname;
   c.cluster.protocol = "tcp";
-  c.cluster.auth_token = s.auth_token;
-  c.cluster.shm = s.shm;
-  c.cluster.rpc_timeout_us = s.rpc_timeout_us;
-  c.cluster.rpc_retries = s.rpc_retries;
-  c.client.tcp_streams = s.tcp_streams;
-  c.client.transfer_timeout_us = s.transfer_timeout_us;
-  c.tls.cert = s.tls_cert;
-  c.tls.key = s.tls_key;
-  c.tls.ca = s.tls_ca;
-  c.tls.min_version = s.tls_min_version;
-  c.tls.verify_peer = s.tls_verify_peer;
+  EachSetting(c, s, [](auto& to, const auto& from) { to = from; });
   return c;
 }
 
