@@ -186,7 +186,8 @@ class DummyClientImpl final : public DummyClient {
                       r->tcp + own.tcp, r->tcp_fallback + own.tcp_fallback};
   }
   // The standalone client registers the whole pool (RDMA) at attach; other
-  // memory is staged through the pool, so there is nothing to register.
+  // memory is staged through the pool (or written by this dummy's own
+  // tcp/same-host puts), so there is nothing to register.
   Status RegisterBuffer(void*, uint64_t) override { return Status::Ok(); }
   Status UnregisterBuffer(void*) override { return Status::Ok(); }
 
