@@ -6,9 +6,12 @@ Both move bytes to the same segment (the standalone client's) on the same
 host: the embedded client from this process, the dummy through the
 standalone client, its buffers in the shared pool (alloc_from_mem_pool).
 Workloads: zero-copy put_from / get_into of 4 MiB objects (GB/s), and
-batch_put_from / batch_get_into of 32 keys of 4 KiB (keys/s). Each rep runs
-both clients one after the other (which goes first alternates), after
-removing every object; the table shows the medians and dummy / embedded.
+batch_put_from / batch_get_into of 32 keys of 4 KiB (keys/s). In each rep
+the two clients run each workload side by side, taking turns in slices of
+0.1 s (which goes first alternates) until each ran `duration` seconds, so
+on a shared machine both meet the same background load; every object is
+removed before each put workload. The table shows the medians over the reps
+and dummy / embedded.
 Printed figures, not a timed test.
 """
 import argparse
@@ -27,10 +30,10 @@ WORKLOADS = ["put_from 4 MiB (GB/s)", "get_into 4 MiB (GB/s)",
              "batch_put_from 32x4 KiB (keys/s)", "batch_get_into 32x4 KiB (keys/s)"]
 
 
-def rate(duration, step):
-    """Units step() moves per second, run for `duration` seconds."""
-    done, seconds = timed(duration, step)
-    return done / seconds
+# Each rep runs every workload in slices of this long, the two clients
+# taking turns: on a shared machine both then meet the same background load,
+# where whole 2 s runs one after the other can meet very different ones.
+SLICE_S = 0.1
 
 
 class Buffers:
@@ -50,46 +53,62 @@ class Buffers:
         ctypes.memset(self.src, 0x5A, size)
 
 
-def run_big(store, bufs, duration, tag):
-    keys = []
+class Runner:
+    """One client's steps of the four workloads (each returns the units it
+    moved: bytes for 4 MiB objects, keys for batches), and the keys it put."""
 
-    def put():
-        k = f"{tag}-{len(keys)}"
-        if store.put_from(k, bufs.src, BIG) != 0:
+    def __init__(self, store, bufs, tag):
+        self.store, self.bufs, self.tag = store, bufs, tag
+        self.big, self.small = [], []
+        self.ptrs = [bufs.src + i * SMALL for i in range(BATCH)]
+        self.dsts = [bufs.dst + i * SMALL for i in range(BATCH)]
+        self.sizes = [SMALL] * BATCH
+
+    def put_big(self):
+        k = f"{self.tag}-big-{len(self.big)}"
+        if self.store.put_from(k, self.bufs.src, BIG) != 0:
             return 0
-        keys.append(k)
+        self.big.append(k)
         return BIG
 
-    put_rate = rate(duration, put) / 1e9
-    recent = keys[-100:] or ["none"]
+    def fill(self, step):
+        """Untimed puts for the gets of `step` to read: 64 objects of 4 MiB
+        (both clients' fit the segment together) or 100 batches."""
+        for _ in range(64 if step == "get_big" else 100):
+            (self.put_big if step == "get_big" else self.put_batch)()
 
-    def get():
-        n = store.get_into(random.choice(recent), bufs.dst, BIG)
+    def get_big(self):
+        n = self.store.get_into(random.choice(self.big[-64:] or ["none"]), self.bufs.dst, BIG)
         return n if n > 0 else 0
 
-    return put_rate, rate(duration, get) / 1e9
-
-
-def run_batch(store, bufs, duration, tag):
-    ptrs, sizes = [bufs.src + i * SMALL for i in range(BATCH)], [SMALL] * BATCH
-    dsts = [bufs.dst + i * SMALL for i in range(BATCH)]
-    written = []
-
-    def put():
-        ks = [f"{tag}-{len(written) + i}" for i in range(BATCH)]
-        ok = sum(1 for r in store.batch_put_from(ks, ptrs, sizes) if r == 0)
-        written.extend(ks)
+    def put_batch(self):
+        ks = [f"{self.tag}-small-{len(self.small) + i}" for i in range(BATCH)]
+        ok = sum(1 for r in self.store.batch_put_from(ks, self.ptrs, self.sizes) if r == 0)
+        self.small.extend(ks)
         return ok
 
-    put_rate = rate(duration, put)
-    recent = written[-100 * BATCH:]
-
-    def get():
+    def get_batch(self):
+        recent = self.small[-100 * BATCH:]
         start = random.randrange(0, max(1, len(recent) - BATCH))
         ks = recent[start:start + BATCH]
-        return sum(1 for r in store.batch_get_into(ks, dsts[:len(ks)], sizes[:len(ks)]) if r > 0)
+        got = self.store.batch_get_into(ks, self.dsts[:len(ks)], self.sizes[:len(ks)])
+        return sum(1 for r in got if r > 0)
 
-    return put_rate, rate(duration, get)
+
+def side_by_side(runners, step, duration):
+    """Rates (units/s) of `step` per client, the clients taking turns in
+    slices of SLICE_S until each ran `duration` seconds."""
+    done = {name: 0 for name in runners}
+    spent = {name: 0.0 for name in runners}
+    turn = 0
+    while min(spent.values()) < duration:
+        names = list(runners)
+        for name in names[turn % 2:] + names[:turn % 2]:  # who goes first alternates
+            units, seconds = timed(SLICE_S, getattr(runners[name], step))
+            done[name] += units
+            spent[name] += seconds
+        turn += 1
+    return {name: done[name] / spent[name] for name in runners}
 
 
 def main():
@@ -109,29 +128,42 @@ def main():
     clients = {"embedded": (embedded, Buffers(embedded, BIG, False)),
                "dummy": (dummy, Buffers(dummy, BIG, True))}
     figures = {name: {w: [] for w in WORKLOADS} for name in clients}
+    steps = ["put_big", "get_big", "put_batch", "get_batch"]
     for rep in range(a.reps):
-        order = ["embedded", "dummy"] if rep % 2 == 0 else ["dummy", "embedded"]
-        for name in order:
-            store, bufs = clients[name]
-            store.remove_all(True)
-            put, get = run_big(store, bufs, a.duration, f"big-{name}-{rep}")
-            store.remove_all(True)
-            bput, bget = run_batch(store, bufs, a.duration, f"batch-{name}-{rep}")
-            for w, v in zip(WORKLOADS, (put, get, bput, bget)):
-                figures[name][w].append(v)
-        print(f"rep {rep + 1}/{a.reps} done", file=sys.stderr, flush=True)
+        runners = {name: Runner(store, bufs, f"{name}-{rep}")
+                   for name, (store, bufs) in clients.items()}
+        for w, step in zip(WORKLOADS, steps):
+            # The same empty segment for both. A get reads keys its own client
+            # put just before: a slice of the other's 4 MiB puts can overwrite
+            # the whole segment (evicting every older key).
+            for store, _ in clients.values():
+                store.remove_all(True)
+            if step.startswith("get"):
+                for r in runners.values():
+                    r.fill(step)
+            rates = side_by_side(runners, step, a.duration)
+            for name, r in rates.items():
+                figures[name][w].append(r / 1e9 if "GB/s" in w else r)
+        print(f"rep {rep + 1}/{a.reps} done, load {open('/proc/loadavg').read().split()[0]}",
+              file=sys.stderr, flush=True)
     embedded.remove_all(True)
 
-    print("\n| workload | embedded | dummy | dummy / embedded |")
-    print("|---|---|---|---|")
+    # The ratio of the medians, and the median of each rep's ratio (the two
+    # clients of one rep ran side by side, so it cancels load drift between reps).
+    print("\n| workload | embedded | dummy | dummy / embedded | median of per-rep ratios |")
+    print("|---|---|---|---|---|")
     out = {}
     for w in WORKLOADS:
         e = statistics.median(figures["embedded"][w])
         d = statistics.median(figures["dummy"][w])
         fmt = "{:,.2f}" if "GB/s" in w else "{:,.0f}"
-        print(f"| {w} | {fmt.format(e)} | {fmt.format(d)} | {d / e:.0%} |")
+        per_rep = statistics.median(
+            x / y for x, y in zip(figures["dummy"][w], figures["embedded"][w]) if y > 0)
+        print(f"| {w} | {fmt.format(e)} | {fmt.format(d)} | {d / e:.0%} | {per_rep:.0%} |")
         out[w] = {"embedded": figures["embedded"][w], "dummy": figures["dummy"][w],
-                  "median_embedded": e, "median_dummy": d, "ratio": d / e}
+                  "median_embedded": e, "median_dummy": d, "ratio": d / e,
+                  "median_per_rep_ratio": per_rep}
+    print(f"\nload at the end: {' '.join(open('/proc/loadavg').read().split()[:3])}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -161,6 +161,13 @@ class ClientImpl final : public Client {
   std::optional<DirectReads::Entry> CachedLocation(const std::string& key) override {
     return direct_.Lookup(key, clock_.UnixMs());
   }
+  std::vector<Status> RevokePuts(const msg::ClientId& owner,
+                                 const std::vector<std::string>& keys) override {
+    std::vector<msg::KeyRequest> reqs;
+    for (const std::string& k : keys) reqs.push_back({owner, k});
+    auto r = master_->BatchPutRevoke(reqs);
+    return r.ok() ? *r : std::vector<Status>(keys.size(), r.status());
+  }
   void CountHits(const std::vector<msg::KeyAccess>& hits) override {
     for (const msg::KeyAccess& a : hits) direct_.CountHit(a.key, a.count);
     ReportAccesses(/*force=*/false);

@@ -119,6 +119,12 @@ class Client {
   // Direct-read hits made elsewhere (by dummy clients), reported to the
   // master with this client's own.
   virtual void CountHits(const std::vector<msg::KeyAccess>&) {}
+  // Revokes the puts of `keys` that client `owner` started and never ended
+  // (a dummy client of this one that died mid-put); one status per key.
+  virtual std::vector<Status> RevokePuts(const msg::ClientId& /*owner*/,
+                                         const std::vector<std::string>& keys) {
+    return std::vector<Status>(keys.size(), Error(ErrorCode::NOT_SUPPORTED, "no master link"));
+  }
 
   // "same-host" if the last transfer used mapped memory, "rdma" if it went
   // over RDMA, else "tcp" (also "rdma+tcp" when a batch used both).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "client/dummy_direct.h"
+#include "client/dummy_puts.h"
 #include "client/dummy_wire.h"
 #include "client/pool_allocator.h"
 #include "common/clock.h"
@@ -165,18 +166,28 @@ class DummyClientImpl final : public DummyClient {
     return Call<DummyOp::kDummyClusterStatus>(proto::Empty{});
   }
   std::string last_transfer_path() const override {
-    if (last_direct_.load()) return "same-host";
+    if (last_ == Last::kDirectRead) return "same-host";
+    if (last_ == Last::kDirectPut) return puts_->last_transfer_path();
     auto r = const_cast<DummyClientImpl*>(this)->Call<DummyOp::kDummyPathCounts>(proto::Empty{});
     return r.ok() ? r->last_path : "tcp";
   }
   PathCounts path_counts() const override {
     auto r = const_cast<DummyClientImpl*>(this)->Call<DummyOp::kDummyPathCounts>(proto::Empty{});
     if (!r.ok()) return {};
-    // With the gets this dummy served itself (same-host, DummyDirect).
-    return PathCounts{r->same_host + direct_.hits(), r->rdma, r->tcp, r->tcp_fallback};
+    // With the gets this dummy served itself (same-host, DummyDirect) and
+    // the puts it made itself (DummyPuts).
+    const DummyPuts* puts = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      puts = puts_.get();
+    }
+    const PathCounts own = puts != nullptr ? puts->path_counts() : PathCounts{};
+    return PathCounts{r->same_host + direct_.hits() + own.same_host, r->rdma + own.rdma,
+                      r->tcp + own.tcp, r->tcp_fallback + own.tcp_fallback};
   }
   // The standalone client registers the whole pool (RDMA) at attach; other
-  // memory is staged through the pool, so there is nothing to register.
+  // memory is staged through the pool (or written by this dummy's own
+  // tcp/same-host puts), so there is nothing to register.
   Status RegisterBuffer(void*, uint64_t) override { return Status::Ok(); }
   Status UnregisterBuffer(void*) override { return Status::Ok(); }
 
@@ -273,6 +284,13 @@ class DummyClientImpl final : public DummyClient {
   Result<typename DummyOpTraits<op>::Reply> Call(const typename DummyOpTraits<op>::Request& req);
   Status AttachLocked();
   Status ResetDirectLocked();
+  // Socket errors only (then the client is gone); others leave puts_on_ off.
+  Status StartPutsLocked();
+  // The puts this dummy makes itself; nullopt when they go through the
+  // standalone client (an upsert, no DummyPuts, keys too many to journal).
+  std::optional<std::vector<Status>> PutDirect(const std::vector<std::string>& keys,
+                                               const std::vector<ConstParts>& parts,
+                                               const msg::PutOptions& options);
   void* MapPool(int fd);
   void CloseLocked() {
     if (sock_ >= 0) ::close(sock_);
@@ -297,7 +315,13 @@ class DummyClientImpl final : public DummyClient {
   std::string hostname_;
   DummyDirect direct_;  // reads, Learn and Reset under mu_
   uint64_t attaches_ = 0;  // under mu_
-  std::atomic<bool> last_direct_{false};  // the last get was served by direct_ alone
+  // What moved the last put or get: the standalone client, direct_ alone
+  // (a get), or puts_ (a put).
+  enum class Last { kClient, kDirectRead, kDirectPut };
+  std::atomic<Last> last_{Last::kClient};
+  // This dummy's own puts (null: puts go through the standalone client).
+  std::unique_ptr<DummyPuts> puts_;  // set at the first attach, under mu_
+  bool puts_on_ = false;             // under mu_: this attach's client takes its journal
 };
 
 template <DummyOp op>
@@ -358,6 +382,7 @@ Status DummyClientImpl::AttachLocked() {
   hostname_ = reply->hostname;
   ++attaches_;
   MC_RETURN_IF_ERROR(ResetDirectLocked());
+  MC_RETURN_IF_ERROR(StartPutsLocked());
   MC_LOG(INFO) << "dummy client attached to " << opt_.socket_path << " (pool "
                << size_ << " bytes, client " << hostname_ << ")";
   return Status::Ok();
@@ -407,12 +432,70 @@ void* DummyClientImpl::MapPool(int fd) {
   return at == MAP_FAILED ? nullptr : at;
 }
 
+// Hands the standalone client this dummy's put journal; its answer says how
+// to reach the master. Without it (an older client, protocol rdma, a master
+// this process cannot reach) puts go through the standalone client.
+Status DummyClientImpl::StartPutsLocked() {
+  puts_on_ = false;
+  if (!direct_.enabled()) return Status::Ok();  // no way to see that the client died
+  if (puts_ == nullptr) {
+    auto made = DummyPuts::Create();
+    if (!made.ok()) {
+      MC_LOG(WARN) << "dummy puts go through the client: " << made.status().ToString();
+      return Status::Ok();
+    }
+    puts_ = std::move(*made);
+  }
+  DummyFrame f;
+  f.opcode = static_cast<uint16_t>(DummyOp::kDummyDirectPuts);
+  f.request_id = next_request_++;
+  f.fd = puts_->journal_fd();
+  proto::EncodePayload(proto::Empty{}, &f.payload);
+  if (Status st = SendDummyFrame(sock_, f); !st.ok()) return Gone(st);
+  DummyFrame r;
+  if (Status st = RecvDummyFrame(sock_, &r); !st.ok()) return Gone(st);
+  if (r.fd >= 0) ::close(r.fd);
+  auto settings = proto::DecodeReply<msg::DummyDirectPutsReply>(r.payload, "DummyDirectPuts");
+  Status st = settings.ok() ? puts_->Connect(*settings) : settings.status();
+  if (!st.ok()) {
+    MC_LOG(INFO) << "dummy puts go through the client: " << st.ToString();
+    return Status::Ok();
+  }
+  puts_on_ = true;
+  return Status::Ok();
+}
+
+std::optional<std::vector<Status>> DummyClientImpl::PutDirect(
+    const std::vector<std::string>& keys, const std::vector<ConstParts>& parts,
+    const msg::PutOptions& options) {
+  {
+    std::lock_guard lock(mu_);
+    if (sock_ < 0) {
+      if (Status st = AttachLocked(); !st.ok()) return std::vector<Status>(keys.size(), st);
+    }
+    if (!puts_on_) return std::nullopt;
+    // A dead client's dummies fail at once, as every call through it would.
+    if (!direct_.owner_alive()) {
+      return std::vector<Status>(keys.size(),
+                                 Gone(Error(ErrorCode::RPC_FAIL, "its process ended")));
+    }
+  }
+  auto out = puts_->Put(keys, parts, options);
+  if (!out) return std::nullopt;
+  last_.store(Last::kDirectPut);
+  for (const std::string& k : keys) direct_.Forget(k);
+  return out;
+}
+
 std::vector<Status> DummyClientImpl::PutParts(const std::vector<std::string>& keys,
                                               const std::vector<ConstParts>& parts,
                                               const msg::PutOptions& options) {
   if (keys.size() != parts.size()) {
     return std::vector<Status>(keys.size(),
                                Error(ErrorCode::INVALID_PARAMS, "one object per key"));
+  }
+  if (!options.upsert) {
+    if (auto direct = PutDirect(keys, parts, options)) return std::move(*direct);
   }
   msg::DummyPutRequest req{keys, {}, options, options.placement, options.upsert};
   req.objects.resize(keys.size());
@@ -433,7 +516,7 @@ std::vector<Status> DummyClientImpl::PutParts(const std::vector<std::string>& ke
       req.objects[i].parts.push_back({*off, p.size()});
     }
   }
-  last_direct_.store(false);
+  last_.store(Last::kClient);
   auto out = Statuses(keys.size(), Call<DummyOp::kDummyPut>(req));
   for (const std::string& k : keys) direct_.Forget(k);
   return out;
@@ -448,7 +531,7 @@ std::vector<Result<uint64_t>> DummyClientImpl::GetParts(const std::vector<std::s
   std::vector<bool> served;
   std::vector<uint64_t> sizes;
   if (!ReadDirect(keys, parts, &served, &sizes)) {
-    last_direct_.store(false);
+    last_.store(Last::kClient);
     return GetThroughClient(keys, parts);
   }
   std::vector<std::string> rest;
@@ -460,7 +543,7 @@ std::vector<Result<uint64_t>> DummyClientImpl::GetParts(const std::vector<std::s
     rest_parts.push_back(parts[i]);
     index.push_back(i);
   }
-  last_direct_.store(rest.empty());
+  last_.store(rest.empty() ? Last::kDirectRead : Last::kClient);
   std::vector<Result<uint64_t>> out;
   out.reserve(keys.size());
   for (uint64_t n : sizes) out.emplace_back(n);

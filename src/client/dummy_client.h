@@ -1,7 +1,10 @@
-// DummyClient: a Client that does nothing itself. An engine rank attached
+// DummyClient: a Client that does little itself. An engine rank attached
 // to the host's standalone client (`mooncake client`) forwards every call
 // over the client's Unix socket (proto/dummy_ops.h); the standalone client
-// runs it with its own Client, segment and connections.
+// runs it with its own Client, segment and connections. Except puts (not
+// upserts), which the dummy makes itself with a master connection of its own
+// (client/dummy_puts.h), and repeated gets of same-host keys
+// (client/dummy_direct.h).
 //
 // At attach the standalone client creates the dummy's pool (a memfd of
 // pool_size_bytes) and passes it over the socket; both processes map it.

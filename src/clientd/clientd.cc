@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "client/client.h"
+#include "client/dummy_puts.h"
 #include "client/rest_backend.h"
 #include "common/log.h"
 #include "common/sd_notify.h"
@@ -85,6 +86,7 @@ Status RunClientd(const Config& config, const ClientdOptions& options) {
     if (!host) return Status::Ok();
   }
   DummyServerOptions d = options.dummies;
+  d.direct_puts = client::DirectPutsSettings(config);
   if (d.socket_path.empty()) d.socket_path = DefaultSocketPath(options.port);
   const std::string hostname = host ? host->name() : config.cluster.local_hostname;
   MC_ASSIGN_OR_RETURN(std::unique_ptr<DummyServer> server, DummyServer::Start(*cl, hostname, d));

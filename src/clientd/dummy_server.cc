@@ -10,6 +10,7 @@
 
 #include "client/client.h"
 #include "client/dummy_forgets.h"
+#include "client/dummy_journal.h"
 #include "client/dummy_wire.h"
 #include "common/log.h"
 #include "net/socket.h"
@@ -250,7 +251,9 @@ std::string Dispatch(client::Client& c, const client::DummyFrame& f, const Pool&
 struct DummyServer::Session {
   int sock = -1;
   int32_t pid = 0;
+  bool same_user = false;  // the dummy runs as this process's user
   Pool pool;
+  std::unique_ptr<client::DummyJournal> journal;  // its own puts under way
   std::thread thread;
   std::atomic<bool> done{false};
 };
@@ -319,6 +322,19 @@ void DummyServer::AcceptLoop() {
   if (held.ok()) client::ReleaseAlive(*forgets_);
 }
 
+namespace {
+
+// The cluster's token goes only to a dummy of this process's own user, who
+// could read it from this process's configuration anyway.
+bool SameUser(int sock) {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  return ::getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+         cred.uid == ::geteuid();
+}
+
+}  // namespace
+
 void DummyServer::AcceptUntilStopped() {
   while (!stopping_.load()) {
     pollfd p{listen_fd_, POLLIN, 0};
@@ -335,6 +351,7 @@ void DummyServer::AcceptUntilStopped() {
     auto s = std::make_unique<Session>();
     s->sock = sock;
     s->pid = net::PeerPid(sock);
+    s->same_user = SameUser(sock);
     Session* raw = s.get();
     sessions_.push_back(std::move(s));
     raw->thread = std::thread([this, raw] { Serve(raw); });
@@ -411,6 +428,7 @@ void DummyServer::Serve(Session* s) {
     if (st.ok()) {
       MC_LOG(INFO) << "dummy pid " << s->pid << " attached: pool of " << size << " bytes";
       ServeRequests(s);
+      RevokeUnfinishedPuts(s);
     }
     attached_.fetch_sub(1);
   } else if (f.opcode != 0) {
@@ -433,7 +451,10 @@ void DummyServer::ServeRequests(Session* s) {
   for (;;) {
     client::DummyFrame f;
     Status st = client::RecvDummyFrame(s->sock, &f);
-    if (f.fd >= 0) ::close(f.fd);
+    const int fd = f.fd;  // only DummyDirectPuts brings one (its journal)
+    if (fd >= 0 && (!st.ok() || f.opcode != static_cast<uint16_t>(DummyOp::kDummyDirectPuts))) {
+      ::close(fd);
+    }
     if (!st.ok()) {
       // The dummy closed or died: everything it had in flight has ended
       // (calls are sequential), so its pool can go.
@@ -446,6 +467,8 @@ void DummyServer::ServeRequests(Session* s) {
       // The table rides with the reply; the dummy maps it read-only.
       proto::EncodeReply(Result(msg::DummyU64{sizeof(client::ForgetTable)}), &r.payload);
       r.fd = forgets_fd_;
+    } else if (f.opcode == static_cast<uint16_t>(DummyOp::kDummyDirectPuts)) {
+      r.payload = TakeJournal(s, fd);
     } else {
       r.payload = Dispatch(client_, f, s->pool, *forgets_);
       if (ChangesAnyKey(f.opcode)) client::BumpForgetAll(*forgets_);
@@ -457,6 +480,49 @@ void DummyServer::ServeRequests(Session* s) {
       return;
     }
   }
+}
+
+}  // namespace mc::clientd
+
+namespace mc::clientd {
+
+std::string DummyServer::TakeJournal(Session* s, int fd) {
+  std::string out;
+  auto journal = fd >= 0 ? client::DummyJournal::Map(fd)
+                         : Result<std::unique_ptr<client::DummyJournal>>(
+                               Error(ErrorCode::INVALID_PARAMS, "DummyDirectPuts without a journal"));
+  if (fd >= 0) ::close(fd);
+  if (options_.direct_puts.master.empty() || !s->same_user) {
+    proto::EncodeErrorReply(Error(ErrorCode::NOT_SUPPORTED, "puts come through this client"), &out);
+  } else if (!journal.ok()) {
+    proto::EncodeErrorReply(journal.status(), &out);
+  } else {
+    s->journal = std::move(*journal);
+    proto::EncodeReply(Result(options_.direct_puts), &out);
+  }
+  return out;
+}
+
+// After the dummy's connection ended: its process is gone (or closed), so
+// nothing writes the journal any more.
+void DummyServer::RevokeUnfinishedPuts(Session* s) {
+  if (s->journal == nullptr) return;
+  auto keys = s->journal->Pending();
+  if (!keys.ok()) {
+    MC_LOG(WARN) << "dummy pid " << s->pid << ": put journal unreadable: " << keys.status().ToString();
+    return;
+  }
+  if (keys->empty()) return;
+  std::vector<Status> revoked = client_.RevokePuts(s->journal->owner(), *keys);
+  size_t n = 0;
+  Status other;  // a put that had ended, or had not started, is not revoked
+  for (const Status& st : revoked) {
+    if (st.ok()) ++n;
+    else other = st;
+  }
+  MC_LOG(INFO) << "dummy pid " << s->pid << " ended mid-put: " << n << " of " << keys->size()
+               << " puts revoked" << (other.ok() ? "" : " (others: " + other.ToString() + ")");
+  for (const std::string& k : *keys) client::BumpForget(*forgets_, k);
 }
 
 }  // namespace mc::clientd

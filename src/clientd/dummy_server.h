@@ -20,6 +20,11 @@
 // (DummyGetIntoLearn, client/direct_reads.h); every call here that changes
 // keys bumps their slots in the forget table shared with all dummies
 // (client/dummy_forgets.h), so none reads a location such a call replaced.
+//
+// Puts: a dummy may put by itself (client/dummy_puts.h) once it handed its
+// put journal over (DummyDirectPuts); when its connection ends, the puts the
+// journal still names are revoked here (Client::RevokePuts): a dummy killed
+// mid-put leaves no put in progress.
 #pragma once
 
 #include <atomic>
@@ -31,6 +36,7 @@
 #include <thread>
 
 #include "common/result.h"
+#include "msg/dummy_messages.h"
 
 namespace mc::client {
 class Client;
@@ -48,6 +54,9 @@ struct DummyServerOptions {
   // All the dummies' pools together (memory this host lends its ranks).
   uint64_t max_pool_bytes = 256ull << 30;
   uint32_t max_dummies = kDefaultMaxDummies;
+  // What dummies need to put by themselves (client/dummy_puts.h:
+  // DirectPutsSettings); an empty master: their puts come through here.
+  msg::DummyDirectPutsReply direct_puts;
 };
 
 class DummyServer {
@@ -75,6 +84,9 @@ class DummyServer {
   void AcceptUntilStopped();
   void Serve(Session* s);
   void ServeRequests(Session* s);
+  // The reply to DummyDirectPuts, whose frame brought the journal `fd`.
+  std::string TakeJournal(Session* s, int fd);
+  void RevokeUnfinishedPuts(Session* s);
   void Reap(bool all);
 
   client::Client& client_;

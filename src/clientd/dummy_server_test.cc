@@ -15,6 +15,10 @@
 
 #include "client/client.h"
 #include "client/dummy_client.h"
+#include "client/dummy_journal.h"
+#include "client/dummy_wire.h"
+#include "net/unix_socket.h"
+#include "proto/dummy_ops.h"
 
 namespace mc::clientd {
 namespace {
@@ -105,6 +109,13 @@ class MapClient final : public client::Client {
     return Status::Ok();
   }
   msg::ClientId id() const override { return {1, 2}; }
+  std::vector<Status> RevokePuts(const msg::ClientId& owner,
+                                 const std::vector<std::string>& keys) override {
+    std::lock_guard lock(mu);
+    revoked_by = owner;
+    revoked.insert(revoked.end(), keys.begin(), keys.end());
+    return std::vector<Status>(keys.size(), Status::Ok());
+  }
 
   // The rest is not used by these tests.
   Status Put(const std::string&, std::span<const uint8_t>, const msg::PutOptions&) override { return No(); }
@@ -134,6 +145,8 @@ class MapClient final : public client::Client {
   std::map<std::string, std::vector<uint8_t>> objects;
   std::map<uintptr_t, uint64_t> registered;
   bool from_registered = true;
+  msg::ClientId revoked_by;
+  std::vector<std::string> revoked;
 
  private:
   static Status No() { return Error(ErrorCode::NOT_SUPPORTED, "not in this fake"); }
@@ -284,6 +297,99 @@ TEST_CASE("a pool over the budget is refused with NO_AVAILABLE_HANDLE") {
 TEST_CASE("the socket name follows the reference: @mooncake_client_PORT.sock") {
   CHECK(*client::DummySocketPath("127.0.0.1:50052") == "@mooncake_client_50052.sock");
   CHECK(client::DummySocketPath("localhost").status().code() == ErrorCode::INVALID_PARAMS);
+}
+
+// One request on a raw connection: what a dummy's side sends, with `fd`.
+template <proto::DummyOp op>
+Result<typename proto::DummyOpTraits<op>::Reply> Ask(
+    int sock, const typename proto::DummyOpTraits<op>::Request& req, int fd = -1,
+    int* got_fd = nullptr) {
+  client::DummyFrame f{static_cast<uint16_t>(op), false, 1, {}, fd};
+  proto::EncodePayload(req, &f.payload);
+  MC_RETURN_IF_ERROR(client::SendDummyFrame(sock, f));
+  client::DummyFrame r;
+  MC_RETURN_IF_ERROR(client::RecvDummyFrame(sock, &r));
+  if (got_fd != nullptr) *got_fd = r.fd;
+  else if (r.fd >= 0) ::close(r.fd);
+  return proto::DecodeReply<typename proto::DummyOpTraits<op>::Reply>(r.payload, "test");
+}
+
+// A raw dummy attached to `path` (its pool's descriptor closed at once).
+int RawAttach(const std::string& path) {
+  auto sock = net::ConnectUnix(path);
+  REQUIRE(sock.ok());
+  int pool_fd = -1;
+  auto a = Ask<proto::DummyOp::kDummyAttach>(*sock, {msg::kDummyProtocolVersion, kPool}, -1,
+                                             &pool_fd);
+  REQUIRE_MESSAGE(a.ok(), a.status().ToString());
+  ::close(pool_fd);
+  return *sock;
+}
+
+TEST_CASE("a dummy gone mid-put has the puts its journal names revoked as their owner") {
+  MapClient mc;
+  const std::string path = SocketPath();
+  DummyServerOptions o{path};
+  o.direct_puts.master = "127.0.0.1:50051";
+  o.direct_puts.auth_token = "t0ken";
+  auto server = Serve(mc, o);
+  auto journal = client::DummyJournal::Create();
+  REQUIRE(journal.ok());
+  (*journal)->set_owner({5, 6});
+  const int sock = RawAttach(path);
+  auto settings = Ask<proto::DummyOp::kDummyDirectPuts>(sock, {}, (*journal)->fd());
+  REQUIRE_MESSAGE(settings.ok(), settings.status().ToString());
+  CHECK(settings->master == "127.0.0.1:50051");
+  CHECK(settings->auth_token == "t0ken");
+  REQUIRE((*journal)->Begin({"half-1", "half-2"}));
+  ::close(sock);  // as a killed process's socket is
+  CHECK(Eventually([&] {
+    std::lock_guard lock(mc.mu);
+    return mc.revoked.size() == 2;
+  }));
+  std::lock_guard lock(mc.mu);
+  CHECK(mc.revoked == std::vector<std::string>{"half-1", "half-2"});
+  CHECK(mc.revoked_by == msg::ClientId{5, 6});
+}
+
+TEST_CASE("a dummy that ended its puts revokes nothing; without settings puts come through") {
+  MapClient mc;
+  const std::string path = SocketPath();
+  DummyServerOptions o{path};
+  o.direct_puts.master = "127.0.0.1:50051";
+  auto server = Serve(mc, o);
+  auto plain = Serve(mc, {path + "-plain"});
+  auto journal = client::DummyJournal::Create();
+  REQUIRE(journal.ok());
+  const int refused = RawAttach(path + "-plain");
+  CHECK(Ask<proto::DummyOp::kDummyDirectPuts>(refused, {}, (*journal)->fd()).status().code() ==
+        ErrorCode::NOT_SUPPORTED);
+  const int sock = RawAttach(path);
+  CHECK(Ask<proto::DummyOp::kDummyDirectPuts>(sock, {}).status().code() ==
+        ErrorCode::INVALID_PARAMS);  // no journal came with it
+  REQUIRE(Ask<proto::DummyOp::kDummyDirectPuts>(sock, {}, (*journal)->fd()).ok());
+  REQUIRE((*journal)->Begin({"done"}));
+  (*journal)->End();
+  ::close(sock);
+  ::close(refused);
+  CHECK(Eventually([&] { return server->attached() == 0 && plain->attached() == 0; }));
+  std::lock_guard lock(mc.mu);
+  CHECK(mc.revoked.empty());
+}
+
+TEST_CASE("a dummy that cannot reach the master itself puts through its client") {
+  MapClient mc;
+  const std::string path = SocketPath();
+  DummyServerOptions o{path};
+  o.direct_puts.master = "127.0.0.1:1";  // nothing listens on port 1
+  o.direct_puts.rpc_timeout_us = 200'000;
+  o.direct_puts.rpc_retries = 0;
+  auto server = Serve(mc, o);
+  auto d = Attach(path);
+  std::vector<uint8_t> v(100, 'v');
+  REQUIRE(d->Put("through", v, {}).ok());
+  std::lock_guard lock(mc.mu);
+  CHECK(mc.objects["through"] == v);
 }
 
 }  // namespace

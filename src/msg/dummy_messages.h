@@ -171,4 +171,37 @@ struct DummyAccessReport {
   static void Fields(S& s, F&& f) { f(s.accesses, "accesses count", kMaxBatchItems, "access"); }
 };
 
+// DummyDirectPuts: the dummy's put journal rides with the request
+// (client/dummy_journal.h); the reply is what the dummy needs to put by
+// itself: the master's address, the cluster's token, the RPC and transfer
+// limits and the TLS files of the standalone client's own configuration.
+struct DummyDirectPutsReply {
+  std::string master;
+  std::string local_hostname;
+  std::string auth_token;
+  bool shm = true;
+  uint64_t rpc_timeout_us = 0;
+  uint32_t rpc_retries = 0;
+  uint32_t tcp_streams = 0;
+  uint64_t transfer_timeout_us = 0;
+  std::string tls_cert, tls_key, tls_ca, tls_min_version;
+  bool tls_verify_peer = false;
+  template <typename S, typename F>
+  static void Fields(S& s, F&& f) {
+    f(s.master, "master");
+    f(s.local_hostname, "local_hostname");
+    f(s.auth_token, "auth_token");
+    f(s.shm, "shm");
+    f(s.rpc_timeout_us, "rpc_timeout_us");
+    f(s.rpc_retries, "rpc_retries");
+    f(s.tcp_streams, "tcp_streams");
+    f(s.transfer_timeout_us, "transfer_timeout_us");
+    f(s.tls_cert, "tls_cert");
+    f(s.tls_key, "tls_key");
+    f(s.tls_ca, "tls_ca");
+    f(s.tls_min_version, "tls_min_version");
+    f(s.tls_verify_peer, "tls_verify_peer");
+  }
+};
+
 }  // namespace mc::msg

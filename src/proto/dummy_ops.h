@@ -40,7 +40,8 @@
   X(DummyPathCounts, 0x00B0, Empty, msg::DummyPathCounts)                                    \
   X(DummyGetIntoLearn, 0x00B1, msg::DummyGetRequest, msg::DummyGetLearnReply)                \
   X(DummyReportAccesses, 0x00B2, msg::DummyAccessReport, Empty)                              \
-  X(DummyForgetTable, 0x00B3, Empty, msg::DummyU64)
+  X(DummyForgetTable, 0x00B3, Empty, msg::DummyU64)                                          \
+  X(DummyDirectPuts, 0x00B4, Empty, msg::DummyDirectPutsReply)
 // clang-format on
 
 namespace mc::proto {

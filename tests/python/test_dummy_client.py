@@ -263,10 +263,56 @@ def test_a_dummy_killed_mid_put_leaves_no_partial_object_and_no_pool(mclient):
         assert whole >= 4
         # Nothing after the last whole object: no key half written.
         assert reader.batch_is_exist([f"{prefix}-{i}" for i in range(whole, whole + 3)]) == [0] * 3
-        print(f"{whole} whole objects after the kill, none partial")
+        # Nor a put left in progress: the dummy put by itself, and its
+        # client revoked what its journal named (else the key would stay
+        # taken, unreadable, until the master's put timeout).
+        nxt = f"{prefix}-{whole}"
+        ctypes.memmove(dst, pattern(nxt, size), size)
+        assert reader.put_from(nxt, dst, size) == 0
+        assert reader.get_into(nxt, dst, size) == size
+        whole += 1
+        revoked = [line for line in mclient.text().splitlines() if "ended mid-put" in line]
+        print(f"{whole - 1} whole objects after the kill, none partial; {revoked[-1:]}")
         assert reader.remove_by_regex(f"^{prefix}-", True) == whole
     finally:
         reader.close()
+
+
+def test_a_dummy_puts_by_itself_without_a_hop_through_its_client(mclient):
+    """Puts go from the dummy to the master and the same-host segment
+    directly (client/dummy_puts.h): a batch put completes while the
+    standalone client is stopped (SIGSTOP), where one through it would wait."""
+    s = attach(mclient.address)
+    prefix = "own-" + uuid.uuid4().hex
+    keys = [f"{prefix}-{i}" for i in range(32)]
+    size = 4096
+    src = s.alloc_from_mem_pool(32 * size)
+    for i, k in enumerate(keys):
+        ctypes.memmove(src + i * size, pattern(k, size), size)
+    outside = Buf(size, pattern(prefix, size))  # not pool memory: no staging either
+    assert s.register_buffer(outside.ptr, size) == 0
+    try:
+        got = []
+        os.kill(mclient.p.pid, signal.SIGSTOP)
+        try:
+            t = threading.Thread(target=lambda: got.append(
+                (s.batch_put_from(keys, [src + i * size for i in range(32)], [size] * 32),
+                 s.put_from(prefix, outside.ptr, size))))
+            t.start()
+            t.join(10)
+            answered = not t.is_alive()
+        finally:
+            os.kill(mclient.p.pid, signal.SIGCONT)
+        t.join(30)
+        assert answered and got == [([0] * 32, 0)]
+        assert s.get_batch(keys) == [pattern(k, size) for k in keys]
+        assert s.get(prefix) == pattern(prefix, size)
+        # An upsert still goes through the client (other dummies learn of it there).
+        assert s.upsert_from(prefix, src, size) == 0
+        assert s.get(prefix) == pattern(keys[0], size)
+        assert s.remove_by_regex(f"^{prefix}", True) == 33
+    finally:
+        s.close()
 
 
 def test_a_killed_client_fails_calls_fast_and_serves_again_once_back(cluster):
