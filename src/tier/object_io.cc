@@ -1,6 +1,7 @@
 #include "tier/object_io.h"
 
 #include <liburing.h>
+#include <sched.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@ constexpr uint64_t kHeadAreaBytes = kHeadBytes + kBlockBytes;
 // the second pass reads what the first left in the cache.
 constexpr uint64_t kCopyStepBytes = 64u << 10;
 constexpr uint32_t kMaxDepth = 64;
+constexpr uint32_t kMaxSubmitTries = 1000;  // EAGAIN: the kernel is short of memory for a moment
 
 bool BlockAligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kBlockBytes == 0; }
 
@@ -135,11 +137,18 @@ Status ObjectIo::Submit(bool write, int fd, Chunk& c) {
   else if (fixed) io_uring_prep_read_fixed(sqe, fd, p, len, off, c.fixed);
   else io_uring_prep_read(sqe, fd, p, len, off);
   io_uring_sqe_set_data(sqe, &c);
-  const int r = io_uring_submit(&ring_->ring);
-  if (r < 0) {  // not queued: nothing of it is in flight
-    c.err = -r;
-    c.done = true;
-    return IoError(write, -r);
+  // The entry is in the submission ring already: a failed enter leaves it
+  // there for the next one, so it cannot be called off. Transient refusals
+  // are retried; anything else leaves buffers the kernel may still use.
+  int r = 0;
+  for (uint32_t tries = 0; tries < kMaxSubmitTries; ++tries) {
+    r = io_uring_submit(&ring_->ring);
+    if (r >= 0 || (r != -EAGAIN && r != -EBUSY && r != -EINTR)) break;
+    sched_yield();
+  }
+  if (r < 0) {
+    MC_LOG(ERROR) << "disk tier: io_uring_submit: " << std::strerror(-r);
+    std::abort();
   }
   ++in_flight_;
   return Status::Ok();
