@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
     dst[t] = aligned();
     for (size_t i = 0; i < a.object_bytes; ++i)
       src[t][i] = static_cast<uint8_t>(i * 2654435761u >> 13);
+    std::memset(dst[t], 0, a.object_bytes);  // faulted in before the clock starts, as fio's are
   }
   const mc::tier::TierCounters setup = (*tier)->counters();
   std::printf("tier_bench: %s, %llu objects of %s at %llu bytes past a page, %u threads; "
