@@ -1,67 +1,137 @@
 #!/usr/bin/env bash
-# The disk tier against fio on the same file system, side by side in one run:
-# fio sequential write and read of 4 MiB blocks with O_DIRECT (psync, one job:
-# queue depth 1, and io_uring at queue depth QD), then the tier's 4 MiB
-# offload (write) and disk-read bandwidth (benchmarks/tier_bench: O_DIRECT,
-# CRC-32C on every object, temporary file and rename) with 1 and QD threads.
-# Prints MB/s (10^6 bytes/s) and the tier's share of fio's figure at the same
-# queue depth (the goal is >= 80%).
+# The disk tier against fio on the same file system, side by side in one run
+# (issue 31, point 5). Short runs in pairs, each pair a fio run and a tier
+# run back to back (the order alternating), so both see the same load; the
+# figure is the median of the pairs' ratios, with its quartiles, since a
+# shared machine's bandwidth swings by 2-3x from one second to the next.
+#
+#   fio   sequential write then read of SIZE, O_DIRECT, one job:
+#         "fio 4M x1"  psync, 4 MiB blocks: 4 MiB in flight, one I/O at a time
+#         "fio 4M xQD" io_uring, 4 MiB blocks, iodepth QD
+#   tier  benchmarks/tier_bench: 4 MiB objects written (offload) then read
+#         back (disk-read) through tier::DiskTier as the store does it
+#         (O_DIRECT, CRC-32C of every object, temporary file and rename):
+#         "tier"        the store's default (io_uring, 4 x 1 MiB in flight per
+#                       object), one caller as the store's tier worker, the
+#                       objects page-aligned in memory; against fio 4M x1;
+#         "tier +64"    the same, the objects 64 bytes past a page (what the
+#                       master's 64-byte allocator often gives: copied
+#                       through bounce chunks); against fio 4M x1;
+#         "tier before" the previous engine (pwrite/pread, one 4 MiB I/O,
+#                       checksum after it), page-aligned; against fio 4M x1;
+#         "tier xQD"    the default with QD callers at once; against fio 4M xQD.
+# The goal: the tier >= 80% of fio. MB/s are 10^6 bytes/s. The load (uptime)
+# and the CPU idle share are printed for every configuration.
 #
 #   scripts/bench_ssd.sh [DIR]      (DIR: a directory on the disk to measure;
 #                                    default a fresh one under /var/tmp)
 #
-# Environment: SIZE of each run (1g), QD (4), ROUNDS (3), BUILD folder (build).
+# Environment: SIZE of each run (128m), PAIRS per configuration (15),
+# QD (4), BUILD folder (build).
 set -euo pipefail
 BUILD=${BUILD:-build}
-SIZE=${SIZE:-1g}
+SIZE=${SIZE:-128m}
+PAIRS=${PAIRS:-15}
 QD=${QD:-4}
-ROUNDS=${ROUNDS:-3}
 bench="$BUILD/benchmarks/tier_bench"
 [ -x "$bench" ] || { echo "bench_ssd: build $bench first (ninja -C $BUILD)" >&2; exit 2; }
 command -v fio >/dev/null || { echo "bench_ssd: fio is not installed" >&2; exit 2; }
 dir=${1:-$(mktemp -d /var/tmp/mc-bench-ssd.XXXXXX)}
 mkdir -p "$dir"
 made=$([ $# -eq 0 ] && echo yes || echo no)
+samples=$(mktemp /tmp/mc-bench-ssd-samples.XXXXXX)
 cleanup() {
-  rm -f "$dir/fio.dat"
+  rm -f "$dir/fio.dat" "$samples"
   rm -rf "$dir/objects"
   [ "$made" = yes ] && rmdir "$dir" 2>/dev/null || true
 }
 trap cleanup EXIT
 
-fio_mbs() {  # fio_mbs RW ENGINE DEPTH: MB/s of one sequential run
-  fio --name=seq --filename="$dir/fio.dat" --rw="$1" --bs=4M --size="$SIZE" --direct=1 \
-      --ioengine="$2" --iodepth="$3" --numjobs=1 --end_fsync=0 --output-format=json 2>/dev/null |
-    python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; k=sys.argv[1]; print("%.1f" % (j[k]["bw_bytes"]/1e6))' \
-      "$([ "$1" = write ] && echo write || echo read)"
+fio_mbs() {  # fio_mbs RW ENGINE DEPTH LAYOUT: MB/s of one run (terse: KiB/s, read 7, write 48)
+  local where=(--filename="$dir/fio.dat")
+  # files: SIZE as 4 MiB files, one open at a time, in order (the tier's layout)
+  [ "$4" = files ] && where=(--directory="$dir/fio" --nrfiles="$files" --filesize=4M
+                             --openfiles=1 --file_service_type=sequential)
+  fio --name=seq "${where[@]}" --rw="$1" --bs=4M --size="$SIZE" --direct=1 \
+      --ioengine="$2" --iodepth="$3" --numjobs=1 --end_fsync=0 \
+      --output-format=terse --terse-version=3 2>/dev/null |
+    awk -F';' -v rw="$1" '{printf "%.1f", (rw == "write" ? $48 : $7) * 1024 / 1e6}'
 }
 
-tier_mbs() {  # tier_mbs THREADS: "offload_MB/s read_MB/s"
-  "$bench" --path "$dir" --object-size 4mb --total "$SIZE" --threads "$1" |
-    awk '/tier offload/ {w=$(NF-1)} /tier offload/ && /O_DIRECT/ {w=$(NF-2)}
-         /tier disk-read/ {r=$(NF-1)} END {print w, r}'
+fio_pair() {  # fio_pair ENGINE DEPTH LAYOUT: "write read"
+  local w r
+  mkdir -p "$dir/fio"
+  w=$(fio_mbs write "$1" "$2" "$3")
+  r=$(fio_mbs read "$1" "$2" "$3")
+  rm -rf "$dir/fio.dat" "$dir/fio"
+  echo "$w $r"
+}
+
+tier_pair() {  # tier_pair ARGS...: "write read"; the setup line into $setup_line
+  "$bench" --path "$dir" --object-size 4mb --total "$SIZE" "$@" |
+    awk '/^tier_bench:/ {sub(/^tier_bench: [^,]*, /, ""); print > "/dev/stderr"}
+         /tier offload|tier disk-read/ {for (i = 1; i < NF; i++) if ($(i+1) == "MB/s") v[++n] = $i}
+         END {print v[1], v[2]}'
+}
+
+cpu() { awk '/^cpu / {print $2+$3+$4+$7+$8, $5+$6}' /proc/stat; }  # busy idle jiffies
+
+run_config() {  # run_config NAME FIO_ENGINE FIO_DEPTH FIO_LAYOUT TIER_ARGS...
+  local name=$1 engine=$2 depth=$3 layout=$4 i fw fr tw tr b0 i0 b1 i1 load
+  shift 4
+  load=$(uptime | sed 's/.*load average: //')
+  read -r b0 i0 < <(cpu)
+  for i in $(seq "$PAIRS"); do
+    if [ $((i % 2)) = 1 ]; then
+      read -r fw fr < <(fio_pair "$engine" "$depth" "$layout")
+      read -r tw tr < <(tier_pair "$@" 2>"$samples.setup")
+    else
+      read -r tw tr < <(tier_pair "$@" 2>"$samples.setup")
+      read -r fw fr < <(fio_pair "$engine" "$depth" "$layout")
+    fi
+    echo "$name $fw $fr $tw $tr" >>"$samples"
+  done
+  read -r b1 i1 < <(cpu)
+  echo "$name|$(cat "$samples.setup")|load $load, CPU idle $(( 100 * (i1 - i0) / (b1 - b0 + i1 - i0 + 1) ))%" \
+    >>"$samples.configs"
+  rm -f "$samples.setup"
 }
 
 echo "bench_ssd: $dir ($(df -hT "$dir" | awk 'NR==2 {print $2 " on " $1}')), $SIZE per run," \
-     "4 MiB blocks, $ROUNDS rounds (medians; fio and the tier alternate, as a shared disk drifts)"
-declare -A runs
-for round in $(seq "$ROUNDS"); do
-  runs[fw1]+=" $(fio_mbs write psync 1)"; runs[fr1]+=" $(fio_mbs read psync 1)"
-  rm -f "$dir/fio.dat"
-  read -r w r < <(tier_mbs 1); runs[tw1]+=" $w"; runs[tr1]+=" $r"
-  runs[fwq]+=" $(fio_mbs write io_uring "$QD")"; runs[frq]+=" $(fio_mbs read io_uring "$QD")"
-  rm -f "$dir/fio.dat"
-  read -r w r < <(tier_mbs "$QD"); runs[twq]+=" $w"; runs[trq]+=" $r"
-  echo "round $round: fio $(echo "${runs[fw1]##* }/${runs[fr1]##* }") tier $(echo "${runs[tw1]##* }/${runs[tr1]##* }")" \
-       "fio qd $(echo "${runs[fwq]##* }/${runs[frq]##* }") tier qd $(echo "${runs[twq]##* }/${runs[trq]##* }") MB/s (write/read)"
-done
-med() { python3 -c 'import statistics,sys; print("%.1f" % statistics.median(map(float, sys.argv[1:])))' ${runs[$1]}; }
-pct() { python3 -c "print('%.0f%%' % (100*float('$1')/float('$2')))"; }
-row() { printf '%-34s %12s %12s\n' "$@"; }
-row "" "write MB/s" "read MB/s"
-row "fio psync, depth 1" "$(med fw1)" "$(med fr1)"
-row "tier, 1 thread" "$(med tw1)" "$(med tr1)"
-row "  tier / fio" "$(pct "$(med tw1)" "$(med fw1)")" "$(pct "$(med tr1)" "$(med fr1)")"
-row "fio io_uring, depth $QD" "$(med fwq)" "$(med frq)"
-row "tier, $QD threads" "$(med twq)" "$(med trq)"
-row "  tier / fio" "$(pct "$(med twq)" "$(med fwq)")" "$(pct "$(med trq)" "$(med frq)")"
+     "$PAIRS pairs per configuration, $(nproc) CPUs"
+: >"$samples.configs"
+files=$(( $(numfmt --from=iec "${SIZE^^}") / (4 << 20) ))
+run_config "tier" psync 1 one
+run_config "tier, fio on files" psync 1 files
+run_config "tier +64" psync 1 one --misalign 64
+run_config "tier before" psync 1 one --io sync --chunk 4mb --depth 1
+run_config "tier x$QD" io_uring "$QD" one --threads "$QD"
+python3 - "$samples" "$QD" <<'EOF'
+import statistics, sys
+rows, qd = {}, sys.argv[2]
+for line in open(sys.argv[1]):
+    *name, fw, fr, tw, tr = line.split()
+    rows.setdefault(" ".join(name), []).append(tuple(map(float, (fw, fr, tw, tr))))
+configs = {}
+for line in open(sys.argv[1] + ".configs"):
+    name, setup, load = line.rstrip("\n").split("|")
+    configs[name] = (setup, load)
+def q(v):
+    v = sorted(v)
+    if len(v) < 4:
+        return statistics.median(v), v[0], v[-1]
+    qs = statistics.quantiles(v, n=4)
+    return qs[1], qs[0], qs[2]
+print(f"{'':34} {'fio MB/s':>9} {'tier MB/s':>9} {'tier/fio: median of pairs (quartiles)':>40}")
+for name, rs in rows.items():
+    ref = f"fio 4M x{qd} io_uring" if name.startswith("tier x") else "fio 4M x1 psync"
+    if "files" in name:
+        name, ref = name, "fio 4M x1 psync over 4 MiB files"
+    print(f"{name} vs {ref}: {configs[name][0]}; {configs[name][1]}")
+    for k, label in ((0, "write (offload)"), (1, "read (disk-read)")):
+        f = statistics.median(r[k] for r in rs)
+        t = statistics.median(r[k + 2] for r in rs)
+        m, lo, hi = q([r[k + 2] / r[k] for r in rs if r[k] > 0])
+        print(f"  {label:32} {f:9.1f} {t:9.1f} {100 * m:27.0f}% ({100 * lo:.0f}%-{100 * hi:.0f}%)")
+EOF
+rm -f "$samples.configs"

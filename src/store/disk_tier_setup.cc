@@ -53,7 +53,7 @@ std::string DescribeDiskTier(const tier::DiskTier* tier) {
   const tier::TierCounters c = tier->counters();
   return ", disk tier " + tier->path() + " (" + FormatBytesHuman(c.used_bytes) + " of " +
          FormatBytesHuman(c.capacity_bytes) + ", " + std::to_string(c.objects) + " objects" +
-         (c.direct_io ? ", O_DIRECT)" : ")");
+         (c.direct_io ? ", O_DIRECT" : "") + (c.io_uring ? ", io_uring)" : ", pwrite/pread)");
 }
 
 void LogDiskTierCounters(const tier::DiskTier* tier) {

@@ -12,5 +12,7 @@ namespace mc::tier {
 
 // Extends `crc` (0 to start) over `size` bytes at `data`.
 uint32_t Crc32c(uint32_t crc, const void* data, size_t size);
+// The software table alone (tests hold the fast path to it).
+uint32_t Crc32cPortable(uint32_t crc, const void* data, size_t size);
 
 }  // namespace mc::tier

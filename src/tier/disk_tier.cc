@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 #include "common/log.h"
 #include "tier/crc32c.h"
@@ -36,63 +36,26 @@ struct Fd {
   }
 };
 
-// pwritev/preadv of every iovec, advancing past short transfers.
-bool FullIov(bool write, int fd, iovec* iov, int count, uint64_t off) {
-  while (count > 0) {
-    const ssize_t r = write ? pwritev(fd, iov, count, static_cast<off_t>(off))
-                            : preadv(fd, iov, count, static_cast<off_t>(off));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      if (r == 0) errno = EIO;
-      return false;
-    }
-    off += static_cast<uint64_t>(r);
-    size_t left = static_cast<size_t>(r);
-    while (count > 0 && left >= iov->iov_len) {
-      left -= iov->iov_len;
-      ++iov;
-      --count;
-    }
-    if (count > 0) {
-      iov->iov_base = static_cast<uint8_t*>(iov->iov_base) + left;
-      iov->iov_len -= left;
-    }
-  }
-  return true;
-}
-
-// pwrite/pread of the whole range.
-bool FullIo(bool write, int fd, uint8_t* p, size_t n, uint64_t off) {
-  iovec one{p, n};
-  return FullIov(write, fd, &one, 1, off);
-}
-
-bool BlockAligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kBlockBytes == 0; }
-
 }  // namespace
-
-struct DiskTier::Bounce {
-  uint8_t* data = nullptr;
-  ~Bounce() { std::free(data); }
-};
 
 DiskTier::DiskTier(const TierOptions& options) : options_(options) {}
 DiskTier::~DiskTier() = default;
 
 Result<std::unique_ptr<DiskTier>> DiskTier::Open(const TierOptions& options) {
-  if (options.io_chunk_bytes == 0 || options.io_chunk_bytes % kBlockBytes != 0 ||
-      options.max_inflight == 0)
-    return Error(ErrorCode::INVALID_PARAMS, "disk tier: io chunk must be a positive multiple of " +
-                                                std::to_string(kBlockBytes) +
-                                                " bytes and max_inflight positive");
+  if (options.max_inflight == 0)
+    return Error(ErrorCode::INVALID_PARAMS, "disk tier: max_inflight must be positive");
   std::unique_ptr<DiskTier> tier(new DiskTier(options));
+  if (tier->options_.pause_mid_write_signal.empty()) {
+    const char* signal = std::getenv(kPauseMidWriteEnv);
+    if (signal != nullptr) tier->options_.pause_mid_write_signal = signal;
+  }
+  const IoShape shape{options.chunks_in_flight, options.io_chunk_bytes, options.io_uring};
   for (uint32_t i = 0; i < options.max_inflight; ++i) {
-    auto b = std::make_unique<Bounce>();
-    if (posix_memalign(reinterpret_cast<void**>(&b->data), kBlockBytes,
-                       options.io_chunk_bytes) != 0)
-      return Error(ErrorCode::INTERNAL_ERROR, "disk tier: cannot allocate bounce buffers");
-    tier->free_.push_back(b.get());
-    tier->pool_.push_back(std::move(b));
+    auto lane = ObjectIo::Make(shape);
+    if (!lane.ok()) return lane.status();
+    tier->counters_.io_uring = (*lane)->uring();
+    tier->free_.push_back(lane->get());
+    tier->lanes_.push_back(std::move(*lane));
   }
   const std::string objects = options.path + "/objects";
   for (const std::string& dir : {options.path, objects}) {
@@ -120,26 +83,37 @@ Result<int> DiskTier::OpenFile(const std::string& name, int flags) {
       return fd;
     }
     if (errno != EINVAL) return Error(ErrorCode::FILE_OPEN_FAIL, Errno("open " + name));
+    // A file system without O_DIRECT (tmpfs before Linux 6.6) may refuse it
+    // only after O_CREAT made the file: the temporary name is this write's
+    // own (a fresh generation), so the buffered open takes it over.
+    if ((flags & O_CREAT) != 0) flags = (flags & ~O_EXCL) | O_TRUNC;
   }
   fd = open(name.c_str(), flags | O_CLOEXEC, 0600);  // tmpfs and others without O_DIRECT
   if (fd < 0) return Error(ErrorCode::FILE_OPEN_FAIL, Errno("open " + name));
   return fd;
 }
 
-DiskTier::Bounce* DiskTier::Acquire() {
+ObjectIo* DiskTier::Acquire() {
   std::unique_lock lock(mu_);
   cv_.wait(lock, [&] { return !free_.empty(); });
-  Bounce* b = free_.back();
+  ObjectIo* lane = free_.back();
   free_.pop_back();
-  return b;
+  return lane;
 }
 
-void DiskTier::Release(Bounce* b) {
+void DiskTier::Release(ObjectIo* lane) {
   {
     std::lock_guard lock(mu_);
-    free_.push_back(b);
+    free_.push_back(lane);
   }
   cv_.notify_one();
+}
+
+void DiskTier::PauseMidWrite() {
+  const std::string& signal = options_.pause_mid_write_signal;
+  MC_LOG(WARN) << "disk tier: test crash point: a write is paused mid-object (" << signal << ")";
+  if (FILE* f = std::fopen(signal.c_str(), "w")) std::fclose(f);
+  for (;;) pause();  // until the test kills the process
 }
 
 Status DiskTier::Scan() {
@@ -193,61 +167,15 @@ Status DiskTier::Scan() {
 }
 
 Status DiskTier::WriteFile(int fd, const DiskObjectInfo& info, const void* data) {
-  ObjectHeader h{info.key, info.size_bytes, info.generation, 0};
-  const uint64_t data_offset = h.data_offset();
-  Bounce* b = Acquire();
-  const auto* src = static_cast<const uint8_t*>(data);
-  uint32_t crc = 0;
-  bool ok = true;
-  if (BlockAligned(src) && data_offset + kBlockBytes <= options_.io_chunk_bytes) {
-    // Page-aligned memory (a segment): one write straight from it, the
-    // header and the padded tail from the bounce buffer around it.
-    const uint64_t body = info.size_bytes / kBlockBytes * kBlockBytes;
-    const uint64_t tail = info.size_bytes - body;
-    h.data_crc = Crc32c(0, src, info.size_bytes);
-    EncodeHeader(h, b->data);
-    uint8_t* tail_buf = b->data + data_offset;
-    if (tail > 0) std::memcpy(tail_buf, src + body, tail);  // src may be null when empty
-    std::memset(tail_buf + tail, 0, AlignToBlock(tail) - tail);
-    iovec iov[3] = {{b->data, data_offset},
-                    {const_cast<uint8_t*>(src), body},
-                    {tail_buf, AlignToBlock(tail)}};
-    ok = FullIov(true, fd, iov, 3, 0);
-    if (ok && options_.sync) ok = fdatasync(fd) == 0;
-    const int err = errno;
-    Release(b);
-    errno = err;
-    if (!ok)
-      return Error(ErrorCode::FILE_WRITE_FAIL, Errno("disk tier: write of '" + info.key + "'"));
-    return Status::Ok();
-  }
-  for (uint64_t done = 0; ok && done < info.size_bytes;) {
-    const uint64_t n = std::min(options_.io_chunk_bytes, info.size_bytes - done);
-    std::memcpy(b->data, src + done, n);
-    crc = Crc32c(crc, b->data, n);
-    const uint64_t padded = AlignToBlock(n);
-    std::memset(b->data + n, 0, padded - n);
-    ok = FullIo(true, fd, b->data, padded, data_offset + done);
-    done += n;
-  }
-  if (ok) {  // the header last: a file without one is never adopted
-    h.data_crc = crc;
-    std::vector<uint8_t> head;
-    uint8_t* hp = b->data;
-    if (data_offset > options_.io_chunk_bytes) {
-      head.resize(data_offset + kBlockBytes);  // a key longer than a chunk: rare
-      hp = head.data() + (kBlockBytes - reinterpret_cast<uintptr_t>(head.data()) % kBlockBytes);
-    }
-    EncodeHeader(h, hp);
-    ok = FullIo(true, fd, hp, data_offset, 0);
-  }
-  if (ok && options_.sync) ok = fdatasync(fd) == 0;
-  const int err = errno;
-  Release(b);
-  if (!ok) {
-    errno = err;
-    return Error(ErrorCode::FILE_WRITE_FAIL, Errno("disk tier: write of '" + info.key + "'"));
-  }
+  ObjectIo* lane = Acquire();
+  std::function<void()> pause;
+  if (!options_.pause_mid_write_signal.empty()) pause = [this] { PauseMidWrite(); };
+  Status st = lane->Write(fd, ObjectHeader{info.key, info.size_bytes, info.generation, 0},
+                          static_cast<const uint8_t*>(data), pause);
+  Release(lane);
+  if (st.ok() && options_.sync && fdatasync(fd) != 0) st = Error(ErrorCode::FILE_WRITE_FAIL, Errno("fdatasync"));
+  if (!st.ok())
+    return Error(st.code(), "disk tier: write of '" + info.key + "': " + st.message());
   return Status::Ok();
 }
 
@@ -296,12 +224,16 @@ Result<DiskObjectInfo> DiskTier::Write(std::string_view key, const void* data, u
   if (st.ok() && rename(temp_name.c_str(), final_name.c_str()) != 0)
     st = Error(ErrorCode::FILE_WRITE_FAIL, Errno("rename " + temp_name));
   std::optional<DiskObjectInfo> superseded;
+  bool warn = false;
   {
     std::lock_guard lock(mu_);
     reserved_bytes_ -= info.file_bytes;
     if (!st.ok()) {
       ++counters_.io_errors;
       if (st.message().find(std::strerror(ENOSPC)) != std::string::npos) ++counters_.no_space;
+      // The 1st, 2nd, 4th, 8th... failure: a full disk fails every write,
+      // and the log says so without repeating it for each.
+      warn = (counters_.io_errors & (counters_.io_errors - 1)) == 0;
     } else {
       auto [it, fresh] = index_.try_emplace(info.key, info);
       if (!fresh && it->second.generation > info.generation) {
@@ -321,6 +253,9 @@ Result<DiskObjectInfo> DiskTier::Write(std::string_view key, const void* data, u
   }
   if (!st.ok()) {
     unlink(temp_name.c_str());
+    if (warn)
+      MC_LOG(WARN) << st.message() << " (" << counters().io_errors
+                   << " failed disk-tier writes so far; this object is not on disk)";
     return st;
   }
   if (superseded) unlink((FileName(superseded->generation) + kObjectSuffix).c_str());
@@ -328,51 +263,14 @@ Result<DiskObjectInfo> DiskTier::Write(std::string_view key, const void* data, u
 }
 
 Status DiskTier::ReadFile(int fd, const DiskObjectInfo& info, void* out) {
-  const uint64_t data_offset = ObjectHeader{info.key, info.size_bytes, 0, 0}.data_offset();
-  Bounce* b = Acquire();
-  auto* dst = static_cast<uint8_t*>(out);
-  uint32_t crc = 0;
-  bool ok = true, read_data = false;
-  const uint64_t body = info.size_bytes / kBlockBytes * kBlockBytes;
-  const uint64_t tail = info.size_bytes - body;
-  if (BlockAligned(dst) && data_offset + kBlockBytes <= options_.io_chunk_bytes) {
-    // Page-aligned destination (a segment): one read, the header and the
-    // padded tail into the bounce buffer, the body straight into `out`.
-    iovec iov[3] = {{b->data, data_offset}, {dst, body}, {b->data + data_offset, AlignToBlock(tail)}};
-    ok = FullIov(false, fd, iov, tail > 0 ? 3 : 2, 0);
-    read_data = ok;
-  } else {  // the header first; the data in chunks below once it checks out
-    ok = FullIo(false, fd, b->data, std::min<uint64_t>(data_offset, options_.io_chunk_bytes), 0);
-  }
-  std::optional<ObjectHeader> h;
-  if (ok) {
-    auto decoded = DecodeHeader(b->data, std::min<uint64_t>(data_offset, options_.io_chunk_bytes));
-    if (decoded.ok()) h = *decoded;
-  }
-  // The header must still be the object the index names.
-  const bool corrupt = ok && (!h || h->key != info.key || h->size_bytes != info.size_bytes ||
-                              h->generation != info.generation);
-  if (read_data && !corrupt) {
-    if (tail > 0) std::memcpy(dst + body, b->data + data_offset, tail);  // dst may be null when empty
-    crc = Crc32c(0, dst, info.size_bytes);
-  }
-  for (uint64_t done = 0; ok && !read_data && !corrupt && done < info.size_bytes;) {
-    const uint64_t n = std::min(options_.io_chunk_bytes, info.size_bytes - done);
-    ok = FullIo(false, fd, b->data, AlignToBlock(n), data_offset + done);
-    if (!ok) break;
-    crc = Crc32c(crc, b->data, n);
-    std::memcpy(dst + done, b->data, n);
-    done += n;
-  }
-  const int err = errno;
-  Release(b);
-  if (!ok) {
-    errno = err;
-    return Error(ErrorCode::FILE_READ_FAIL, Errno("disk tier: read of '" + info.key + "'"));
-  }
-  if (corrupt || crc != h->data_crc)
-    return Error(ErrorCode::CHECKSUM_MISMATCH,
-                 "disk tier: '" + info.key + "' failed its checksum; the file is dropped");
+  ObjectIo* lane = Acquire();
+  Status st = lane->Read(fd, ObjectHeader{info.key, info.size_bytes, info.generation, 0},
+                         static_cast<uint8_t*>(out));
+  Release(lane);
+  if (st.code() == ErrorCode::CHECKSUM_MISMATCH)
+    return Error(st.code(), "disk tier: '" + info.key + "' failed its checksum (" + st.message() +
+                                "); the file is dropped");
+  if (!st.ok()) return Error(st.code(), "disk tier: read of '" + info.key + "': " + st.message());
   return Status::Ok();
 }
 

@@ -9,13 +9,15 @@
 // against their checksum on every read; a file that fails is deleted, its
 // key forgotten and the failure counted, so wrong bytes never reach a caller.
 //
-// I/O is synchronous in the calling thread, with O_DIRECT where the file
-// system allows it (else buffered), through bounce buffers from a fixed pool
-// of `max_inflight` x `io_chunk_bytes`: that pool bounds both the memory the
-// tier stages and the I/Os in flight (callers beyond it wait). Page-aligned
-// memory (a segment) moves in one vectored I/O straight to or from the file,
-// only the header and the last partial block passing through the bounce
-// buffer; other memory goes through it in chunks. A write goes to a
+// I/O runs in the calling thread, with O_DIRECT where the file system allows
+// it (else buffered), through one of `max_inflight` lanes (tier/object_io.h):
+// each moves an object in chunks of `io_chunk_bytes`, `chunks_in_flight` of
+// them at once through io_uring, with the checksum computed while the disk
+// works; the lanes' bounce buffers (chunks_in_flight x io_chunk_bytes each)
+// bound the memory the tier stages, and callers beyond `max_inflight` wait.
+// Block-aligned memory (a segment's page-aligned object) moves straight to or
+// from the file; other memory is copied through the bounce chunks in the
+// checksum's pass. A write goes to a
 // temporary file and is renamed into place once complete: a reader or a
 // restart sees the whole object or nothing.
 //
@@ -37,19 +39,33 @@
 #include <vector>
 
 #include "common/result.h"
+#include "tier/object_io.h"
 
 namespace mc::tier {
 
-inline constexpr uint32_t kDefaultMaxInflight = 4;
-inline constexpr uint64_t kDefaultIoChunkBytes = 4ull << 20;
+// The store's defaults, chosen by scripts/bench_ssd.sh (mooncake-store(1)):
+// a 4 MiB object as 4 x 1 MiB in flight keeps the disk busy while the CPU
+// checksums, where one 4 MiB I/O followed by its checksum left it idle.
+inline constexpr uint32_t kDefaultMaxInflight = 4;      // objects at once
+inline constexpr uint32_t kDefaultChunksInFlight = 4;   // per object
+inline constexpr uint64_t kDefaultIoChunkBytes = 1ull << 20;
+// The test-only crash point's environment variable (TierOptions).
+inline constexpr const char* kPauseMidWriteEnv = "MOONCAKE_TEST_TIER_PAUSE_MID_WRITE";
 
 struct TierOptions {
   std::string path;             // created if missing
   uint64_t capacity_bytes = 0;  // 0: refuses every write
   uint32_t max_inflight = kDefaultMaxInflight;
   uint64_t io_chunk_bytes = kDefaultIoChunkBytes;  // a multiple of kBlockBytes
+  uint32_t chunks_in_flight = kDefaultChunksInFlight;
+  bool io_uring = true;    // else pwrite/pread (also when io_uring cannot start)
   bool direct_io = true;   // O_DIRECT when the file system takes it
   bool sync = false;       // fdatasync each object before its rename
+  // A test's crash point: when set, the first write to put a chunk of its
+  // data on its (temporary) file creates this file and then waits for ever,
+  // so a kill -9 provably lands mid-write. Open() takes it from
+  // $MOONCAKE_TEST_TIER_PAUSE_MID_WRITE when empty.
+  std::string pause_mid_write_signal;
 };
 
 struct DiskObjectInfo {
@@ -71,6 +87,7 @@ struct TierCounters {
   uint64_t no_space = 0;           // writes refused by ENOSPC or the capacity
   uint64_t dropped_at_open = 0;    // torn, foreign or superseded files deleted
   bool direct_io = false;          // O_DIRECT in use
+  bool io_uring = false;           // chunks go through io_uring
 };
 
 class DiskTier {
@@ -97,21 +114,21 @@ class DiskTier {
   const std::string& path() const { return options_.path; }
 
  private:
-  struct Bounce;
   explicit DiskTier(const TierOptions& options);
   Status Scan();
   std::string FileName(uint64_t generation) const;
-  Bounce* Acquire();
-  void Release(Bounce* b);
+  ObjectIo* Acquire();
+  void Release(ObjectIo* lane);
   Result<int> OpenFile(const std::string& name, int flags);
   Status WriteFile(int fd, const DiskObjectInfo& info, const void* data);
   Status ReadFile(int fd, const DiskObjectInfo& info, void* out);
+  void PauseMidWrite();
 
   TierOptions options_;
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable cv_;
-  std::vector<std::unique_ptr<Bounce>> pool_;
-  std::vector<Bounce*> free_;
+  std::vector<std::unique_ptr<ObjectIo>> lanes_;
+  std::vector<ObjectIo*> free_;
   std::map<std::string, DiskObjectInfo, std::less<>> index_;
   uint64_t next_generation_ = 1;
   uint64_t reserved_bytes_ = 0;  // writes in flight

@@ -10,6 +10,21 @@
 namespace mc::tier {
 namespace {
 
+TEST_CASE("the interleaved crc32 streams agree with the table at every length and offset") {
+  std::vector<uint8_t> data(3 * 3 * 8192 + 3 * 256 + 777);
+  uint32_t x = 12345;
+  for (auto& b : data) b = static_cast<uint8_t>((x = x * 1103515245u + 12345u) >> 16);
+  for (size_t offset : {0, 1, 7}) {
+    for (size_t len : {size_t{0}, size_t{5}, size_t{8}, size_t{767}, size_t{768}, size_t{3 * 8192},
+                       size_t{3 * 8192 + 3 * 256 + 9}, data.size() - 7}) {
+      CAPTURE(offset); CAPTURE(len);
+      CHECK(Crc32c(0, data.data() + offset, len) == Crc32cPortable(0, data.data() + offset, len));
+      CHECK(Crc32c(0x1234, data.data() + offset, len) ==
+            Crc32cPortable(0x1234, data.data() + offset, len));
+    }
+  }
+}
+
 TEST_CASE("crc32c gives the published check value and extends in pieces") {
   const std::string digits = "123456789";
   CHECK(Crc32c(0, digits.data(), digits.size()) == 0xe3069283u);

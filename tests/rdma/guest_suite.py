@@ -4,8 +4,10 @@ guest by tests/rdma/run_guest.sh: master, stores and clients with
 once, two NICs (a second rxe device on a second interface, added here) with
 traffic on both, the Python client, a dummy client and
 mooncake.engine.TransferEngine (two processes) over RDMA, a mixed cluster
-with one TCP-only store, and a store killed mid-transfer. The rxe devices' packet counters prove the bytes went over
-RDMA rather than a TCP fallback."""
+with one TCP-only store, a store killed mid-transfer, and a disk-only object
+(issue 31's disk tier) staged on its store and read over RDMA. The rxe
+devices' packet counters prove the bytes went over RDMA rather than a TCP
+fallback."""
 import glob
 import json
 import os
@@ -247,5 +249,52 @@ check(took < 10 + 2 * clean + 2,
 stop(survivor)
 served = re.findall(r"data server served (\d+) requests", open(survivor.log_path).read())
 check(served == ["0"], f"the RDMA store's TCP data path moved nothing: all bytes went over RDMA {served}")
+c.stop()
+
+
+# 5. The disk tier over RDMA (issue 31): with --enable-offload a store writes
+#    the objects past its memory watermark to its disk tier; a get of a
+#    disk-only object stages it from disk into the store's registered
+#    segment and the client reads that staged copy with RDMA READs. A few
+#    objects only (TCG), sizes that are not page multiples.
+def tier_metric(cluster, name):
+    status, body = cluster.admin("/metrics")
+    m = re.search(rf"^{name} (\d+)$", body.decode(), re.M)
+    return int(m.group(1)) if m else -1
+
+
+c = Cluster(stores=0, segment="16mb", extra_store=RDMA,
+            extra_master=["--enable-offload", "--eviction-high-watermark-ratio", "0.5"])
+tier_store = c.add_store(extra=["--ssd-offload-path", tempdir("mc-rdma-ssd-"), "--ssd-size", "64mb",
+                                "--no-hugepages", "--no-prefault"])
+check(wait_until(lambda: "announced" in open(tier_store.log_path).read(), 60),
+      "the RDMA store with a disk tier announced it to the master")
+blobs = {f"tier-{i}": os.urandom((1 << 20) + 4099 * (i + 1)) for i in range(12)}
+for key, data in blobs.items():
+    p = put(key, data)
+    check(p.returncode == 0, f"put {key} over rdma ({p.stderr.decode().strip()[-300:]})")
+offloaded = wait_until(lambda: tier_metric(c, "mooncake_tier_offloads_total") >= 2, 60)
+if not offloaded:
+    print("master log:", open(c.master_log).read()[-3000:], "store log:",
+          open(tier_store.log_path).read()[-3000:], sep="\n", flush=True)
+check(offloaded, f"objects past the watermark were offloaded "
+                 f"({tier_metric(c, 'mooncake_tier_offloads_total')})")
+on_disk = [k for k in blobs if b'"tier":"disk"' in c.admin(f"/query_key?key={k}")[1]]
+check(len(on_disk) >= 2, f"/query_key shows disk-only objects {on_disk}")
+stages = tier_metric(c, "mooncake_tier_stages_total")
+before = packets()
+for key in on_disk[:2]:
+    g = get(key)
+    check(g.returncode == 0 and g.stdout == blobs[key],
+          f"a disk-only object ({len(blobs[key])} bytes) read over rdma returns the same bytes "
+          f"({g.stderr.decode().strip()[-300:]})")
+d = delta(before)
+check(tier_metric(c, "mooncake_tier_stages_total") >= stages + 2,
+      "each of those gets was staged from the disk tier")
+check(d.get("rxe0", 0) + d.get("rxe1", 0) >= 2 * (1 << 20) // 4096,
+      f"the staged copies went over RDMA {d}")
+stop(tier_store)
+served = re.findall(r"data server served (\d+) requests", open(tier_store.log_path).read())
+check(served == ["0"], f"the disk tier's store moved nothing over its TCP data path {served}")
 c.stop()
 finish()
