@@ -136,18 +136,20 @@ Result<msg::PingReply> MasterService::Ping(const msg::PingRequest& req) {
 
 Result<msg::PutStartReply> MasterService::PutStart(const msg::PutStartRequest& req) {
   ++t_private_ops;
-  std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
-  if (TierHas(req.key))
-    return Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key '" + req.key + "' exists (on disk)");
-  auto r = state_->PutStart(req, clock_.NowUs());
-  if (r.ok()) SignAll(&r->replicas, true, wall_ms);
-  return r;
+  // Space it hands out (evicted, or freed by a removal) is retired first.
+  return Retiring([&]() -> Result<msg::PutStartReply> {
+    const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
+    if (TierHas(req.key))
+      return Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key '" + req.key + "' exists (on disk)");
+    auto r = state_->PutStart(req, clock_.NowUs());
+    if (r.ok()) SignAll(&r->replicas, true, wall_ms);
+    return r;
+  });
 }
 
 Status MasterService::PutEnd(const msg::KeyRequest& req) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return state_->PutEnd(req, clock_.NowUs());
+  // An upsert's end replaces the old version: retired before the reply.
+  return Retiring([&] { return state_->PutEnd(req, clock_.NowUs()); });
 }
 
 Status MasterService::PutRevoke(const msg::KeyRequest& req) {
@@ -174,8 +176,7 @@ Result<bool> MasterService::ExistKey(const msg::KeyRequest& req) {
   return r;
 }
 
-Status MasterService::Remove(const msg::RemoveRequest& req) {
-  std::lock_guard<std::mutex> lock(mu_);
+Status MasterService::RemoveLocked(const msg::RemoveRequest& req) {
   Status st = state_->Remove(req, clock_.NowUs());
   if (st.ok() || st.code() == ErrorCode::OBJECT_NOT_FOUND) {
     if (TierForget(req.key)) return Status::Ok();
@@ -183,18 +184,20 @@ Status MasterService::Remove(const msg::RemoveRequest& req) {
   return st;
 }
 
+Status MasterService::Remove(const msg::RemoveRequest& req) {
+  return Retiring([&] { return RemoveLocked(req); });
+}
+
 Result<msg::RemoveAllReply> MasterService::RemoveAll(const proto::Empty&) {
-  std::lock_guard<std::mutex> lock(mu_);
-  msg::RemoveAllReply r = state_->RemoveAll(clock_.NowUs());
-  r.removed += TierForgetAll();
-  return r;
+  return RemoveAllEx({});
 }
 
 Result<msg::RemoveAllReply> MasterService::RemoveAllEx(const msg::RemoveAllRequest& req) {
-  std::lock_guard<std::mutex> lock(mu_);
-  msg::RemoveAllReply r = state_->RemoveAll(clock_.NowUs(), req.force);
-  r.removed += TierForgetAll();
-  return r;
+  return Retiring([&] {
+    msg::RemoveAllReply r = state_->RemoveAll(clock_.NowUs(), req.force);
+    r.removed += TierForgetAll();
+    return Result<msg::RemoveAllReply>(r);
+  });
 }
 
 Result<msg::ListKeysReply> MasterService::ListKeys(const msg::ListKeysRequest& req) {
@@ -209,25 +212,26 @@ Result<msg::ClusterStatusReply> MasterService::ClusterStatus(const proto::Empty&
 Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> MasterService::BatchPutStart(
     const msg::Batch<msg::PutStartRequest>& req) {
   ++t_private_ops;
-  std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
-  auto r = state_->BatchPutStart(req, clock_.NowUs());
-  if (r.ok()) {
-    for (size_t i = 0; i < r->size(); ++i) {
-      auto& item = (*r)[i];
-      if (item.status.ok() && TierHas(req[i].key)) {  // exists on disk: undo this one
-        (void)state_->PutRevoke({req[i].client, req[i].key}, clock_.NowUs());
-        item = {Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key '" + req[i].key + "' exists (on disk)"), {}};
+  // Space it hands out (evicted, or freed by a removal) is retired first.
+  return Retiring([&] {
+    const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
+    auto r = state_->BatchPutStart(req, clock_.NowUs());
+    if (r.ok()) {
+      for (size_t i = 0; i < r->size(); ++i) {
+        auto& item = (*r)[i];
+        if (item.status.ok() && TierHas(req[i].key)) {  // exists on disk: undo this one
+          (void)state_->PutRevoke({req[i].client, req[i].key}, clock_.NowUs());
+          item = {Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key '" + req[i].key + "' exists (on disk)"), {}};
+        }
+        if (item.status.ok()) SignAll(&item.value.replicas, true, wall_ms);
       }
-      if (item.status.ok()) SignAll(&item.value.replicas, true, wall_ms);
     }
-  }
-  return r;
+    return r;
+  });
 }
 
 Result<msg::Batch<Status>> MasterService::BatchPutEnd(const msg::Batch<msg::KeyRequest>& req) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return state_->BatchPutEnd(req, clock_.NowUs());
+  return Retiring([&] { return state_->BatchPutEnd(req, clock_.NowUs()); });
 }
 
 Result<msg::Batch<Status>> MasterService::BatchPutRevoke(
@@ -274,7 +278,10 @@ Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> MasterService::BatchPutSt
 }
 
 Result<msg::Batch<Status>> MasterService::BatchRemove(const msg::Batch<msg::RemoveRequest>& req) {
-  return rpc::EachItem(req, [&](const msg::RemoveRequest& r) { return Remove(r); });
+  // One wait for the whole batch's retires.
+  return Retiring([&] {
+    return rpc::EachItem(req, [&](const msg::RemoveRequest& r) { return RemoveLocked(r); });
+  });
 }
 
 Status MasterService::ReleaseLeases(const msg::Batch<msg::KeyRequest>& req) {
@@ -311,6 +318,7 @@ master::TickReport MasterService::Tick() {
   const uint64_t now_us = clock_.NowUs();
   master::TickReport r = state_->Tick(now_us);
   TierTick(now_us);
+  (void)RetireLocked();  // expired leases' forced removals etc.; nobody waits
   if (r.unmounted_segments > 0) {
     // Forget keys of segments that are gone, so a stale capability cannot be
     // minted for a name a new store reuses.
