@@ -6,6 +6,8 @@
 # them; prints each run and the medians. Stops everything by pid.
 #   scripts/bench_remove.sh BUILD_A BUILD_B [reps=5] [keys=2000]
 # BUILD_x: a build directory holding src/cli/mooncake and src/python.
+# Env PYMOD: one python module directory for both (the client side does not
+# change the master's work; default each build's own src/python).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 a=$(cd "$1" && pwd); b=$(cd "$2" && pwd)
@@ -39,7 +41,7 @@ echo "bench_remove: $keys keys of 4 KiB, $reps runs per build, $(nproc) cpus," \
   "load $(cut -d' ' -f1-3 /proc/loadavg)"
 for rep in $(seq "$reps"); do
   for build in "$a" "$b"; do
-    out=$(PYTHONPATH="$build/src/python" "$python" "$here/scripts/bench_remove.py" \
+    out=$(PYTHONPATH="${PYMOD:-$build/src/python}" "$python" "$here/scripts/bench_remove.py" \
       --master "${master[$build]}" --meta "${meta[$build]}" --keys "$keys" --tag "r$rep")
     echo "$build $out" | tee -a "$work/runs"
   done
