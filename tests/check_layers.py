@@ -14,7 +14,8 @@ include, when
   that does not exist (or one marked planned that does);
 - the map lets a module include one of the same or a higher layer;
 - a file of a module includes a header of another module that is not
-  listed in its "may include" column. A unit test (<thing>_test.cc) may also include any module of a lower
+  listed in its "may include" column. A unit test (<thing>_test.cc, or a header only
+  tests include, <thing>_testing.h) may also include any module of a lower
   layer, to run its module against an in-process peer (the client against
   the master core); the library code it tests may not.
 Usage: check_layers.py [SOURCE_ROOT]  (default: $MOONCAKE_SRC or this repo)
@@ -94,7 +95,7 @@ def check_includes(rows, src, errors):
                     if dep is None:
                         continue
                     checked += 1
-                    ok = (tests if name.endswith("_test.cc") else allowed)[module]
+                    ok = (tests if name.endswith(("_test.cc", "_testing.h")) else allowed)[module]
                     if dep != module and dep not in ok:
                         errors.append(
                             f"src/{rel}:{lineno}: includes \"{dep}/...\" but `{module}` "

@@ -8,10 +8,14 @@
 // straight from the store with a sealed read naming that seal: the store (or,
 // same-host, the client itself) serves the bytes only if no write touched
 // them since, else REPLICA_IS_GONE, and the get asks the master as before.
-// So a direct read returns the bytes of the version it cached or nothing;
-// what the TTL bounds is how long a version removed or replaced by ANOTHER
-// client, whose space was not reused, may still be read (this client's own
-// puts and removals forget their keys at once).
+// So a direct read returns the bytes of the version it cached or nothing.
+// A version removed, replaced or evicted by the master is retired on its
+// store before the master answers (masterd/retirer.h: the range counts as
+// written and takes no new seal until written again), so a direct read that
+// starts after that answer asks the master; the TTL bounds only what the
+// master could not retire (a store it could not reach) and the narrow case
+// of mooncake-protocol(7), Direct reads. This client's own puts and
+// removals forget their keys at once.
 //
 // Hits are counted per key and reach the master in batches (ReportAccesses),
 // so eviction still sees them. Thread-safe (one mutex).

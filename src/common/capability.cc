@@ -22,10 +22,15 @@ std::string SignCapability(std::string_view access_key, const CapabilityGrant& g
   return HmacSha256(access_key, msg);
 }
 
+namespace {
+// A retire changes what the store serves, so it is refused as a write.
+bool Writes(CapabilityOp op) { return op == CapabilityOp::kWrite || op == CapabilityOp::kRetire; }
+}  // namespace
+
 Status CheckGrantBounds(const CapabilityGrant& grant, CapabilityOp op, uint64_t offset,
                         uint64_t len, uint64_t now_unix_ms) {
-  ErrorCode code = op == CapabilityOp::kWrite ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ;
-  const std::string what = op == CapabilityOp::kWrite ? "write" : "read";
+  ErrorCode code = Writes(op) ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ;
+  const std::string what = op == CapabilityOp::kRetire ? "retire" : Writes(op) ? "write" : "read";
   if (grant.op != op) return Error(code, what + " with a grant for another operation");
   // Expired at expiry_unix_ms itself, so the grant's life is [signed, expiry).
   if (now_unix_ms >= grant.expiry_unix_ms) {
@@ -44,8 +49,8 @@ Status CheckCapability(std::string_view access_key, const CapabilityGrant& grant
                        std::string_view signature, CapabilityOp op, uint64_t offset,
                        uint64_t len, uint64_t now_unix_ms) {
   if (grant.op == op && !ConstantTimeEqual(SignCapability(access_key, grant), signature)) {
-    return Error(op == CapabilityOp::kWrite ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ,
-                 std::string(op == CapabilityOp::kWrite ? "write" : "read") +
+    return Error(Writes(op) ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ,
+                 std::string(Writes(op) ? "write" : "read") +
                      " without a valid grant from the master");
   }
   return CheckGrantBounds(grant, op, offset, len, now_unix_ms);

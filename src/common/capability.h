@@ -54,7 +54,9 @@ namespace mc {
 // because the store serves it only on a sealed read that names a seal
 // (transfer/write_epochs.h): bytes written since the seal are refused, so
 // freed and reused space is never read under it.
-enum class CapabilityOp : uint8_t { kWrite = 1, kRead = 2, kReadSealed = 3 };
+// kRetire: the master's own, for the data port's RETIRE of a range whose
+// object it removed or replaced (transfer/write_epochs.h).
+enum class CapabilityOp : uint8_t { kWrite = 1, kRead = 2, kReadSealed = 3, kRetire = 4 };
 
 struct CapabilityGrant {
   CapabilityOp op = CapabilityOp::kRead;

@@ -18,6 +18,7 @@
 #include "common/test_count.h"
 #include "common/test_seed.h"
 #include "dataserver/store_fixture.h"
+#include "transfer/retire_sender.h"
 #include "transfer/shm_transport.h"
 #include "transfer/tcp_transport.h"
 
@@ -96,6 +97,41 @@ TEST_CASE("a TCP sealed read keeps its seal until a TCP or shm write touches the
   op = SealedRead(st.endpoint, 65536, got, seal2, Sign(CapabilityOp::kReadSealed, 65536, 4096));
   CHECK(tcp.Batch({&op, 1}).code() == ErrorCode::REPLICA_IS_GONE);
   CHECK(st.server->stats().stale_reads == 2);
+}
+
+TEST_CASE("a RETIRE from the master makes a cached seal stale and no new one learnable") {
+  Store st = GrantedStore();
+  TcpTransport tcp;
+  const std::string v1(4096, 'a');
+  REQUIRE(tcp.Write(st.endpoint, 8192, v1.data(), v1.size(),
+                    Sign(CapabilityOp::kWrite, 8192, 4096)).ok());
+  std::string got(4096, '\0');
+  TransferOp op = SealedRead(st.endpoint, 8192, got, 0, Sign(CapabilityOp::kRead, 8192, 4096));
+  REQUIRE(tcp.Batch({&op, 1}).ok());
+  const uint64_t seal = op.seal;
+  REQUIRE(seal != 0);
+  RetireSender sender({});
+  // A grant for another op does not retire: the store refuses it.
+  RetireRange wrong{8192, 4096, Sign(CapabilityOp::kWrite, 8192, 4096)};
+  CHECK(sender.Retire(st.endpoint, {&wrong, 1}).code() == ErrorCode::INVALID_WRITE);
+  op = SealedRead(st.endpoint, 8192, got, seal, Sign(CapabilityOp::kReadSealed, 8192, 4096));
+  REQUIRE(tcp.Batch({&op, 1}).ok());
+  // The master's retire grant does, on the same connection.
+  RetireRange retire{8192, 4096, Sign(CapabilityOp::kRetire, 8192, 4096)};
+  REQUIRE(sender.Retire(st.endpoint, {&retire, 1}).ok());
+  CHECK(st.server->stats().retires == 1);
+  op = SealedRead(st.endpoint, 8192, got, seal, Sign(CapabilityOp::kReadSealed, 8192, 4096));
+  CHECK(tcp.Batch({&op, 1}).code() == ErrorCode::REPLICA_IS_GONE);
+  // A reader that got the location before the removal learns nothing now.
+  op = SealedRead(st.endpoint, 8192, got, 0, Sign(CapabilityOp::kRead, 8192, 4096));
+  REQUIRE(tcp.Batch({&op, 1}).ok());
+  CHECK(op.seal == 0);
+  // The next object written there is learnable again.
+  REQUIRE(tcp.Write(st.endpoint, 8192, v1.data(), v1.size(),
+                    Sign(CapabilityOp::kWrite, 8192, 4096)).ok());
+  op = SealedRead(st.endpoint, 8192, got, 0, Sign(CapabilityOp::kRead, 8192, 4096));
+  REQUIRE(tcp.Batch({&op, 1}).ok());
+  CHECK(op.seal != 0);
 }
 
 TEST_CASE("a sealed-read grant serves only sealed reads that name a seal") {

@@ -27,7 +27,7 @@ struct TcpDataServer::Counters {
   std::atomic<uint64_t> tls_failures{0};
   std::atomic<uint64_t> accepted{0}, refused{0}, served{0}, refused_requests{0},
       protocol_errors{0}, auth_failures{0}, bytes_written{0}, bytes_read{0},
-      rdma_connects{0}, sealed_reads{0}, stale_reads{0};
+      rdma_connects{0}, sealed_reads{0}, stale_reads{0}, retires{0};
 };
 
 namespace {
@@ -276,7 +276,7 @@ TcpDataServerStats TcpDataServer::stats() const {
   return {c.accepted.load(), c.refused.load(),         c.served.load(),
           c.refused_requests.load(), c.protocol_errors.load(), c.auth_failures.load(),
           c.bytes_written.load(), c.bytes_read.load(), c.tls_failures.load(),
-          c.rdma_connects.load(), c.sealed_reads.load(), c.stale_reads.load()};
+          c.rdma_connects.load(), c.sealed_reads.load(), c.stale_reads.load(), c.retires.load()};
 }
 
 void TcpDataServer::ReapFinished(bool all) {
@@ -528,6 +528,13 @@ bool TcpDataServer::Handle(ConnIo& io, uint64_t conn_id, const wire::Request& re
   if (bool alive = true; !PassFence(io, req, verdict.op, &pass, &alive)) return alive;
   // A null base is absolute addressing (the p2p transfer engine's): the
   // offset is the address, already checked against registered memory.
+  if (verdict.op == OpKind::kRetire) {
+    // No bytes move; no sealed read of the range's old object is served
+    // once this reply leaves (write_epochs.h).
+    if (options_.epochs.valid()) options_.epochs.Retire(req.offset, req.length);
+    counters_->retires.fetch_add(1);
+    return io.Reply(req.request_id, Status::Ok(), nullptr, 0).ok();
+  }
   uint8_t* range = base_ != nullptr ? base_ + req.offset : reinterpret_cast<uint8_t*>(req.offset);
   // Counters move before the reply so a client that saw the reply also sees them.
   if (is_write) {

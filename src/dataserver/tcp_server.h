@@ -80,6 +80,7 @@ struct TcpDataServerStats {
   uint64_t rdma_connects = 0;  // RDMA_CONNECT handshakes answered
   uint64_t sealed_reads = 0;   // READ_SEALED served
   uint64_t stale_reads = 0;    // READ_SEALED answered REPLICA_IS_GONE
+  uint64_t retires = 0;        // RETIREs served (the master's)
 };
 
 // Bound on log lines about refused requests (the rest are only counted).

@@ -107,6 +107,7 @@ MasterState::ObjectIt MasterState::InsertObject(std::string_view key) {
 }
 
 void MasterState::FreeBuffers(const ObjectRecord& rec, uint64_t* largest_hole) {
+  NoteStale(rec);
   const uint64_t* b = rec.buffers();
   for (uint32_t i = 0; i < rec.buffer_count; ++i) {
     Segment& seg = *segments_[BufferSegment(b[i])];

@@ -47,6 +47,7 @@
 #include "master/object_index.h"
 #include "master/object_record.h"
 #include "master/segment_allocator.h"
+#include "master/stale_ranges.h"
 #include "master/state_listener.h"
 #include "msg/messages.h"
 #include "msg/ops_messages.h"
@@ -77,6 +78,9 @@ struct Options {
   // The high half of every copy/move task id (the low half counts), so ids
   // of a restarted master differ from the old one's: the process picks it.
   uint64_t task_id_seed = 0;
+  // Collect the ranges of removed and replaced objects for TakeStaleRanges
+  // (the master process retires them on the stores; see stale_ranges.h).
+  bool track_stale_ranges = false;
 };
 
 struct TickReport {
@@ -190,6 +194,15 @@ class MasterState {
 
   TickReport Tick(uint64_t now_us);
 
+  // master_state_stale.cc: the ranges of the complete objects removed,
+  // replaced or evicted (by Remove, RemoveAll, an upsert's end, eviction, a
+  // cleared or moved replica, a lost one on a segment that stays) since the
+  // last call, while options.track_stale_ranges. The master process retires
+  // them on their stores before it answers anything that could hand their
+  // space out again or acknowledge their removal.
+  std::vector<StaleRange> TakeStaleRanges();
+  void set_track_stale_ranges(bool on) { options_.track_stale_ranges = on; }
+
   // ---- master_state_tier.cc: offload to the stores' disk tiers ----
   struct OffloadVictim {
     std::string key;
@@ -286,6 +299,9 @@ class MasterState {
   ObjectIt InsertObject(std::string_view key);
   void EraseObject(ObjectIt it, RemoveReason reason, bool notify);
   void FreeBuffers(const ObjectRecord& rec, uint64_t* largest_hole);
+  // master_state_stale.cc: `rec`'s buffers, or one of them, leave it.
+  void NoteStale(const ObjectRecord& rec);
+  void NoteStale(uint32_t segment, uint64_t offset, uint64_t size_bytes);
   uint32_t Stripes(uint64_t size_bytes) const;
   uint64_t BufferSize(const ObjectRecord& rec, uint32_t index) const;
   std::vector<msg::ReplicaDesc> DescribeReplicas(const ObjectRecord& rec) const;
@@ -447,6 +463,7 @@ class MasterState {
 
   std::unordered_map<uint32_t, std::unique_ptr<Pending>> pending_upserts_;  // by slot
   std::vector<Retired> retired_;  // min-heap by free_at_us
+  StaleRanges stale_;             // see TakeStaleRanges
   uint64_t retired_bytes_ = 0;
   std::map<msg::TaskId, std::unique_ptr<Task>> tasks_;
   uint64_t next_task_ = 0;

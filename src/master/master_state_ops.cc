@@ -41,6 +41,7 @@ void MasterState::RetireBuffers(const ObjectRecord& rec, uint64_t free_at_us, ui
     const uint32_t seg = BufferSegment(b[i]);
     if (dropping != nullptr && (*dropping)[seg]) continue;  // leaves with its segment
     const uint64_t size = BufferSize(rec, i);
+    NoteStale(seg, BufferOffset(b[i]), size);
     if (free_at_us <= now_us) {
       segments_[seg]->allocator.Free(BufferOffset(b[i]), size);
       allocated_bytes_ -= SegmentAllocator::AlignUp(size);

@@ -228,6 +228,7 @@ void MasterState::DropReplicasOn(ObjectIt it, const std::vector<bool>& dropping,
       if (!lost) {
         kept.push_back(b[i]);
       } else if (segments_stay || !dropping[BufferSegment(b[i])]) {  // a stripe that stays
+        NoteStale(BufferSegment(b[i]), BufferOffset(b[i]), BufferSize(rec, i));
         segments_[BufferSegment(b[i])]->allocator.Free(BufferOffset(b[i]), BufferSize(rec, i));
         allocated_bytes_ -= SegmentAllocator::AlignUp(BufferSize(rec, i));
       }

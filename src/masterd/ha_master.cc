@@ -14,6 +14,7 @@
 #include "masterd/ha_log.h"
 #include "masterd/ha_status.h"
 #include "masterd/prometheus.h"
+#include "masterd/retirer.h"
 #include "masterd/rpc_glue.h"
 #include "masterd/service.h"
 #include "tls/tls_setup.h"
@@ -321,6 +322,12 @@ int RunHaMaster(const Config& config) {
   HaLog halog(*ctx->writer_kv, ctx->keys, SystemClock::Instance(),
               {.snapshot_every_entries = config.ha.snapshot_every});
   MasterService service(config.master, SystemClock::Instance(), &halog);
+  auto retirer = MakeRetirer(config);  // removals retired on the stores (retirer.h)
+  if (!retirer.ok()) {
+    std::fprintf(stderr, "mooncake master: error: %s\n", retirer.status().message().c_str());
+    return 2;
+  }
+  service.SetRetirer(retirer->get());
   HaNode node(halog);
   AdminHttp admin(service, nullptr, config.cluster.auth_token, HttpServerTls(*tls));
   admin.SetHa(&node);

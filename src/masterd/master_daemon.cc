@@ -15,6 +15,7 @@
 #include "masterd/admin_http.h"
 #include "masterd/ha_master.h"
 #include "masterd/journal.h"
+#include "masterd/retirer.h"
 #include "masterd/rpc_glue.h"
 #include "masterd/service.h"
 #include "masterd/tier_admin.h"
@@ -110,6 +111,12 @@ int RunMaster(const Config& config) {
     return 1;
   }
   MasterService service(mc, SystemClock::Instance(), journal->get());
+  auto retirer = MakeRetirer(config);
+  if (!retirer.ok()) {
+    std::fprintf(stderr, "mooncake master: error: %s\n", retirer.status().message().c_str());
+    return 2;
+  }
+  service.SetRetirer(retirer->get());
   if (*journal) {
     if (Status st = LoadState(**journal, service); !st.ok()) {
       std::fprintf(stderr, "mooncake master: refusing to start: %s\n", st.ToString().c_str());

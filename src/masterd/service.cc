@@ -136,20 +136,22 @@ Result<msg::PingReply> MasterService::Ping(const msg::PingRequest& req) {
 
 Result<msg::PutStartReply> MasterService::PutStart(const msg::PutStartRequest& req) {
   ++t_private_ops;
-  std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
-  if (TierHas(req.key))
-    return Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key '" + req.key + "' exists (on disk)");
-  if (TierHolds(req.size_bytes * req.options.replicas, clock_.NowUs()))
-    return Error(ErrorCode::REPLICA_IS_NOT_READY, "held for offloads");  // parked: not sent
-  auto r = state_->PutStart(req, clock_.NowUs());
-  if (r.ok()) SignAll(&r->replicas, true, wall_ms);
-  return r;
+  // Space it hands out (evicted, or freed by a removal) is retired first.
+  return Retiring([&]() -> Result<msg::PutStartReply> {
+    const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
+    if (TierHas(req.key))
+      return Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key '" + req.key + "' exists (on disk)");
+    if (TierHolds(req.size_bytes * req.options.replicas, clock_.NowUs()))
+      return Error(ErrorCode::REPLICA_IS_NOT_READY, "held for offloads");  // parked: not sent
+    auto r = state_->PutStart(req, clock_.NowUs());
+    if (r.ok()) SignAll(&r->replicas, true, wall_ms);
+    return r;
+  });
 }
 
 Status MasterService::PutEnd(const msg::KeyRequest& req) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return state_->PutEnd(req, clock_.NowUs());
+  // An upsert's end replaces the old version: retired before the reply.
+  return Retiring([&] { return state_->PutEnd(req, clock_.NowUs()); });
 }
 
 Status MasterService::PutRevoke(const msg::KeyRequest& req) {
@@ -178,8 +180,7 @@ Result<bool> MasterService::ExistKey(const msg::KeyRequest& req) {
   return r;
 }
 
-Status MasterService::Remove(const msg::RemoveRequest& req) {
-  std::lock_guard<std::mutex> lock(mu_);
+Status MasterService::RemoveLocked(const msg::RemoveRequest& req) {
   Status st = state_->Remove(req, clock_.NowUs());
   if (st.ok() || st.code() == ErrorCode::OBJECT_NOT_FOUND) {
     if (TierForget(req.key)) return Status::Ok();
@@ -187,18 +188,20 @@ Status MasterService::Remove(const msg::RemoveRequest& req) {
   return st;
 }
 
+Status MasterService::Remove(const msg::RemoveRequest& req) {
+  return Retiring([&] { return RemoveLocked(req); });
+}
+
 Result<msg::RemoveAllReply> MasterService::RemoveAll(const proto::Empty&) {
-  std::lock_guard<std::mutex> lock(mu_);
-  msg::RemoveAllReply r = state_->RemoveAll(clock_.NowUs());
-  r.removed += TierForgetAll();
-  return r;
+  return RemoveAllEx({});
 }
 
 Result<msg::RemoveAllReply> MasterService::RemoveAllEx(const msg::RemoveAllRequest& req) {
-  std::lock_guard<std::mutex> lock(mu_);
-  msg::RemoveAllReply r = state_->RemoveAll(clock_.NowUs(), req.force);
-  r.removed += TierForgetAll();
-  return r;
+  return Retiring([&] {
+    msg::RemoveAllReply r = state_->RemoveAll(clock_.NowUs(), req.force);
+    r.removed += TierForgetAll();
+    return Result<msg::RemoveAllReply>(r);
+  });
 }
 
 Result<msg::ListKeysReply> MasterService::ListKeys(const msg::ListKeysRequest& req) {
@@ -213,29 +216,30 @@ Result<msg::ClusterStatusReply> MasterService::ClusterStatus(const proto::Empty&
 Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> MasterService::BatchPutStart(
     const msg::Batch<msg::PutStartRequest>& req) {
   ++t_private_ops;
-  std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
-  uint64_t need_bytes = 0;
-  for (const msg::PutStartRequest& p : req) need_bytes += p.size_bytes * p.options.replicas;
-  if (TierHolds(need_bytes, clock_.NowUs()))
-    return Error(ErrorCode::REPLICA_IS_NOT_READY, "held for offloads");  // parked: not sent
-  auto r = state_->BatchPutStart(req, clock_.NowUs());
-  if (r.ok()) {
-    for (size_t i = 0; i < r->size(); ++i) {
-      auto& item = (*r)[i];
-      if (item.status.ok() && TierHas(req[i].key)) {  // exists on disk: undo this one
-        (void)state_->PutRevoke({req[i].client, req[i].key}, clock_.NowUs());
-        item = {Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key '" + req[i].key + "' exists (on disk)"), {}};
+  // Space it hands out (evicted, or freed by a removal) is retired first.
+  return Retiring([&]() -> Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> {
+    const uint64_t wall_ms = clock_.UnixMs();  // before the lease starts
+    uint64_t need_bytes = 0;
+    for (const msg::PutStartRequest& p : req) need_bytes += p.size_bytes * p.options.replicas;
+    if (TierHolds(need_bytes, clock_.NowUs()))
+      return Error(ErrorCode::REPLICA_IS_NOT_READY, "held for offloads");  // parked: not sent
+    auto r = state_->BatchPutStart(req, clock_.NowUs());
+    if (r.ok()) {
+      for (size_t i = 0; i < r->size(); ++i) {
+        auto& item = (*r)[i];
+        if (item.status.ok() && TierHas(req[i].key)) {  // exists on disk: undo this one
+          (void)state_->PutRevoke({req[i].client, req[i].key}, clock_.NowUs());
+          item = {Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key '" + req[i].key + "' exists (on disk)"), {}};
+        }
+        if (item.status.ok()) SignAll(&item.value.replicas, true, wall_ms);
       }
-      if (item.status.ok()) SignAll(&item.value.replicas, true, wall_ms);
     }
-  }
-  return r;
+    return r;
+  });
 }
 
 Result<msg::Batch<Status>> MasterService::BatchPutEnd(const msg::Batch<msg::KeyRequest>& req) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return state_->BatchPutEnd(req, clock_.NowUs());
+  return Retiring([&] { return state_->BatchPutEnd(req, clock_.NowUs()); });
 }
 
 Result<msg::Batch<Status>> MasterService::BatchPutRevoke(
@@ -284,7 +288,10 @@ Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> MasterService::BatchPutSt
 }
 
 Result<msg::Batch<Status>> MasterService::BatchRemove(const msg::Batch<msg::RemoveRequest>& req) {
-  return rpc::EachItem(req, [&](const msg::RemoveRequest& r) { return Remove(r); });
+  // One wait for the whole batch's retires.
+  return Retiring([&] {
+    return rpc::EachItem(req, [&](const msg::RemoveRequest& r) { return RemoveLocked(r); });
+  });
 }
 
 Status MasterService::ReleaseLeases(const msg::Batch<msg::KeyRequest>& req) {
@@ -321,6 +328,7 @@ master::TickReport MasterService::Tick() {
   const uint64_t now_us = clock_.NowUs();
   master::TickReport r = state_->Tick(now_us);
   TierTick(now_us);
+  (void)RetireLocked();  // expired leases' forced removals etc.; nobody waits
   if (r.unmounted_segments > 0) {
     // Forget keys of segments that are gone, so a stale capability cannot be
     // minted for a name a new store reuses.

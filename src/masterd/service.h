@@ -134,6 +134,11 @@ class MasterService final : public rpc::Handler {
   // stores that re-attach keep verifying.
   void AdoptLoadedSegments();
 
+  // From now on, removed and replaced objects are retired on their stores
+  // before the operation that removed them is answered (retirer.h). Null
+  // (the default): nothing is retired. `retirer` must outlive this.
+  void SetRetirer(class Retirer* retirer);
+
   // The term every grant is signed with from now on (the HA leader's, set
   // before its RPC port opens; 0 without HA). See common/capability.h.
   void SetGrantTerm(uint64_t term) { grant_term_.store(term, std::memory_order_release); }
@@ -150,6 +155,25 @@ class MasterService final : public rpc::Handler {
   void Sign(msg::ReplicaDesc* replica, bool write, uint64_t now_wall_ms);
   // `wall_before_ms`: wall time read before the state machine's `now`.
   void SignAll(std::vector<msg::ReplicaDesc>* replicas, bool write, uint64_t wall_before_ms);
+  Status RemoveLocked(const msg::RemoveRequest& req);
+  // service_retire.cc. Under mu_: hands the state's stale ranges, signed, to
+  // the retirer; returns the ticket to await (0 without a retirer).
+  uint64_t RetireLocked();
+  // Without mu_: waits (bounded) until the ranges up to `ticket` were retired.
+  void AwaitRetired(uint64_t ticket);
+  // Runs `fn` under mu_, then waits for the retires of what it removed.
+  template <typename Fn>
+  auto Retiring(Fn&& fn) {
+    uint64_t ticket = 0;
+    auto r = [&] {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto out = fn();
+      ticket = RetireLocked();
+      return out;
+    }();
+    AwaitRetired(ticket);
+    return r;
+  }
 
   // service_tier.cc: the hooks of the disk tier in the operations above
   // (no-ops without one). A read that missed memory, a read that hit it.
@@ -185,6 +209,7 @@ class MasterService final : public rpc::Handler {
   };
   std::map<std::string, SegmentKey, std::less<>> segment_keys_;  // under mu_
   std::atomic<uint64_t> grant_term_{0};
+  std::atomic<class Retirer*> retirer_{nullptr};  // set before serving
   mutable std::mutex transfers_mu_;  // guards transfers_ (never held with mu_)
   TransferTotals transfers_{};
 };

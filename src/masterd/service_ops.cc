@@ -21,16 +21,18 @@ Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> MasterService::BatchUpser
   msg::Batch<msg::PutStartRequest> plain;
   plain.reserve(req.size());
   for (const auto& r : req) plain.push_back(r.start);
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& r : plain) TierForget(r.key);  // a disk copy would be stale
-  const uint64_t wall_ms = clock_.UnixMs();  // before the put's deadline starts
-  auto r = state_->BatchUpsertStart(plain, clock_.NowUs());
-  if (r.ok()) {
-    for (auto& item : *r) {
-      if (item.status.ok()) SignAll(&item.value.replicas, true, wall_ms);
+  // Space it hands out (evicted, or freed by a removal) is retired first.
+  return Retiring([&] {
+    for (const auto& r : plain) TierForget(r.key);  // a disk copy would be stale
+    const uint64_t wall_ms = clock_.UnixMs();  // before the put's deadline starts
+    auto r = state_->BatchUpsertStart(plain, clock_.NowUs());
+    if (r.ok()) {
+      for (auto& item : *r) {
+        if (item.status.ok()) SignAll(&item.value.replicas, true, wall_ms);
+      }
     }
-  }
-  return r;
+    return r;
+  });
 }
 
 Result<msg::TaskId> MasterService::CreateCopyTask(const msg::CreateCopyTaskRequest& req) {
@@ -53,31 +55,32 @@ Result<msg::TaskInfo> MasterService::QueryTask(const msg::TaskRequest& req) {
 }
 
 Result<msg::TaskStartReply> MasterService::TaskStart(const msg::TaskRequest& req) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t wall_ms = clock_.UnixMs();  // before the lease and deadline start
-  auto r = state_->TaskStart(req, clock_.NowUs());
-  if (r.ok()) {
-    Sign(&r->source, false, wall_ms);
-    SignAll(&r->targets, true, wall_ms);
-  }
-  return r;
+  return Retiring([&] {  // its targets' space is retired first, as a put's
+    const uint64_t wall_ms = clock_.UnixMs();  // before the lease and deadline start
+    auto r = state_->TaskStart(req, clock_.NowUs());
+    if (r.ok()) {
+      Sign(&r->source, false, wall_ms);
+      SignAll(&r->targets, true, wall_ms);
+    }
+    return r;
+  });
 }
 
 Status MasterService::TaskEnd(const msg::TaskEndRequest& req) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return state_->TaskEnd(req, clock_.NowUs());
+  // A move's source replica goes: retired before the reply.
+  return Retiring([&] { return state_->TaskEnd(req, clock_.NowUs()); });
 }
 
 Result<msg::ReplicaClearReply> MasterService::BatchReplicaClear(
     const msg::ReplicaClearRequest& req) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return state_->BatchReplicaClear(req, clock_.NowUs());
+  return Retiring([&] {
+    return Result<msg::ReplicaClearReply>(state_->BatchReplicaClear(req, clock_.NowUs()));
+  });
 }
 
 Result<msg::RemoveByRegexReply> MasterService::RemoveByRegex(
     const msg::RemoveByRegexRequest& req) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return state_->RemoveByRegex(req, clock_.NowUs());
+  return Retiring([&] { return state_->RemoveByRegex(req, clock_.NowUs()); });
 }
 
 }  // namespace mc::masterd

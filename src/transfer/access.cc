@@ -9,8 +9,9 @@ namespace mc::transfer {
 namespace {
 
 CapabilityGrant ToCapability(OpKind op, uint64_t incarnation, const Grant& g) {
-  const CapabilityOp cap = op == OpKind::kWrite ? CapabilityOp::kWrite
-                          : g.sealed_only      ? CapabilityOp::kReadSealed
+  const CapabilityOp cap = op == OpKind::kWrite    ? CapabilityOp::kWrite
+                          : op == OpKind::kRetire ? CapabilityOp::kRetire
+                          : g.sealed_only         ? CapabilityOp::kReadSealed
                                                : CapabilityOp::kRead;
   return {cap, incarnation, g.offset, g.size_bytes, g.expiry_unix_ms, g.term};
 }
@@ -54,7 +55,7 @@ AccessCheck GrantBoundsCheck(NowUnixMsFn now) {
   return [now = std::move(now)](OpKind op, uint64_t offset, uint64_t len,
                                 const Grant& grant) -> Status {
     if (grant.signature.empty()) {
-      return Error(op == OpKind::kWrite ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ,
+      return Error(op != OpKind::kRead ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ,
                    std::string(OpKindName(op)) + " without a grant from the master");
     }
     CapabilityGrant g = ToCapability(op, 0, grant);
@@ -66,20 +67,21 @@ RequestVerdict ScreenRequest(const wire::Request& req, uint64_t segment_bytes,
                              uint64_t max_frame_bytes, const AccessCheck& check) {
   const bool is_write = req.op == static_cast<uint16_t>(wire::Op::kWrite);
   const bool is_read = req.op == static_cast<uint16_t>(wire::Op::kRead);
+  const bool is_retire = req.op == static_cast<uint16_t>(wire::Op::kRetire);
   RequestVerdict v;
-  if (!is_write && !is_read) {
+  if (!is_write && !is_read && !is_retire) {
     v.status = Error(ErrorCode::PROTOCOL_ERROR, "unknown op " + std::to_string(req.op));
     return v;
   }
-  v.op = is_write ? OpKind::kWrite : OpKind::kRead;
-  if (req.length > max_frame_bytes) {
+  v.op = is_write ? OpKind::kWrite : is_read ? OpKind::kRead : OpKind::kRetire;
+  if (req.length > max_frame_bytes && !is_retire) {  // a RETIRE carries no bytes
     v.status = Error(ErrorCode::PROTOCOL_ERROR, "frame length " + std::to_string(req.length) +
                                                     " exceeds " + std::to_string(max_frame_bytes));
     return v;
   }
   v.action = RequestVerdict::Action::kRefuse;
   if (req.offset > segment_bytes || req.length > segment_bytes - req.offset) {
-    v.status = Error(is_write ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ,
+    v.status = Error(!is_read ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ,
                      "range at offset " + std::to_string(req.offset) + " length " +
                          std::to_string(req.length) + " is outside the segment of " +
                          std::to_string(segment_bytes) + " bytes");

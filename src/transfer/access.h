@@ -60,8 +60,8 @@ AccessCheck GrantBoundsCheck(NowUnixMsFn now);
 // What the store's data port (TcpDataServer) does with one request header
 // before any payload moves. No I/O, so unit tests and
 // tests/fuzz/data_wire_fuzz drive it with any bytes:
-//   kClose:  malformed (an op other than WRITE or READ, or a length above
-//            max_frame_bytes; PROTOCOL_ERROR): answer `status` and close;
+//   kClose:  malformed (an op other than WRITE, READ or RETIRE, or a length
+//            above max_frame_bytes on a WRITE or READ; PROTOCOL_ERROR): answer `status` and close;
 //   kRefuse: outside the segment of `segment_bytes` or refused by `check`
 //            (INVALID_WRITE / INVALID_READ): answer `status`, drain a
 //            WRITE's payload, keep serving;

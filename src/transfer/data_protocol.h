@@ -37,6 +37,13 @@
 //               that name a seal. A store whose segment RDMA peers may write
 //               (no trustworthy epochs) answers seal 0 without an expected
 //               seal and NOT_SUPPORTED with one.
+//   op 7 RETIRE: no payload; the master's (grant op byte 4): the object in
+//               [offset, offset + length) was removed or replaced, so the
+//               store counts the range as written and marks its regions
+//               retired (write_epochs.h) before it answers (reply length 0):
+//               no sealed read names a seal of it afterwards, and none can
+//               learn one until new bytes fill the region. A store without
+//               epochs answers OK (it serves no sealed read that names a seal).
 // The grant is the transfer capability the master signed for the buffer
 // being moved (common/capability.h): grant_mac = HMAC-SHA256(segment access
 // key, "mooncake-cap-v2" || u8 op || u64 incarnation || u64 grant_offset ||
@@ -94,6 +101,7 @@ enum class Op : uint16_t {
   kRdmaDescribe = 4,
   kRdmaConnect = 5,
   kReadSealed = 6,
+  kRetire = 7,
 };
 inline constexpr size_t kSealBytes = 8;
 inline constexpr size_t kMaxRdmaConnectBytes = 1024;

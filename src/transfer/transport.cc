@@ -6,6 +6,7 @@ std::string_view OpKindName(OpKind kind) {
   switch (kind) {
     case OpKind::kWrite: return "WRITE";
     case OpKind::kRead: return "READ";
+    case OpKind::kRetire: return "RETIRE";
   }
   return "UNKNOWN";
 }

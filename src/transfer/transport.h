@@ -32,7 +32,9 @@ struct Endpoint {
   std::string shm_path;  // shm: Segment::shm_path() of a same-host store
 };
 
-enum class OpKind : uint16_t { kWrite = 1, kRead = 2 };
+// kRetire moves no bytes: it retires the range on the store (the master's,
+// see write_epochs.h); `buffer` is unused.
+enum class OpKind : uint16_t { kWrite = 1, kRead = 2, kRetire = 3 };
 
 std::string_view OpKindName(OpKind kind);
 

@@ -20,10 +20,23 @@ void WriteEpochs::BeginWrite(uint64_t offset, uint64_t len) {
   assert(offset + len <= data_bytes_);
   const Span s = Regions(offset, len);
   for (uint64_t i = s.first; i < s.end; ++i) {
-    words_[i].fetch_add(1 + kInFlightOne, std::memory_order_seq_cst);
+    const uint64_t was = words_[i].fetch_add(1 + kInFlightOne, std::memory_order_seq_cst);
+    // Space is written only once the master handed it out again, after
+    // its retire: the region's next seals are the new object's.
+    if ((was & kRetiredBit) != 0) words_[i].fetch_and(~kRetiredBit, std::memory_order_seq_cst);
   }
   // The counts must be visible before any byte of the write (seqlock writer).
   std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void WriteEpochs::Retire(uint64_t offset, uint64_t len) {
+  assert(offset + len <= data_bytes_);
+  const Span s = Regions(offset, len);
+  for (uint64_t i = s.first; i < s.end; ++i) {
+    // Marked first: a reader between the two sees a retired region.
+    words_[i].fetch_or(kRetiredBit, std::memory_order_seq_cst);
+    words_[i].fetch_add(1, std::memory_order_seq_cst);
+  }
 }
 
 void WriteEpochs::EndWrite(uint64_t offset, uint64_t len) {
@@ -42,7 +55,7 @@ uint64_t WriteEpochs::Seal(uint64_t offset, uint64_t len) const {
   uint64_t sum = 1;
   for (uint64_t i = s.first; i < s.end; ++i) {
     const uint64_t w = words_[i].load(std::memory_order_acquire);
-    if (w >= kInFlightOne) return 0;
+    if (w >= kRetiredBit) return 0;  // a write in flight, or retired
     sum += w & kStartedMask;
   }
   return sum == 0 ? 1 : sum;

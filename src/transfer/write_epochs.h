@@ -17,7 +17,21 @@
 // neighbour in a shared region is rewritten: the reader then asks the master,
 // as it would have without the cache.
 //
-// Word layout: low 40 bits started writes, high 24 bits writes in flight.
+// Retired ranges (issue 33, gap A): when the master removes or replaces an
+// object it retires the object's range on the store before it acknowledges
+// (the data port's RETIRE). A retire counts as a write (every seal of the
+// range changes) and marks its regions retired: while a region is retired no
+// seal of it can be taken (Seal answers 0), so a reader that got the
+// location from the master before the removal but reads after the retire
+// cannot learn it. The next write into a region clears its mark: the
+// master hands space out again only after its retire (masterd/retirer.h).
+// What that leaves open: a reader holding a lease on a removed object (its
+// bytes stay while the lease lives) whose first read comes after both the
+// retire and a write of a neighbour into one of its 4 KiB regions learns a
+// seal of the removed version (mooncake-protocol(7), Direct reads).
+//
+// Word layout: low 39 bits started writes, bit 39 retired, high 24 bits
+// writes in flight.
 // The table lives in the segment's shared mapping, after the data, so every
 // process that maps the segment shares it (segment.h). Thread-safe and
 // process-safe: only atomic operations on the words.
@@ -33,7 +47,8 @@ class WriteEpochs {
   static constexpr uint32_t kRegionShift = 12;
   static constexpr uint64_t kRegionBytes = 1ull << kRegionShift;
   static constexpr uint64_t kInFlightOne = 1ull << 40;
-  static constexpr uint64_t kStartedMask = kInFlightOne - 1;
+  static constexpr uint64_t kRetiredBit = 1ull << 39;
+  static constexpr uint64_t kStartedMask = kRetiredBit - 1;
 
   // Words a table for `data_bytes` of segment needs.
   static uint64_t Words(uint64_t data_bytes) {
@@ -50,9 +65,12 @@ class WriteEpochs {
   void BeginWrite(uint64_t offset, uint64_t len);
   // After its last byte landed.
   void EndWrite(uint64_t offset, uint64_t len);
+  // The object in [offset, offset + len) is gone: counts as a write and
+  // marks its regions retired (see above).
+  void Retire(uint64_t offset, uint64_t len);
 
   // The seal of [offset, offset + len): never 0, except 0 while a write is in
-  // flight in one of its regions.
+  // flight in one of its regions or one of them is retired.
   uint64_t Seal(uint64_t offset, uint64_t len) const;
 
   // Copies [offset, offset + len) of `base` (the segment) to `dst` and

@@ -129,3 +129,19 @@ TEST_CASE("racing writers never let a sealed read return bytes of another versio
   CHECK(mismatches == 0);
   CHECK(accepted > 0);
 }
+
+TEST_CASE("a retired range changes its seal and takes no new one until a write lands in it") {
+  Table t(64 << 10);
+  const uint64_t s = t.epochs.Seal(4096, 8192);
+  REQUIRE(s != 0);
+  t.epochs.Retire(4096, 6000);  // regions 1 and 2
+  uint8_t buf[64];
+  CHECK(t.epochs.SealedCopy(t.data.data(), 4096, sizeof buf, buf, s) == 0);  // stale
+  CHECK(t.epochs.Seal(4096, 8192) == 0);  // cannot be learnt
+  CHECK(t.epochs.Seal(0, 4096) != 0);     // its neighbours can
+  { EpochWrite w(t.epochs, 4096, 100); }  // the space given out again: region 1
+  CHECK(t.epochs.Seal(4096, 4096) != 0);
+  CHECK(t.epochs.Seal(8192, 100) == 0);  // region 2 not written yet
+  { EpochWrite w(t.epochs, 8192 + 200, 64); }
+  CHECK(t.epochs.Seal(4096, 8192) != 0);
+}

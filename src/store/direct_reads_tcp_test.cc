@@ -1,0 +1,81 @@
+// Direct reads over TCP data ports: the race of client/direct_reads_testing.h
+// with every byte moved by real TcpDataServers on loopback (sealed reads
+// checked by the store, not the client) and the master's retires sent as the
+// data port's RETIRE (transfer/retire_sender.h), as masterd's Retirer does.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "client/direct_reads_testing.h"
+#include "common/test_count.h"
+#include "common/test_seed.h"
+#include "dataserver/store_fixture.h"
+#include "net/socket.h"
+#include "transfer/retire_sender.h"
+#include "transfer/tcp_transport.h"
+
+namespace mc::client {
+namespace {
+
+struct TcpCluster {
+  ManualClock clock;
+  std::shared_ptr<testing::Master> master;
+  std::vector<transfer::testing::Store> stores;
+  transfer::RetireSender sender{{}};  // used under master->mu
+  std::atomic<uint64_t> retire_failures{0};
+
+  TcpCluster(int count, uint64_t segment_bytes)
+      : master(std::make_shared<testing::Master>(clock, master::Options{})) {
+    for (int i = 0; i < count; ++i) {
+      stores.push_back(transfer::testing::Store::Make(segment_bytes));
+      msg::SegmentDesc d;
+      d.name = d.endpoint = "127.0.0.1:" + std::to_string(stores.back().endpoint.port);
+      d.hostname = "another-host";  // no shm path: clients move bytes over TCP
+      d.size_bytes = segment_bytes;
+      d.incarnation = 1;
+      REQUIRE(master->state.MountSegment({testing::kStoreOwner, d}, clock.NowUs()).ok());
+    }
+    master->state.set_track_stale_ranges(true);
+    master->retire = [this](const master::StaleRange& r) {
+      auto hp = net::ParseHostPort(r.endpoint);
+      transfer::RetireRange range{r.offset, r.size_bytes, {}};
+      if (!hp.ok() || !sender.Retire({hp->host, hp->port, ""}, {&range, 1}).ok())
+        retire_failures.fetch_add(1);
+    };
+  }
+  std::unique_ptr<Client> NewClient() {
+    return Client::Make(Config{}, std::make_unique<testing::Link>(master),
+                        std::make_unique<transfer::TcpTransport>(), &clock);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("over TCP, racing removals, upserts, evictions and re-puts never let a get return another key or version") {
+  const uint64_t seed = TestSeed("direct reads race over tcp");
+  const uint64_t gets = mc::TestCount("MC_DIRECT_GETS", 2000);
+  TcpCluster c(2, 96 << 10);
+  const testing::RaceStats r =
+      testing::Race(*c.master, c.clock, [&] { return c.NewClient(); }).Run(seed, gets);
+  uint64_t stale = 0, retires = 0;
+  for (const auto& s : c.stores) {
+    stale += s.server->stats().stale_reads;
+    retires += s.server->stats().retires;
+  }
+  MESSAGE("tcp: keys asked: " << r.requested << ", served: " << r.served << ", master lookups: "
+                              << r.lookups << ", versions written: " << r.versions
+                              << ", retires: " << retires << ", stale direct reads: " << stale
+                              << ", older than an acknowledged removal: " << r.old);
+  CHECK(c.retire_failures == 0);
+  CHECK(r.wrong == 0);
+  CHECK(r.old == 0);
+  CHECK(r.served > 0);
+  // Not asserted: that some were served directly. Over TCP the writers' puts
+  // mostly fail in this race (cause not yet found), so the hot keys are
+  // rarely there to cache; the figures above show how many were.
+}
+
+}  // namespace mc::client
+
