@@ -6,9 +6,12 @@
 
 Prints its setup, then
   1. small-object put throughput (mooncake bench --op put, 4 KiB values):
-     a single master with its SQLite journal (fsync everysec, the default)
-     beside an HA group (three-member etcd, two masters), same machine, same
-     run;
+     a single master with its SQLite journal, fsync everysec (the default)
+     and fsync always, beside an HA group (three-member etcd, two masters;
+     etcd 3.4 fsyncs its WAL on every commit, on each member, and has no
+     switch to stop it), same machine, same run; then where the HA commit
+     time goes: the leader's queue wait and etcd txn time (its /metrics),
+     etcd's WAL fsync and backend commit times (the members' /metrics);
   2. failover time: kill -9 of the leader to the first successful put (a
      fresh `mooncake put` in a loop, through etcd://), over --cycles cycles,
      p50 and p99;
@@ -27,7 +30,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "e2e"))
-from harness import free_port, run, start, stop, tempdir, wait_http, wait_until  # noqa: E402
+from harness import free_port, http, run, start, stop, tempdir, wait_http, wait_until  # noqa: E402
 from ha_cluster import Etcd, HaGroup  # noqa: E402
 from cluster import Cluster  # noqa: E402
 
@@ -43,7 +46,7 @@ ap.add_argument("--parts", default="throughput,failover,size",
 args = ap.parse_args()
 parts = set(args.parts.split(","))
 
-print(f"bench_ha: {os.cpu_count()} cpus; etcd 3 members on loopback; HA lease {args.ttl} s; "
+print(f"bench_ha: {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}; etcd 3 members on loopback; HA lease {args.ttl} s; "
       f"puts of 4 KiB by {args.threads} threads for {args.seconds} s; {args.cycles} failover "
       f"cycles; snapshot every {args.snapshot_every} entries")
 sys.stdout.flush()
@@ -61,12 +64,78 @@ def bench_put(env, seconds, label):
     return res["ops_per_s"], res["latency_us"]["p50"], res["latency_us"]["p99"]
 
 
-# ---- 1. throughput: single durable master vs HA ----
-s_ops = s_p50 = s_p99 = 0.0
+def load():
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def prom(text, names):
+    """Sums of the Prometheus samples named in `names` (labels ignored)."""
+    out = dict.fromkeys(names, 0.0)
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        name = line.split("{")[0].split()[0]
+        if name in out:
+            out[name] += float(line.split()[-1])
+    return out
+
+
+ETCD_METRICS = ["etcd_disk_wal_fsync_duration_seconds_sum",
+                "etcd_disk_wal_fsync_duration_seconds_count",
+                "etcd_disk_backend_commit_duration_seconds_sum",
+                "etcd_disk_backend_commit_duration_seconds_count",
+                "etcd_server_proposals_committed_total"]
+HA_METRICS = ["master_ha_log_entries_total", "master_ha_log_records_total",
+              "master_ha_commit_seconds_total", "master_ha_queue_wait_seconds_total",
+              "master_ha_encode_seconds_total", "master_ha_entries_in_flight_max"]
+
+
+def etcd_metrics(etcd):
+    """Per member, the etcd metrics above."""
+    out = []
+    for port in etcd.client_ports:
+        try:
+            out.append(prom(http("GET", f"http://127.0.0.1:{port}/metrics", timeout=5)[1].decode(),
+                            ETCD_METRICS))
+        except OSError:
+            out.append(dict.fromkeys(ETCD_METRICS, 0.0))
+    return out
+
+
+def ha_metrics(group):
+    leader = group.leader(10)
+    return prom(group.admin(leader, "/metrics")[1].decode(), HA_METRICS) if leader is not None \
+        else dict.fromkeys(HA_METRICS, 0.0)
+
+
+def where_the_time_goes(ha0, ha1, etcd0, etcd1):
+    d = {k: ha1[k] - ha0[k] for k in HA_METRICS}
+    entries = max(d["master_ha_log_entries_total"], 1)
+    print(f"HA leader: {d['master_ha_log_entries_total']:.0f} entries, "
+          f"{d['master_ha_log_records_total'] / entries:.1f} records/entry, "
+          f"etcd txn {d['master_ha_commit_seconds_total'] * 1000 / entries:.2f} ms/entry, "
+          f"queue wait {d['master_ha_queue_wait_seconds_total'] * 1000 / entries:.2f} ms/entry, "
+          f"encode {d['master_ha_encode_seconds_total'] * 1e6 / entries:.0f} us/entry, "
+          f"most entries in flight {ha1['master_ha_entries_in_flight_max']:.0f}")
+    for i, (a, b) in enumerate(zip(etcd0, etcd1)):
+        n = {k: b[k] - a[k] for k in ETCD_METRICS}
+        fs = max(n["etcd_disk_wal_fsync_duration_seconds_count"], 1)
+        bc = max(n["etcd_disk_backend_commit_duration_seconds_count"], 1)
+        print(f"etcd member {i}: {n['etcd_disk_wal_fsync_duration_seconds_count']:.0f} WAL fsyncs "
+              f"of {n['etcd_disk_wal_fsync_duration_seconds_sum'] * 1000 / fs:.2f} ms, "
+              f"{n['etcd_disk_backend_commit_duration_seconds_count']:.0f} backend commits of "
+              f"{n['etcd_disk_backend_commit_duration_seconds_sum'] * 1000 / bc:.2f} ms, "
+              f"{n['etcd_server_proposals_committed_total']:.0f} proposals committed")
+
+
+# ---- 1. throughput: single durable master (fsync everysec and always) vs HA ----
+singles = {}
 if "throughput" in parts:
-    single = Cluster(stores=1, segment="512mb", data_dir=tempdir("mc-bench-ha-single-"))
-    s_ops, s_p50, s_p99 = bench_put(single.env, args.seconds, "single")
-    single.stop()
+    for mode in ("everysec", "always"):
+        single = Cluster(stores=1, segment="512mb", data_dir=tempdir("mc-bench-ha-single-"),
+                         extra_master=["--fsync", mode])
+        singles[mode] = bench_put(single.env, args.seconds, "single") + (load(),)
+        single.stop()
 
 etcd = Etcd(members=3)
 group = HaGroup(etcd, masters=2, ttl=args.ttl, extra=["--ha-snapshot-every",
@@ -75,11 +144,17 @@ if "throughput" in parts or "failover" in parts:
     group.add_store("512mb")
     wait_until(lambda: len(group.segments()) == 1, 20)
 if "throughput" in parts:
+    ha0, etcd0 = ha_metrics(group), etcd_metrics(etcd)
     h_ops, h_p50, h_p99 = bench_put(group.env, args.seconds, "ha")
-    print("\nput 4 KiB          ops/s    p50 us    p99 us")
-    print(f"single durable {s_ops:9.0f} {s_p50:9.0f} {s_p99:9.0f}")
-    print(f"HA (etcd)      {h_ops:9.0f} {h_p50:9.0f} {h_p99:9.0f}")
-    print(f"HA / single: {h_ops / s_ops:.2f}" if s_ops else "HA / single: n/a")
+    h_load = load()
+    ha1, etcd1 = ha_metrics(group), etcd_metrics(etcd)
+    print("\nput 4 KiB                   ops/s    p50 us    p99 us")
+    for mode, (ops, p50, p99, ld) in singles.items():
+        print(f"single, fsync {mode:9s} {ops:9.0f} {p50:9.0f} {p99:9.0f}   {ld}")
+    print(f"HA (etcd, fsync each)   {h_ops:9.0f} {h_p50:9.0f} {h_p99:9.0f}   {h_load}")
+    for mode, (ops, _, _, _) in singles.items():
+        print(f"HA / single fsync {mode}: {h_ops / ops:.2f}" if ops else "n/a")
+    where_the_time_goes(ha0, ha1, etcd0, etcd1)
     sys.stdout.flush()
 
 # ---- 2. failover time ----
@@ -101,7 +176,7 @@ for cycle in range(args.cycles if "failover" in parts else 0):
             break
     took = time.monotonic() - t0
     times.append(took)
-    print(f"cycle {cycle}: {took:.3f} s")
+    print(f"cycle {cycle}: {took:.3f} s   {load()}")
     sys.stdout.flush()
     group.start_master(leader)
     wait_until(lambda: group.role(leader) == "standby", 20)
@@ -123,7 +198,7 @@ for rnd in range(args.size_rounds if "size" in parts else 0):
     keys = next((l.split()[1] for l in keys.splitlines() if l.startswith("master_key_count ")),
                 "?")
     size, in_use = etcd.db_size()
-    print(f"{rnd:5d} {ops:8.0f} {size:15d} {in_use:14d}   {keys}")
+    print(f"{rnd:5d} {ops:8.0f} {size:15d} {in_use:14d}   {keys:>8}   {load()}")
     sys.stdout.flush()
 
 for p in group.procs + group.stores:
