@@ -41,6 +41,9 @@ ap.add_argument("--seconds", type=int, default=5)
 ap.add_argument("--threads", type=int, default=8)
 ap.add_argument("--size-rounds", type=int, default=12)
 ap.add_argument("--snapshot-every", type=int, default=1000)
+ap.add_argument("--entries-in-flight", default="1,4",
+                help="HA log entries in flight ([ha] entries_in_flight) to measure throughput "
+                     "with, comma separated; failover and size use the last")
 ap.add_argument("--parts", default="throughput,failover,size",
                 help="which parts to run, comma separated")
 args = ap.parse_args()
@@ -90,6 +93,18 @@ HA_METRICS = ["master_ha_log_entries_total", "master_ha_log_records_total",
               "master_ha_encode_seconds_total", "master_ha_entries_in_flight_max"]
 
 
+def cpu_seconds(procs):
+    """User plus system CPU seconds the live processes `procs` used so far."""
+    total = 0.0
+    for p in procs:
+        try:
+            fields = open(f"/proc/{p.pid}/stat").read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, AttributeError, IndexError):
+            pass
+    return total
+
+
 def etcd_metrics(etcd):
     """Per member, the etcd metrics above."""
     out = []
@@ -108,7 +123,7 @@ def ha_metrics(group):
         else dict.fromkeys(HA_METRICS, 0.0)
 
 
-def where_the_time_goes(ha0, ha1, etcd0, etcd1):
+def where_the_time_goes(ha0, ha1, etcd0, etcd1, cpu):
     d = {k: ha1[k] - ha0[k] for k in HA_METRICS}
     entries = max(d["master_ha_log_entries_total"], 1)
     print(f"HA leader: {d['master_ha_log_entries_total']:.0f} entries, "
@@ -116,7 +131,9 @@ def where_the_time_goes(ha0, ha1, etcd0, etcd1):
           f"etcd txn {d['master_ha_commit_seconds_total'] * 1000 / entries:.2f} ms/entry, "
           f"queue wait {d['master_ha_queue_wait_seconds_total'] * 1000 / entries:.2f} ms/entry, "
           f"encode {d['master_ha_encode_seconds_total'] * 1e6 / entries:.0f} us/entry, "
-          f"most entries in flight {ha1['master_ha_entries_in_flight_max']:.0f}")
+          f"most entries in flight {ha1['master_ha_entries_in_flight_max']:.0f}; "
+          f"CPU per entry: etcd (3 members) {cpu[0] * 1000 / entries:.2f} ms, "
+          f"leader {cpu[1] * 1000 / entries:.2f} ms")
     for i, (a, b) in enumerate(zip(etcd0, etcd1)):
         n = {k: b[k] - a[k] for k in ETCD_METRICS}
         fs = max(n["etcd_disk_wal_fsync_duration_seconds_count"], 1)
@@ -138,24 +155,54 @@ if "throughput" in parts:
         single.stop()
 
 etcd = Etcd(members=3)
-group = HaGroup(etcd, masters=2, ttl=args.ttl, extra=["--ha-snapshot-every",
-                                                        str(args.snapshot_every)])
-if "throughput" in parts or "failover" in parts:
-    group.add_store("512mb")
-    wait_until(lambda: len(group.segments()) == 1, 20)
+depths = [int(d) for d in args.entries_in_flight.split(",")]
+
+
+def new_group(depth, cluster):
+    g = HaGroup(etcd, masters=2, ttl=args.ttl, cluster=cluster,
+                extra=["--ha-snapshot-every", str(args.snapshot_every),
+                       "--ha-entries-in-flight", str(depth)])
+    g.add_store("512mb")
+    wait_until(lambda: len(g.segments()) == 1, 20)
+    return g
+
+
+def stop_group(g):
+    for p in g.procs + g.stores:
+        if p is not None:
+            stop(p)
+
+
 if "throughput" in parts:
-    ha0, etcd0 = ha_metrics(group), etcd_metrics(etcd)
-    h_ops, h_p50, h_p99 = bench_put(group.env, args.seconds, "ha")
-    h_load = load()
-    ha1, etcd1 = ha_metrics(group), etcd_metrics(etcd)
+    rows = []
+    for depth in depths:
+        g = new_group(depth, f"bench-{depth}")
+        leader = g.procs[g.leader(10)]
+        ha0, etcd0 = ha_metrics(g), etcd_metrics(etcd)
+        cpu0 = (cpu_seconds(etcd.procs), cpu_seconds([leader]))
+        ops, p50, p99 = bench_put(g.env, args.seconds, "ha")
+        rows.append((depth, ops, p50, p99, load()))
+        cpu1 = (cpu_seconds(etcd.procs), cpu_seconds([leader]))
+        ha1, etcd1 = ha_metrics(g), etcd_metrics(etcd)
+        print(f"\nHA with {depth} entries in flight: where the time goes")
+        where_the_time_goes(ha0, ha1, etcd0, etcd1, (cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]))
+        stop_group(g)
     print("\nput 4 KiB                   ops/s    p50 us    p99 us")
     for mode, (ops, p50, p99, ld) in singles.items():
         print(f"single, fsync {mode:9s} {ops:9.0f} {p50:9.0f} {p99:9.0f}   {ld}")
-    print(f"HA (etcd, fsync each)   {h_ops:9.0f} {h_p50:9.0f} {h_p99:9.0f}   {h_load}")
-    for mode, (ops, _, _, _) in singles.items():
-        print(f"HA / single fsync {mode}: {h_ops / ops:.2f}" if ops else "n/a")
-    where_the_time_goes(ha0, ha1, etcd0, etcd1)
+    for depth, ops, p50, p99, ld in rows:
+        print(f"HA, {depth:2d} in flight       {ops:9.0f} {p50:9.0f} {p99:9.0f}   {ld}")
+    for depth, ops, _, _, _ in rows:
+        print(f"HA ({depth} in flight) / single: " + ", ".join(
+            f"{ops / s[0]:.2f} (fsync {mode})" for mode, s in singles.items() if s[0]))
     sys.stdout.flush()
+
+group = HaGroup(etcd, masters=2, ttl=args.ttl,
+                extra=["--ha-snapshot-every", str(args.snapshot_every),
+                       "--ha-entries-in-flight", str(depths[-1])])
+if "failover" in parts:
+    group.add_store("512mb")
+    wait_until(lambda: len(group.segments()) == 1, 20)
 
 # ---- 2. failover time ----
 times = []

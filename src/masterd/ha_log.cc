@@ -19,6 +19,7 @@ HaLog::HaLog(ha::EtcdKv& kv, ha::HaKeys keys, const Clock& clock, HaLogOptions o
              std::vector<ha::EtcdKv*> shipper_kvs)
     : kv_(kv), keys_(std::move(keys)), log_(kv, keys_), clock_(clock), options_(options) {
   assert(options_.entries_in_flight >= 1 && options_.entries_in_flight <= kMaxHaEntriesInFlight);
+  assert(options_.pipeline_min_records >= 1);
   assert(shipper_kvs.empty() || shipper_kvs.size() == options_.entries_in_flight);
   shipper_logs_.reserve(options_.entries_in_flight);
   for (uint32_t i = 0; i < options_.entries_in_flight; ++i) {
@@ -81,6 +82,8 @@ void HaLog::Append(master::StateListener*, HaRecord record) {
   if (pending_.empty()) pending_since_us_ = clock_.NowUs();
   pending_.push_back(std::move(record));
   ++appended_;
+  // The sequencer checks CanCut on every record: with entries in flight the
+  // queue may now be long enough for one more.
   stats_.appended = appended_;
   if (frees) last_free_ = appended_;
   t_own_seq = appended_;
@@ -141,18 +144,23 @@ HaLog::Stats HaLog::stats() const {
 
 bool HaLog::Stopped() const { return stopping_ || failed_.load(); }
 
+bool HaLog::CanCut() const {
+  if (pending_.empty() || window_.size() >= options_.entries_in_flight) return false;
+  // Each txn costs CPU on every etcd member (a few ms on a loaded host):
+  // a handful of records rather wait for the entries in flight and go in
+  // one bigger entry; a queue that outgrew them is worth a txn of its own.
+  return window_.empty() || pending_.size() >= options_.pipeline_min_records;
+}
+
 void HaLog::SequencerLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     work_cv_.wait(lock, [&] {
-      return Stopped() || !to_apply_.empty() ||
-             (!pending_.empty() && window_.size() < options_.entries_in_flight);
+      return Stopped() || !to_apply_.empty() || CanCut();
     });
     if (Stopped()) return;
     // Cut first: a free shipper should not wait for the image.
-    if (!pending_.empty() && window_.size() < options_.entries_in_flight && CutEntry(lock)) {
-      continue;
-    }
+    if (CanCut() && CutEntry(lock)) continue;
     std::vector<Entry> done;
     done.swap(to_apply_);
     lock.unlock();
@@ -202,7 +210,8 @@ bool HaLog::CutEntry(std::unique_lock<std::mutex>& lock) {
   stats_.encode_seconds += static_cast<double>(encoded_us - start_us) / 1e6;
   stats_.queue_wait_seconds += static_cast<double>(start_us - queued_us) / 1e6;
   stats_.in_flight_max = std::max<uint64_t>(stats_.in_flight_max, window_.size());
-  ship_cv_.notify_one();
+  // All: a shipper waiting out a retry backoff waits on the same variable.
+  ship_cv_.notify_all();
   return true;
 }
 

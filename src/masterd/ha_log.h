@@ -5,9 +5,12 @@
 // records and bytes) and hands it to one of `entries_in_flight` shipper
 // threads, each with its own etcd connection, which writes it in one fenced
 // txn (ha::FencedLog::Append). So several entries are in etcd's hands at
-// once (etcd batches concurrent proposals into one raft round and fsync),
-// and while every shipper is busy the queue grows into a bigger next entry:
-// no timer, the load sizes the batches.
+// once (etcd batches concurrent proposals into one raft round and fsync).
+// An entry is cut at once when none is in flight; while some are, only
+// once pipeline_min_records records wait, and never while every shipper is
+// busy: meanwhile the queue grows into a bigger next entry. No timer: the
+// load sizes the batches, and a txn (which costs CPU on every etcd member)
+// carries either a waiting client's change at once or many changes.
 //
 // Entries may land out of order; replies are released in log order only:
 // Released() covers the records of entry n once n and every entry before it
@@ -63,9 +66,14 @@ constexpr uint64_t kHaRetryBackoffUs = 20000;
 // Entries in etcd's hands at once by default ([ha] entries_in_flight).
 constexpr uint32_t kDefaultHaEntriesInFlight = 4;
 
+// While entries are in flight, the next is cut only once at least this
+// many records wait (see CanCut).
+constexpr uint32_t kDefaultHaPipelineMinRecords = 8;
+
 struct HaLogOptions {
   uint64_t snapshot_every_entries = 10000;
   uint32_t entries_in_flight = kDefaultHaEntriesInFlight;  // 1..kMaxHaEntriesInFlight
+  uint32_t pipeline_min_records = kDefaultHaPipelineMinRecords;  // >= 1
 };
 
 class HaLog final : public master::StateListener, public rpc::ReplyGate {
@@ -144,6 +152,7 @@ class HaLog final : public master::StateListener, public rpc::ReplyGate {
   // Marks entry `index` committed and releases the gap-free prefix (mu_ held).
   void Committed(uint64_t index, double seconds);
   bool Stopped() const;  // stopping_ or failed_ (mu_ held)
+  bool CanCut() const;   // mu_ held
   void Wake();
   void MaybeSnapshot();
 

@@ -121,16 +121,21 @@ bool Eventually(F&& done) {
 
 // A leader with `in_flight` shippers, all through the gate.
 struct Pipeline {
-  explicit Pipeline(uint32_t in_flight)
+  // min_records 1: an entry per record while others are in flight.
+  explicit Pipeline(uint32_t in_flight, uint32_t min_records = 1)
       : log(gate, Keys(), clock,
-            {.snapshot_every_entries = 1000000, .entries_in_flight = in_flight}) {
+            {.snapshot_every_entries = 1000000, .entries_in_flight = in_flight,
+             .pipeline_min_records = min_records}) {
     log.Begin(term, masterd::HaImage());
   }
-  // Mounts segment `i` (one record) and waits until its entry `index`
-  // reached the gate.
-  void MountAs(int i, uint64_t index) {
+  // Mounts segment `i` (one record).
+  void Mount(int i) {
     REQUIRE(state->MountSegment({Client(i + 1), Segment("s" + std::to_string(i), 64 * kMiB)},
                                 kNow).ok());
+  }
+  // Mounts segment `i` and waits until its entry `index` reached the gate.
+  void MountAs(int i, uint64_t index) {
+    Mount(i);
     REQUIRE(gate.WaitArrived(EntryKey(index)));
   }
   // A standby's image followed from the log as far as it is committed.
@@ -261,14 +266,25 @@ TEST_CASE("while every shipper is busy the queue grows into one bigger entry") {
   p.gate.Hold(EntryKey(2));
   p.MountAs(0, 1);
   p.MountAs(1, 2);
-  for (int i = 2; i < 22; ++i) {
-    REQUIRE(p.state->MountSegment({Client(i + 1), Segment("s" + std::to_string(i), 64 * kMiB)},
-                                  kNow).ok());
-  }
+  for (int i = 2; i < 22; ++i) p.Mount(i);
   p.gate.Release(EntryKey(1));
   p.gate.Release(EntryKey(2));
   REQUIRE(p.log.WaitDurableFor(kWaitUs));
   CHECK(p.log.stats().entries == 3);  // 1 + 1 + 20 records
   CHECK(p.log.stats().in_flight_max == 2);
   CHECK(p.Follow().segments() == 22);
+}
+
+TEST_CASE("with an entry in flight a few records wait for it; a longer queue gets an entry of its own") {
+  Pipeline p(4, /*min_records=*/4);
+  p.gate.Hold(EntryKey(1));
+  p.MountAs(0, 1);
+  for (int i = 1; i < 4; ++i) p.Mount(i);  // 3 wait: not worth a second txn yet
+  p.Mount(4);                              // 4: entry 2 takes them all
+  REQUIRE(p.gate.WaitFinished(EntryKey(2)));
+  CHECK(p.log.Released() == 0);
+  p.gate.Release(EntryKey(1));
+  REQUIRE(p.log.WaitDurableFor(kWaitUs));
+  CHECK(p.log.stats().entries == 2);
+  CHECK(p.Follow().segments() == 5);
 }
