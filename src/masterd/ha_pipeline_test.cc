@@ -138,6 +138,13 @@ struct Pipeline {
     Mount(i);
     REQUIRE(gate.WaitArrived(EntryKey(index)));
   }
+  // Entries 1 and 2 (segments s0, s1) in flight, held at the gate.
+  void HoldTwoInFlight() {
+    gate.Hold(EntryKey(1));
+    gate.Hold(EntryKey(2));
+    MountAs(0, 1);
+    MountAs(1, 2);
+  }
   // A standby's image followed from the log as far as it is committed.
   masterd::HaImage Follow() {
     ha::FencedLog reader(etcd, Keys());
@@ -244,10 +251,7 @@ TEST_CASE("a failed middle entry: the leader steps down, nothing after it is rel
 
 TEST_CASE("a deposed leader's entries in flight are refused by etcd") {
   Pipeline p(4);
-  p.gate.Hold(EntryKey(1));
-  p.gate.Hold(EntryKey(2));
-  p.MountAs(0, 1);
-  p.MountAs(1, 2);
+  p.HoldTwoInFlight();
   p.clock.AdvanceUs((kTtlS + 1) * 1000000);  // the lease runs out unrenewed
   ha::Election other(p.etcd, Keys(), "b:1", kTtlS);
   REQUIRE(other.TryAcquire()->has_value());
@@ -262,10 +266,7 @@ TEST_CASE("a deposed leader's entries in flight are refused by etcd") {
 
 TEST_CASE("while every shipper is busy the queue grows into one bigger entry") {
   Pipeline p(2);
-  p.gate.Hold(EntryKey(1));
-  p.gate.Hold(EntryKey(2));
-  p.MountAs(0, 1);
-  p.MountAs(1, 2);
+  p.HoldTwoInFlight();
   for (int i = 2; i < 22; ++i) p.Mount(i);
   p.gate.Release(EntryKey(1));
   p.gate.Release(EntryKey(2));
