@@ -2,16 +2,19 @@
 """Benchmark of master high availability (issue 32, point 7), on loopback.
 
   MOONCAKE_BIN=build/src/cli/mooncake python3 scripts/bench_ha.py \
-      [--cycles 20] [--ttl 2] [--seconds 5] [--threads 8] [--size-rounds 12]
+      [--cycles 20] [--ttl 2] [--seconds 5] [--threads 8] [--size-rounds 12] \
+      [--entries-in-flight 1,4] [--parts throughput,failover,size]
 
 Prints its setup, then
   1. small-object put throughput (mooncake bench --op put, 4 KiB values):
      a single master with its SQLite journal, fsync everysec (the default)
      and fsync always, beside an HA group (three-member etcd, two masters;
      etcd 3.4 fsyncs its WAL on every commit, on each member, and has no
-     switch to stop it), same machine, same run; then where the HA commit
+     switch to stop it) for each --entries-in-flight, same machine, same
+     run, the load beside each figure; then, per group, where the HA commit
      time goes: the leader's queue wait and etcd txn time (its /metrics),
-     etcd's WAL fsync and backend commit times (the members' /metrics);
+     etcd's WAL fsync and backend commit times (the members' /metrics), and
+     the CPU etcd and the leader spent per log entry;
   2. failover time: kill -9 of the leader to the first successful put (a
      fresh `mooncake put` in a loop, through etcd://), over --cycles cycles,
      p50 and p99;
