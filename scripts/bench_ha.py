@@ -2,13 +2,19 @@
 """Benchmark of master high availability (issue 32, point 7), on loopback.
 
   MOONCAKE_BIN=build/src/cli/mooncake python3 scripts/bench_ha.py \
-      [--cycles 20] [--ttl 2] [--seconds 5] [--threads 8] [--size-rounds 12]
+      [--cycles 20] [--ttl 2] [--seconds 5] [--threads 8] [--size-rounds 12] \
+      [--entries-in-flight 1,4] [--parts throughput,failover,size]
 
 Prints its setup, then
   1. small-object put throughput (mooncake bench --op put, 4 KiB values):
-     a single master with its SQLite journal (fsync everysec, the default)
-     beside an HA group (three-member etcd, two masters), same machine, same
-     run;
+     a single master with its SQLite journal, fsync everysec (the default)
+     and fsync always, beside an HA group (three-member etcd, two masters;
+     etcd 3.4 fsyncs its WAL on every commit, on each member, and has no
+     switch to stop it) for each --entries-in-flight, same machine, same
+     run, the load beside each figure; then, per group, where the HA commit
+     time goes: the leader's queue wait and etcd txn time (its /metrics),
+     etcd's WAL fsync and backend commit times (the members' /metrics), and
+     the CPU etcd and the leader spent per log entry;
   2. failover time: kill -9 of the leader to the first successful put (a
      fresh `mooncake put` in a loop, through etcd://), over --cycles cycles,
      p50 and p99;
@@ -27,7 +33,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "e2e"))
-from harness import free_port, run, start, stop, tempdir, wait_http, wait_until  # noqa: E402
+from harness import free_port, http, run, start, stop, tempdir, wait_http, wait_until  # noqa: E402
 from ha_cluster import Etcd, HaGroup  # noqa: E402
 from cluster import Cluster  # noqa: E402
 
@@ -38,12 +44,15 @@ ap.add_argument("--seconds", type=int, default=5)
 ap.add_argument("--threads", type=int, default=8)
 ap.add_argument("--size-rounds", type=int, default=12)
 ap.add_argument("--snapshot-every", type=int, default=1000)
+ap.add_argument("--entries-in-flight", default="1,4",
+                help="HA log entries in flight ([ha] entries_in_flight) to measure throughput "
+                     "with, comma separated; failover and size use the last")
 ap.add_argument("--parts", default="throughput,failover,size",
                 help="which parts to run, comma separated")
 args = ap.parse_args()
 parts = set(args.parts.split(","))
 
-print(f"bench_ha: {os.cpu_count()} cpus; etcd 3 members on loopback; HA lease {args.ttl} s; "
+print(f"bench_ha: {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}; etcd 3 members on loopback; HA lease {args.ttl} s; "
       f"puts of 4 KiB by {args.threads} threads for {args.seconds} s; {args.cycles} failover "
       f"cycles; snapshot every {args.snapshot_every} entries")
 sys.stdout.flush()
@@ -61,26 +70,142 @@ def bench_put(env, seconds, label):
     return res["ops_per_s"], res["latency_us"]["p50"], res["latency_us"]["p99"]
 
 
-# ---- 1. throughput: single durable master vs HA ----
-s_ops = s_p50 = s_p99 = 0.0
+def load():
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def prom(text, names):
+    """Sums of the Prometheus samples named in `names` (labels ignored)."""
+    out = dict.fromkeys(names, 0.0)
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        name = line.split("{")[0].split()[0]
+        if name in out:
+            out[name] += float(line.split()[-1])
+    return out
+
+
+ETCD_METRICS = ["etcd_disk_wal_fsync_duration_seconds_sum",
+                "etcd_disk_wal_fsync_duration_seconds_count",
+                "etcd_disk_backend_commit_duration_seconds_sum",
+                "etcd_disk_backend_commit_duration_seconds_count",
+                "etcd_server_proposals_committed_total"]
+HA_METRICS = ["master_ha_log_entries_total", "master_ha_log_records_total",
+              "master_ha_commit_seconds_total", "master_ha_queue_wait_seconds_total",
+              "master_ha_encode_seconds_total", "master_ha_entries_in_flight_max"]
+
+
+def cpu_seconds(procs):
+    """User plus system CPU seconds the live processes `procs` used so far."""
+    total = 0.0
+    for p in procs:
+        try:
+            fields = open(f"/proc/{p.pid}/stat").read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, AttributeError, IndexError):
+            pass
+    return total
+
+
+def etcd_metrics(etcd):
+    """Per member, the etcd metrics above."""
+    out = []
+    for port in etcd.client_ports:
+        try:
+            out.append(prom(http("GET", f"http://127.0.0.1:{port}/metrics", timeout=5)[1].decode(),
+                            ETCD_METRICS))
+        except OSError:
+            out.append(dict.fromkeys(ETCD_METRICS, 0.0))
+    return out
+
+
+def ha_metrics(group):
+    leader = group.leader(10)
+    return prom(group.admin(leader, "/metrics")[1].decode(), HA_METRICS) if leader is not None \
+        else dict.fromkeys(HA_METRICS, 0.0)
+
+
+def where_the_time_goes(ha0, ha1, etcd0, etcd1, cpu):
+    d = {k: ha1[k] - ha0[k] for k in HA_METRICS}
+    entries = max(d["master_ha_log_entries_total"], 1)
+    print(f"HA leader: {d['master_ha_log_entries_total']:.0f} entries, "
+          f"{d['master_ha_log_records_total'] / entries:.1f} records/entry, "
+          f"etcd txn {d['master_ha_commit_seconds_total'] * 1000 / entries:.2f} ms/entry, "
+          f"queue wait {d['master_ha_queue_wait_seconds_total'] * 1000 / entries:.2f} ms/entry, "
+          f"encode {d['master_ha_encode_seconds_total'] * 1e6 / entries:.0f} us/entry, "
+          f"most entries in flight {ha1['master_ha_entries_in_flight_max']:.0f}; "
+          f"CPU per entry: etcd (3 members) {cpu[0] * 1000 / entries:.2f} ms, "
+          f"leader {cpu[1] * 1000 / entries:.2f} ms")
+    for i, (a, b) in enumerate(zip(etcd0, etcd1)):
+        n = {k: b[k] - a[k] for k in ETCD_METRICS}
+        fs = max(n["etcd_disk_wal_fsync_duration_seconds_count"], 1)
+        bc = max(n["etcd_disk_backend_commit_duration_seconds_count"], 1)
+        print(f"etcd member {i}: {n['etcd_disk_wal_fsync_duration_seconds_count']:.0f} WAL fsyncs "
+              f"of {n['etcd_disk_wal_fsync_duration_seconds_sum'] * 1000 / fs:.2f} ms, "
+              f"{n['etcd_disk_backend_commit_duration_seconds_count']:.0f} backend commits of "
+              f"{n['etcd_disk_backend_commit_duration_seconds_sum'] * 1000 / bc:.2f} ms, "
+              f"{n['etcd_server_proposals_committed_total']:.0f} proposals committed")
+
+
+# ---- 1. throughput: single durable master (fsync everysec and always) vs HA ----
+singles = {}
 if "throughput" in parts:
-    single = Cluster(stores=1, segment="512mb", data_dir=tempdir("mc-bench-ha-single-"))
-    s_ops, s_p50, s_p99 = bench_put(single.env, args.seconds, "single")
-    single.stop()
+    for mode in ("everysec", "always"):
+        single = Cluster(stores=1, segment="512mb", data_dir=tempdir("mc-bench-ha-single-"),
+                         extra_master=["--fsync", mode])
+        singles[mode] = bench_put(single.env, args.seconds, "single") + (load(),)
+        single.stop()
 
 etcd = Etcd(members=3)
-group = HaGroup(etcd, masters=2, ttl=args.ttl, extra=["--ha-snapshot-every",
-                                                        str(args.snapshot_every)])
-if "throughput" in parts or "failover" in parts:
+depths = [int(d) for d in args.entries_in_flight.split(",")]
+
+
+def new_group(depth, cluster):
+    g = HaGroup(etcd, masters=2, ttl=args.ttl, cluster=cluster,
+                extra=["--ha-snapshot-every", str(args.snapshot_every),
+                       "--ha-entries-in-flight", str(depth)])
+    g.add_store("512mb")
+    wait_until(lambda: len(g.segments()) == 1, 20)
+    return g
+
+
+def stop_group(g):
+    for p in g.procs + g.stores:
+        if p is not None:
+            stop(p)
+
+
+if "throughput" in parts:
+    rows = []
+    for depth in depths:
+        g = new_group(depth, f"bench-{depth}")
+        leader = g.procs[g.leader(10)]
+        ha0, etcd0 = ha_metrics(g), etcd_metrics(etcd)
+        cpu0 = (cpu_seconds(etcd.procs), cpu_seconds([leader]))
+        ops, p50, p99 = bench_put(g.env, args.seconds, "ha")
+        rows.append((depth, ops, p50, p99, load()))
+        cpu1 = (cpu_seconds(etcd.procs), cpu_seconds([leader]))
+        ha1, etcd1 = ha_metrics(g), etcd_metrics(etcd)
+        print(f"\nHA with {depth} entries in flight: where the time goes")
+        where_the_time_goes(ha0, ha1, etcd0, etcd1, (cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]))
+        stop_group(g)
+    print("\nput 4 KiB                   ops/s    p50 us    p99 us")
+    for mode, (ops, p50, p99, ld) in singles.items():
+        print(f"single, fsync {mode:9s} {ops:9.0f} {p50:9.0f} {p99:9.0f}   {ld}")
+    for depth, ops, p50, p99, ld in rows:
+        print(f"HA, {depth:2d} in flight       {ops:9.0f} {p50:9.0f} {p99:9.0f}   {ld}")
+    for depth, ops, _, _, _ in rows:
+        print(f"HA ({depth} in flight) / single: " + ", ".join(
+            f"{ops / s[0]:.2f} (fsync {mode})" for mode, s in singles.items() if s[0]))
+    sys.stdout.flush()
+
+group = HaGroup(etcd, masters=2, ttl=args.ttl,
+                extra=["--ha-snapshot-every", str(args.snapshot_every),
+                       "--ha-entries-in-flight", str(depths[-1])])
+if "failover" in parts:
     group.add_store("512mb")
     wait_until(lambda: len(group.segments()) == 1, 20)
-if "throughput" in parts:
-    h_ops, h_p50, h_p99 = bench_put(group.env, args.seconds, "ha")
-    print("\nput 4 KiB          ops/s    p50 us    p99 us")
-    print(f"single durable {s_ops:9.0f} {s_p50:9.0f} {s_p99:9.0f}")
-    print(f"HA (etcd)      {h_ops:9.0f} {h_p50:9.0f} {h_p99:9.0f}")
-    print(f"HA / single: {h_ops / s_ops:.2f}" if s_ops else "HA / single: n/a")
-    sys.stdout.flush()
 
 # ---- 2. failover time ----
 times = []
@@ -101,7 +226,7 @@ for cycle in range(args.cycles if "failover" in parts else 0):
             break
     took = time.monotonic() - t0
     times.append(took)
-    print(f"cycle {cycle}: {took:.3f} s")
+    print(f"cycle {cycle}: {took:.3f} s   {load()}")
     sys.stdout.flush()
     group.start_master(leader)
     wait_until(lambda: group.role(leader) == "standby", 20)
@@ -123,7 +248,7 @@ for rnd in range(args.size_rounds if "size" in parts else 0):
     keys = next((l.split()[1] for l in keys.splitlines() if l.startswith("master_key_count ")),
                 "?")
     size, in_use = etcd.db_size()
-    print(f"{rnd:5d} {ops:8.0f} {size:15d} {in_use:14d}   {keys}")
+    print(f"{rnd:5d} {ops:8.0f} {size:15d} {in_use:14d}   {keys:>8}   {load()}")
     sys.stdout.flush()
 
 for p in group.procs + group.stores:

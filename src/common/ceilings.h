@@ -29,4 +29,7 @@ inline constexpr uint32_t kMaxBuffersPerObject = 4096;  // replicas x stripes
 inline constexpr uint64_t kMaxSegmentBytes = 1ull << 40;  // one store segment (1 TiB)
 inline constexpr uint32_t kMaxTcpStreams = 64;            // connections one transfer stripes over
 
+// ---- master HA (src/masterd/ha_log) ----
+inline constexpr uint32_t kMaxHaEntriesInFlight = 64;     // HA log entries etcd holds at once
+
 }  // namespace mc

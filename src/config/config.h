@@ -75,6 +75,7 @@ struct HaConfig {
   uint64_t lease_ttl_us = 5000000;        // plain numbers: s; whole seconds
   std::string advertise_address;          // host:port clients reach the RPC port at; empty: derived
   uint32_t snapshot_every = 10000;        // log entries between snapshots
+  uint32_t entries_in_flight = 4;         // log entries in etcd's hands at once
 };
 
 struct StoreConfig {

@@ -157,6 +157,11 @@ const Setting kSettings[] = {
      .field = MC_FIELD(ha.snapshot_every),
      .help = "Log entries between snapshots of the state (each trims the log behind it)",
      .flag = "--ha-snapshot-every", .zero_ok = false},
+    {.section = kHa, .key = "entries_in_flight", .type = Type::kU32,
+     .field = MC_FIELD(ha.entries_in_flight),
+     .help = "Log entries the leader has in etcd's hands at once, each on its own connection"
+             " (replies still leave in log order)",
+     .flag = "--ha-entries-in-flight", .zero_ok = false, .max = kMaxHaEntriesInFlight},
 
     // [store]: memory contributed to the pool.
     {.section = kStore, .key = "global_segment_size", .type = Type::kSize,

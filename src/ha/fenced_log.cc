@@ -71,17 +71,32 @@ Result<std::vector<LogEntry>> FencedLog::ReadAfter(uint64_t after, int64_t limit
 }
 
 Result<uint64_t> FencedLog::LastIndex() {
-  uint64_t last = 0;
+  MC_ASSIGN_OR_RETURN(std::optional<SnapshotInfo> snap, ReadSnapshotInfo());
+  uint64_t last = snap ? snap->index : 0;
   for (;;) {
     MC_ASSIGN_OR_RETURN(std::vector<LogEntry> batch, ReadAfter(last));
-    if (batch.empty()) break;
-    last = batch.back().index;
+    for (const LogEntry& e : batch) {
+      if (e.index != last + 1) return last;  // a gap: the committed log ends here
+      last = e.index;
+    }
+    if (batch.empty()) return last;
   }
-  if (last == 0) {
-    MC_ASSIGN_OR_RETURN(std::optional<SnapshotInfo> snap, ReadSnapshotInfo());
-    if (snap) last = snap->index;
+}
+
+Result<size_t> FencedLog::DropAfter(const Term& term, uint64_t index) {
+  Txn txn;
+  txn.compare.push_back(LeaderIs(keys_, term));
+  const std::string from = EntryKey(index + 1);
+  const std::string end = PrefixEnd(keys_.log_prefix);
+  txn.success.push_back({.kind = TxnOp::Kind::kRange, .key = from, .range_end = end});
+  txn.success.push_back({.kind = TxnOp::Kind::kDeleteRange, .key = from, .range_end = end});
+  MC_ASSIGN_OR_RETURN(TxnResult r, kv_.Commit(txn));
+  if (!r.succeeded) {
+    return Error(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS,
+                 "log truncation fenced: term " + std::to_string(term.revision) +
+                     " no longer leads");
   }
-  return last;
+  return r.ranges.empty() ? size_t{0} : r.ranges[0].kvs.size();
 }
 
 Status FencedLog::WriteSnapshot(const Term& term, uint64_t index, const std::string& image) {

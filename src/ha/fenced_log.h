@@ -8,6 +8,12 @@
 // (UNAVAILABLE_IN_CURRENT_STATUS, "fenced"). An entry is at most
 // kMaxLogEntryBytes (etcd refuses requests above 1.5 MiB by default).
 //
+// Entries may be written out of order (a leader keeps several in flight).
+// The committed log is the gap-free run of entries after the snapshot: an
+// entry past a gap was never acknowledged (the leader releases replies in
+// entry order), so readers stop at the first gap, and the next leader drops
+// whatever lies past it (DropAfter) before it writes its first entry there.
+//
 // A snapshot is the image of everything up to entry n, written as chunks
 // under a fresh id and then published by one fenced put of the snapshot key;
 // then entries <= n and the previous snapshot's chunks are deleted and
@@ -64,8 +70,13 @@ class FencedLog {
   Status Append(const Term& term, uint64_t index, const std::string& data);
   // Entries after `after`, in order, at most `limit` (<= kMaxEntriesPerRead).
   Result<std::vector<LogEntry>> ReadAfter(uint64_t after, int64_t limit = kMaxEntriesPerRead);
-  // The last entry's index (0 when the log is empty).
+  // The last entry of the gap-free run from the snapshot (or from entry 1;
+  // 0 when the log is empty).
   Result<uint64_t> LastIndex();
+  // Deletes every entry after `index` under `term` (one fenced txn); how
+  // many there were. A new leader calls it with the last committed entry
+  // before it appends.
+  Result<size_t> DropAfter(const Term& term, uint64_t index);
 
   // Publishes `image` as the snapshot of entries 1..index and trims the
   // log behind it (see the top of this file).

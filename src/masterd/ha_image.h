@@ -40,6 +40,10 @@ struct HaRecord {
 void EncodeHaRecord(const HaRecord& record, std::string* out);
 // An entry: the count, then the records.
 std::string EncodeHaEntry(const std::vector<HaRecord>& records);
+// The entry of the longest prefix of `records` (at least one record) that
+// fits in `max_bytes`; `*taken`: how many records it holds.
+std::string EncodeHaEntryUpTo(const std::vector<HaRecord>& records, size_t max_bytes,
+                              size_t* taken);
 // PROTOCOL_ERROR naming the field for bytes that are not an entry.
 Result<std::vector<HaRecord>> DecodeHaEntry(std::string_view bytes);
 

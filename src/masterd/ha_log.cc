@@ -15,8 +15,17 @@ thread_local uint64_t t_own_seq = 0;
 thread_local const HaLog* t_own_log = nullptr;
 }  // namespace
 
-HaLog::HaLog(ha::EtcdKv& kv, ha::HaKeys keys, const Clock& clock, HaLogOptions options)
-    : log_(kv, std::move(keys)), clock_(clock), options_(options) {}
+HaLog::HaLog(ha::EtcdKv& kv, ha::HaKeys keys, const Clock& clock, HaLogOptions options,
+             std::vector<ha::EtcdKv*> shipper_kvs)
+    : kv_(kv), keys_(std::move(keys)), log_(kv, keys_), clock_(clock), options_(options) {
+  assert(options_.entries_in_flight >= 1 && options_.entries_in_flight <= kMaxHaEntriesInFlight);
+  assert(options_.pipeline_min_records >= 1);
+  assert(shipper_kvs.empty() || shipper_kvs.size() == options_.entries_in_flight);
+  shipper_logs_.reserve(options_.entries_in_flight);
+  for (uint32_t i = 0; i < options_.entries_in_flight; ++i) {
+    shipper_logs_.emplace_back(shipper_kvs.empty() ? kv_ : *shipper_kvs[i], keys_);
+  }
+}
 
 HaLog::~HaLog() {
   {
@@ -24,7 +33,9 @@ HaLog::~HaLog() {
     stopping_ = true;
   }
   work_cv_.notify_all();
-  if (writer_.joinable()) writer_.join();
+  ship_cv_.notify_all();
+  if (sequencer_.joinable()) sequencer_.join();
+  for (std::thread& t : shippers_) t.join();
 }
 
 void HaLog::Begin(const ha::Term& term, HaImage image) {
@@ -33,8 +44,12 @@ void HaLog::Begin(const ha::Term& term, HaImage image) {
   started_ = true;
   term_ = term;
   stats_.entry_index = image.index();
+  next_index_ = image.index();
   image_ = std::move(image);
-  writer_ = std::thread([this] { WriterLoop(); });
+  sequencer_ = std::thread([this] { SequencerLoop(); });
+  for (ha::FencedLog& log : shipper_logs_) {
+    shippers_.emplace_back([this, &log] { ShipperLoop(&log); });
+  }
 }
 
 void HaLog::Fail(const std::string& why) {
@@ -44,6 +59,7 @@ void HaLog::Fail(const std::string& why) {
     failed_.store(true, std::memory_order_release);
   }
   work_cv_.notify_all();
+  ship_cv_.notify_all();
   done_cv_.notify_all();
   Wake();
 }
@@ -63,8 +79,11 @@ void HaLog::Append(master::StateListener*, HaRecord record) {
   const bool frees = record.kind == HaRecord::Kind::kUnmount ||
                      record.kind == HaRecord::Kind::kRemove ||
                      (record.kind == HaRecord::Kind::kCommit && record.object.listener_tag != 0);
+  if (pending_.empty()) pending_since_us_ = clock_.NowUs();
   pending_.push_back(std::move(record));
   ++appended_;
+  // The sequencer checks CanCut on every record: with entries in flight the
+  // queue may now be long enough for one more.
   stats_.appended = appended_;
   if (frees) last_free_ = appended_;
   t_own_seq = appended_;
@@ -123,66 +142,147 @@ HaLog::Stats HaLog::stats() const {
   return stats_;
 }
 
-void HaLog::WriterLoop() {
-  uint64_t index = image_.index();
+bool HaLog::Stopped() const { return stopping_ || failed_.load(); }
+
+bool HaLog::CanCut() const {
+  if (pending_.empty() || window_.size() >= options_.entries_in_flight) return false;
+  // Each txn costs CPU on every etcd member (a few ms on a loaded host):
+  // a handful of records rather wait for the entries in flight and go in
+  // one bigger entry; a queue that outgrew them is worth a txn of its own.
+  return window_.empty() || pending_.size() >= options_.pipeline_min_records;
+}
+
+void HaLog::SequencerLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    std::vector<HaRecord> batch;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return stopping_ || failed_.load() || !pending_.empty(); });
-      if (stopping_ || failed_.load()) return;
-      // Take records up to the entry's limits; the rest wait for the next.
-      size_t take = 0;
-      size_t bytes = 0;
-      std::string scratch;
-      while (take < pending_.size() && take < kMaxRecordsPerHaEntry) {
-        scratch.clear();
-        EncodeHaRecord(pending_[take], &scratch);
-        if (take > 0 && bytes + scratch.size() + 4 > ha::kMaxLogEntryBytes) break;
-        bytes += scratch.size();
-        ++take;
-      }
-      batch.assign(std::make_move_iterator(pending_.begin()),
-                   std::make_move_iterator(pending_.begin() + static_cast<ptrdiff_t>(take)));
-      pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(take));
+    work_cv_.wait(lock, [&] {
+      return Stopped() || !to_apply_.empty() || CanCut();
+    });
+    if (Stopped()) return;
+    // Cut first: a free shipper should not wait for the image.
+    if (CanCut() && CutEntry(lock)) continue;
+    std::vector<Entry> done;
+    done.swap(to_apply_);
+    lock.unlock();
+    for (Entry& e : done) {
+      for (const HaRecord& r : e.records) (void)image_.Apply(r);
+      image_.set_index(e.index);
+      MaybeSnapshot();
     }
-    const std::string entry = EncodeHaEntry(batch);
-    const uint64_t start_us = clock_.NowUs();
-    if (!Ship(index + 1, entry)) return;
-    ++index;
-    for (const HaRecord& r : batch) (void)image_.Apply(r);
-    image_.set_index(index);
-    const double seconds = static_cast<double>(clock_.NowUs() - start_us) / 1e6;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      durable_ += batch.size();
-      stats_.durable = durable_;
-      stats_.entry_index = index;
-      ++stats_.entries;
-      stats_.commit_seconds += seconds;
-      stats_.last_commit_seconds = seconds;
-      durable_seen_.store(durable_, std::memory_order_release);
-    }
-    done_cv_.notify_all();
-    Wake();
-    MaybeSnapshot();
+    lock.lock();
   }
 }
 
-bool HaLog::Ship(uint64_t index, const std::string& entry) {
+bool HaLog::CutEntry(std::unique_lock<std::mutex>& lock) {
+  if (pending_.empty()) return false;
+  // Move out at most an entry's records; what does not fit in its bytes
+  // goes back to the front of the queue.
+  std::vector<HaRecord> batch;
+  if (pending_.size() <= kMaxRecordsPerHaEntry) {
+    batch.swap(pending_);
+  } else {
+    batch.assign(std::make_move_iterator(pending_.begin()),
+                 std::make_move_iterator(pending_.begin() + kMaxRecordsPerHaEntry));
+    pending_.erase(pending_.begin(), pending_.begin() + kMaxRecordsPerHaEntry);
+  }
+  const uint64_t queued_us = pending_since_us_;
+  pending_since_us_ = clock_.NowUs();  // what stays queued waits from now
+  const uint64_t index = ++next_index_;
+  // Reserve the entry's place in the window before unlocking, so entries
+  // stay in index order while this one is encoded.
+  window_.push_back({.index = index});
+  lock.unlock();
+  const uint64_t start_us = clock_.NowUs();
+  size_t taken = 0;
+  std::string data = EncodeHaEntryUpTo(batch, ha::kMaxLogEntryBytes, &taken);
+  const uint64_t encoded_us = clock_.NowUs();
+  lock.lock();
+  if (taken < batch.size()) {
+    pending_.insert(pending_.begin(), std::make_move_iterator(batch.begin() + taken),
+                    std::make_move_iterator(batch.end()));
+    batch.resize(taken);
+  }
+  cut_ += taken;
+  Entry& e = window_[index - window_.front().index];
+  e.record_end = cut_;
+  e.records = std::move(batch);
+  e.data = std::move(data);
+  stats_.encode_seconds += static_cast<double>(encoded_us - start_us) / 1e6;
+  stats_.queue_wait_seconds += static_cast<double>(start_us - queued_us) / 1e6;
+  stats_.in_flight_max = std::max<uint64_t>(stats_.in_flight_max, window_.size());
+  // All: a shipper waiting out a retry backoff waits on the same variable.
+  ship_cv_.notify_all();
+  return true;
+}
+
+void HaLog::ShipperLoop(ha::FencedLog* log) {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    Entry* next = nullptr;
+    ship_cv_.wait(lock, [&] {
+      if (Stopped()) return true;
+      for (Entry& e : window_) {
+        if (!e.sending && !e.data.empty()) {
+          next = &e;
+          return true;
+        }
+      }
+      return false;
+    });
+    if (Stopped()) return;
+    next->sending = true;
+    const uint64_t index = next->index;
+    // The deque only grows at the back and shrinks at the front past
+    // committed entries, so `next` (not committed) stays valid; its data is
+    // not touched by anyone else while it is sending.
+    const std::string& data = next->data;
+    lock.unlock();
+    const uint64_t start_us = clock_.NowUs();
+    const bool ok = Ship(*log, index, data);
+    const double seconds = static_cast<double>(clock_.NowUs() - start_us) / 1e6;
+    lock.lock();
+    if (!ok) return;
+    Committed(index, seconds);
+  }
+}
+
+void HaLog::Committed(uint64_t index, double seconds) {
+  window_[index - window_.front().index].committed = true;
+  ++stats_.entries;
+  stats_.commit_seconds += seconds;
+  stats_.last_commit_seconds = seconds;
+  bool released = false;
+  while (!window_.empty() && window_.front().committed) {
+    Entry& e = window_.front();
+    durable_ = e.record_end;
+    stats_.entry_index = e.index;
+    e.data.clear();
+    to_apply_.push_back(std::move(e));
+    window_.pop_front();
+    released = true;
+  }
+  if (!released) return;  // an earlier entry is still on its way
+  stats_.durable = durable_;
+  durable_seen_.store(durable_, std::memory_order_release);
+  done_cv_.notify_all();
+  work_cv_.notify_one();
+  Wake();
+}
+
+bool HaLog::Ship(ha::FencedLog& log, uint64_t index, const std::string& entry) {
   bool unanswered = false;  // an earlier try may have landed
   for (;;) {
-    if (failed_.load() || [&] {
+    if ([&] {
           std::lock_guard<std::mutex> lock(mu_);
-          return stopping_;
+          return Stopped();
         }()) {
       return false;
     }
-    Status st = log_.Append(term_, index, entry);
+    Status st = log.Append(term_, index, entry);
     if (st.ok()) return true;
     if (st.code() == ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS && unanswered) {
       // Fenced, or our own earlier try landed: read the entry back.
-      auto back = log_.ReadAfter(index - 1, 1);
+      auto back = log.ReadAfter(index - 1, 1);
       if (back.ok() && !back->empty() && back->front().index == index &&
           back->front().data == entry) {
         return true;
@@ -191,16 +291,16 @@ bool HaLog::Ship(uint64_t index, const std::string& entry) {
     }
     if (st.code() == ErrorCode::RPC_FAIL || st.code() == ErrorCode::RPC_TIMEOUT) {
       unanswered = true;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++stats_.retries;
-      }
-      MC_LOG(WARN) << "HA log entry " << index << " not written, retrying: " << st.ToString();
       std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait_for(lock, std::chrono::microseconds(kHaRetryBackoffUs),
-                        [&] { return stopping_ || failed_.load(); });
+      ++stats_.retries;
+      MC_LOG(WARN) << "HA log entry " << index << " not written, retrying: " << st.ToString();
+      ship_cv_.wait_for(lock, std::chrono::microseconds(kHaRetryBackoffUs),
+                        [&] { return Stopped(); });
       continue;
     }
+    // Refused: fenced (another master leads) or anything else etcd will
+    // not take. Later entries may have landed; they were never released
+    // and the next leader drops them (FencedLog::DropAfter).
     MC_LOG(ERROR) << "HA log entry " << index << ": " << st.ToString();
     Fail(st.ToString());
     return false;

@@ -1,27 +1,47 @@
 // HaLog: the leader's side of the HA log. A master::StateListener (like the
 // SQLite journal, it hears every durable change under the master's lock and
-// only queues it) and the RPC server's ReplyGate: one writer thread ships
-// whatever has queued as one log entry (group commit) in one fenced etcd txn
-// (ha::FencedLog::Append), so a reply that reveals a change leaves only once
-// the change is in etcd, and a deposed leader's entry is refused by etcd.
-// After each commit the writer applies the entry to its HaImage and, every
-// `snapshot_every_entries`, publishes the image as a snapshot, which trims
-// the log.
+// only queues it) and the RPC server's ReplyGate: a sequencer thread cuts
+// whatever has queued into the next log entry (group commit, bounded by
+// records and bytes) and hands it to one of `entries_in_flight` shipper
+// threads, each with its own etcd connection, which writes it in one fenced
+// txn (ha::FencedLog::Append). So several entries are in etcd's hands at
+// once (etcd batches concurrent proposals into one raft round and fsync).
+// An entry is cut at once when none is in flight; while some are, only
+// once pipeline_min_records records wait, and never while every shipper is
+// busy: meanwhile the queue grows into a bigger next entry. No timer: the
+// load sizes the batches, and a txn (which costs CPU on every etcd member)
+// carries either a waiting client's change at once or many changes.
 //
-// When etcd refuses an entry as fenced (another master leads), or Fail() is
-// called (the lease ran out), the log fails for good: held replies are
-// dropped with their connections and the master must stop. When etcd does
-// not answer, the writer retries the same entry (replies wait meanwhile):
-// an entry that landed although its reply was lost is found by reading it
-// back.
+// Entries may land out of order; replies are released in log order only:
+// Released() covers the records of entry n once n and every entry before it
+// are in etcd, so a reply that reveals a change leaves only once the change
+// and everything it could depend on are durable. The committed log is the
+// gap-free prefix of entries after the snapshot; an entry past a gap
+// (written while an earlier one was not, at most entries_in_flight - 1 of
+// them) was never acknowledged: standbys stop at the gap (FollowHaLog) and
+// the next leader deletes such entries before it writes
+// (ha::FencedLog::DropAfter).
+// After each committed entry the sequencer applies it to its HaImage in
+// order and, every `snapshot_every_entries`, publishes the image as a
+// snapshot, which trims the log.
+//
+// When etcd refuses an entry as fenced (another master leads; the compare
+// is per txn, so every entry a deposed leader still has in flight is
+// refused), refuses it for any other reason, or Fail() is called (the lease
+// ran out), the log fails for good: held replies are dropped with their
+// connections and the master must step down, whatever later entries
+// landed. When etcd does not answer, the shipper retries the same entry
+// (replies wait meanwhile): an entry that landed although its reply was
+// lost is found by reading it back.
 //
 // Thread-safe: StateListener calls under the master's lock, the gate's from
-// the RPC server's threads, the writer on its own thread.
+// the RPC server's threads, the sequencer and shippers on their own threads.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -43,15 +63,28 @@ constexpr size_t kMaxRecordsPerHaEntry = 1u << 16;
 // How long the writer waits before it retries an entry etcd did not answer.
 constexpr uint64_t kHaRetryBackoffUs = 20000;
 
+// Entries in etcd's hands at once by default ([ha] entries_in_flight).
+constexpr uint32_t kDefaultHaEntriesInFlight = 4;
+
+// While entries are in flight, the next is cut only once at least this
+// many records wait (see CanCut).
+constexpr uint32_t kDefaultHaPipelineMinRecords = 8;
+
 struct HaLogOptions {
   uint64_t snapshot_every_entries = 10000;
+  uint32_t entries_in_flight = kDefaultHaEntriesInFlight;  // 1..kMaxHaEntriesInFlight
+  uint32_t pipeline_min_records = kDefaultHaPipelineMinRecords;  // >= 1
 };
 
 class HaLog final : public master::StateListener, public rpc::ReplyGate {
  public:
-  // `kv` is the writer's own etcd connection; it and `clock` must outlive this.
-  HaLog(ha::EtcdKv& kv, ha::HaKeys keys, const Clock& clock, HaLogOptions options);
-  ~HaLog() override;  // stops the writer (what is queued is not shipped)
+  // `kv` is the sequencer's etcd connection (snapshots); `shipper_kvs` one
+  // per shipper (options.entries_in_flight of them), or empty: every
+  // shipper uses `kv` too (tests, where the fake etcd is thread-safe and
+  // does not serialize). They and `clock` must outlive this.
+  HaLog(ha::EtcdKv& kv, ha::HaKeys keys, const Clock& clock, HaLogOptions options,
+        std::vector<ha::EtcdKv*> shipper_kvs = {});
+  ~HaLog() override;  // stops the threads (what is queued is not shipped)
 
   // Starts shipping under `term`, the next entry being image.index() + 1.
   void Begin(const ha::Term& term, HaImage image);
@@ -89,31 +122,60 @@ class HaLog final : public master::StateListener, public rpc::ReplyGate {
     uint64_t snapshots = 0;
     uint64_t snapshot_index = 0;
     uint64_t retries = 0;    // entries sent again after etcd did not answer
-    double commit_seconds = 0;  // summed over entries
+    uint64_t in_flight_max = 0;  // most entries in etcd's hands at once
+    double commit_seconds = 0;  // etcd txn time, summed over entries
     double last_commit_seconds = 0;
+    double queue_wait_seconds = 0;  // an entry's first record queued to the entry sent
+    double encode_seconds = 0;
     std::string failure;
   };
   Stats stats() const;
 
  private:
+  // An entry from cut to committed (window_).
+  struct Entry {
+    uint64_t index = 0;
+    uint64_t record_end = 0;  // the sequence number of its last record
+    std::vector<HaRecord> records;
+    std::string data;
+    bool sending = false;
+    bool committed = false;
+  };
   void Append(master::StateListener* self, HaRecord record);  // under the master's lock
-  void WriterLoop();
+  void SequencerLoop();
+  void ShipperLoop(ha::FencedLog* log);
+  // Cuts the next entry from pending_ (mu_ held by `lock`, released while
+  // encoding); false when nothing was pending.
+  bool CutEntry(std::unique_lock<std::mutex>& lock);
   // Ships `entry` as entry `index`; false when the log failed.
-  bool Ship(uint64_t index, const std::string& entry);
+  bool Ship(ha::FencedLog& log, uint64_t index, const std::string& entry);
+  // Marks entry `index` committed and releases the gap-free prefix (mu_ held).
+  void Committed(uint64_t index, double seconds);
+  bool Stopped() const;  // stopping_ or failed_ (mu_ held)
+  bool CanCut() const;   // mu_ held
   void Wake();
   void MaybeSnapshot();
 
-  ha::FencedLog log_;
+  ha::EtcdKv& kv_;
+  const ha::HaKeys keys_;
+  ha::FencedLog log_;  // the sequencer's (snapshots)
+  std::vector<ha::FencedLog> shipper_logs_;
   const Clock& clock_;
   const HaLogOptions options_;
 
   mutable std::mutex mu_;
-  std::condition_variable work_cv_;
+  std::condition_variable work_cv_;  // the sequencer: records queued, entries committed
+  std::condition_variable ship_cv_;  // shippers: an entry to send
   std::condition_variable done_cv_;
   std::vector<HaRecord> pending_;   // under mu_
+  uint64_t pending_since_us_ = 0;   // under mu_: when pending_ last became non-empty
   uint64_t appended_ = 0;           // under mu_
+  uint64_t cut_ = 0;                // under mu_: records cut into entries
   uint64_t last_free_ = 0;          // under mu_: the last queued change that freed space
   uint64_t durable_ = 0;            // under mu_
+  uint64_t next_index_ = 0;         // under mu_: the index of the last entry cut
+  std::deque<Entry> window_;        // under mu_: entries cut, not yet all committed before
+  std::vector<Entry> to_apply_;     // under mu_: committed, in order, for the image
   bool stopping_ = false;           // under mu_
   bool started_ = false;            // under mu_
   Stats stats_;                     // under mu_
@@ -121,13 +183,14 @@ class HaLog final : public master::StateListener, public rpc::ReplyGate {
   std::atomic<bool> failed_{false};
   std::atomic<uint64_t> lease_deadline_us_{0};
 
-  ha::Term term_;   // writer thread (set before it starts)
-  HaImage image_;   // writer thread
-  uint64_t since_snapshot_ = 0;  // writer thread
+  ha::Term term_;   // set before the threads start
+  HaImage image_;   // sequencer thread
+  uint64_t since_snapshot_ = 0;  // sequencer thread
 
   std::mutex wake_mu_;
   std::vector<std::function<void()>> wakes_;  // under wake_mu_
-  std::thread writer_;
+  std::thread sequencer_;
+  std::vector<std::thread> shippers_;
 };
 
 }  // namespace mc::masterd

@@ -11,6 +11,7 @@
 #include "ha/etcd_http.h"
 #include "ha/fenced_log.h"
 #include "masterd/admin_http.h"
+#include "masterd/ha_follow.h"
 #include "masterd/ha_log.h"
 #include "masterd/ha_status.h"
 #include "masterd/prometheus.h"
@@ -27,8 +28,6 @@ constexpr uint64_t kTickIntervalMs = 100;
 // A standby reads the log and looks at the leader key this often; a
 // failover takes the lease's remaining TTL plus at most this.
 constexpr uint64_t kStandbyPollMs = 100;
-// Log reads one follow round makes at most before it looks at the key again.
-constexpr int kMaxReadsPerFollow = 64;
 // The longest lease etcd's gateway takes (its own limit is 9e9 s; ours is
 // what an operator could mean).
 constexpr uint64_t kMaxLeaseTtlUs = 3600ull * 1000000;
@@ -98,6 +97,13 @@ class HaNode final : public HaStatusSource {
               s.commit_seconds);
     p.Gauge("master_ha_last_commit_seconds", "Duration of the last etcd log commit",
             s.last_commit_seconds);
+    p.Counter("master_ha_queue_wait_seconds_total",
+              "Seconds log entries' first records waited before their entry was cut",
+              s.queue_wait_seconds);
+    p.Counter("master_ha_encode_seconds_total", "Seconds spent encoding log entries",
+              s.encode_seconds);
+    p.Gauge("master_ha_entries_in_flight_max", "Most HA log entries in etcd's hands at once",
+            static_cast<double>(s.in_flight_max));
     p.Counter("master_ha_commit_retries_total", "Log entries sent again after etcd did not answer",
               static_cast<double>(s.retries));
     p.Counter("master_ha_snapshots_total", "Snapshots this leader published (each trims the log)",
@@ -124,39 +130,6 @@ class HaNode final : public HaStatusSource {
   uint64_t promotions_ = 0;
 };
 
-// Reads the log past the image's entry into it, through the snapshot when
-// the log was trimmed past it. `caught_up`: the log has nothing more.
-Status Follow(ha::FencedLog& log, HaImage& image, bool* caught_up) {
-  *caught_up = false;
-  for (int round = 0; round < kMaxReadsPerFollow; ++round) {
-    MC_ASSIGN_OR_RETURN(std::vector<ha::LogEntry> entries, log.ReadAfter(image.index()));
-    if (entries.empty() || entries.front().index != image.index() + 1) {
-      MC_ASSIGN_OR_RETURN(std::optional<ha::SnapshotInfo> info, log.ReadSnapshotInfo());
-      if (info && info->index > image.index()) {
-        MC_ASSIGN_OR_RETURN(std::optional<ha::Snapshot> snap, log.ReadSnapshot());
-        if (!snap) continue;
-        MC_RETURN_IF_ERROR(image.Restore(snap->data));
-        image.set_index(snap->index);
-        MC_LOG(INFO) << "HA: loaded the snapshot of entry " << snap->index << " ("
-                     << image.segments() << " segments, " << image.objects() << " objects)";
-        continue;
-      }
-      if (entries.empty()) {
-        *caught_up = true;
-        return Status::Ok();
-      }
-      return Error(ErrorCode::INTERNAL_ERROR,
-                   "HA log resumes at entry " + std::to_string(entries.front().index) +
-                       " after " + std::to_string(image.index()) + " with no snapshot between");
-    }
-    for (const ha::LogEntry& e : entries) {
-      MC_RETURN_IF_ERROR(image.ApplyEntry(e.data));
-      image.set_index(e.index);
-    }
-  }
-  return Status::Ok();
-}
-
 struct HaContext {
   const Config& config;
   const ha::HaKeys keys;
@@ -164,6 +137,13 @@ struct HaContext {
   std::unique_ptr<ha::EtcdHttp> election_kv;  // the lease keeper's own connection
   std::unique_ptr<ha::EtcdHttp> follow_kv;
   std::unique_ptr<ha::EtcdHttp> writer_kv;
+  // One per HA log entry in flight: an EtcdHttp sends one request at a time.
+  std::vector<std::unique_ptr<ha::EtcdHttp>> shipper_kvs;
+  std::vector<ha::EtcdKv*> Shippers() const {
+    std::vector<ha::EtcdKv*> out;
+    for (const auto& kv : shipper_kvs) out.push_back(kv.get());
+    return out;
+  }
 };
 
 Result<HaContext> MakeContext(const Config& config) {
@@ -180,11 +160,17 @@ Result<HaContext> MakeContext(const Config& config) {
                       ha::EtcdHttp::Open(hc.etcd, {.connect_timeout_us = keeper_timeout_us / 2,
                                                    .request_timeout_us = keeper_timeout_us}));
   MC_ASSIGN_OR_RETURN(auto follow_kv, ha::EtcdHttp::Open(hc.etcd));
-  MC_ASSIGN_OR_RETURN(auto writer_kv,
-                      ha::EtcdHttp::Open(hc.etcd, {.connect_timeout_us = keeper_timeout_us / 2,
-                                                   .request_timeout_us = keeper_timeout_us}));
-  return HaContext{config, std::move(keys), hc.lease_ttl_us, std::move(election_kv),
-                   std::move(follow_kv), std::move(writer_kv)};
+  const ha::EtcdHttpOptions writer_options{.connect_timeout_us = keeper_timeout_us / 2,
+                                           .request_timeout_us = keeper_timeout_us};
+  MC_ASSIGN_OR_RETURN(auto writer_kv, ha::EtcdHttp::Open(hc.etcd, writer_options));
+  std::vector<std::unique_ptr<ha::EtcdHttp>> shipper_kvs;
+  for (uint32_t i = 0; i < hc.entries_in_flight; ++i) {
+    MC_ASSIGN_OR_RETURN(auto kv, ha::EtcdHttp::Open(hc.etcd, writer_options));
+    shipper_kvs.push_back(std::move(kv));
+  }
+  return HaContext{config,           std::move(keys),      hc.lease_ttl_us,
+                   std::move(election_kv), std::move(follow_kv), std::move(writer_kv),
+                   std::move(shipper_kvs)};
 }
 
 // The standby phase: follows the log and campaigns until it wins (the
@@ -196,7 +182,7 @@ std::optional<ha::Term> Standby(HaContext& ctx, ha::Election& election, ha::Fenc
   while (!WaitForStop(kStandbyPollMs)) {
     const uint64_t now = SystemClock::Instance().NowUs();
     bool caught_up = false;
-    Status st = Follow(log, image, &caught_up);
+    Status st = FollowHaLog(log, image, &caught_up);
     node.SetApplied(image.index());
     auto leader = election.Leader();
     if (st.ok() && !leader.ok()) st = leader.status();
@@ -218,13 +204,25 @@ std::optional<ha::Term> Standby(HaContext& ctx, ha::Election& election, ha::Fenc
   return std::nullopt;
 }
 
-// Reads the log to its end under the new term, then loads the image.
-Status TakeOver(ha::FencedLog& log, HaImage& image, MasterService& service,
+// Reads the committed log to its end under the new term, drops what lies
+// past it (entries a pipelining leader wrote past a gap: never
+// acknowledged), then loads the image.
+Status TakeOver(ha::FencedLog& log, const ha::Term& term, HaImage& image, MasterService& service,
                 const ha::LeaseClock& lease) {
   for (;;) {
     bool caught_up = false;
-    Status st = Follow(log, image, &caught_up);
-    if (st.ok() && caught_up) break;
+    Status st = FollowHaLog(log, image, &caught_up);
+    if (st.ok() && caught_up) {
+      auto dropped = log.DropAfter(term, image.index());
+      if (dropped.ok()) {
+        if (*dropped != 0) {
+          MC_LOG(WARN) << "HA: dropped " << *dropped << " unacknowledged log entries past entry "
+                       << image.index() << " (written past a gap by the previous leader)";
+        }
+        break;
+      }
+      st = dropped.status();
+    }
     if (!lease.Valid(SystemClock::Instance().NowUs())) {
       return Error(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS,
                    "the lease ran out before the log was read: " + st.ToString());
@@ -320,7 +318,9 @@ int RunHaMaster(const Config& config) {
                     " its own copy); run `mooncake metadata-server` for reference peers";
   }
   HaLog halog(*ctx->writer_kv, ctx->keys, SystemClock::Instance(),
-              {.snapshot_every_entries = config.ha.snapshot_every});
+              {.snapshot_every_entries = config.ha.snapshot_every,
+               .entries_in_flight = config.ha.entries_in_flight},
+              ctx->Shippers());
   MasterService service(config.master, SystemClock::Instance(), &halog);
   auto retirer = MakeRetirer(config);  // removals retired on the stores (retirer.h)
   if (!retirer.ok()) {
@@ -350,7 +350,7 @@ int RunHaMaster(const Config& config) {
   }
   MC_LOG(INFO) << "HA: won the election, term " << term->revision << "; reading the log";
   node.SetState("catching_up");
-  if (Status st = TakeOver(log, image, service, lease); !st.ok()) {
+  if (Status st = TakeOver(log, *term, image, service, lease); !st.ok()) {
     MC_LOG(ERROR) << "HA: cannot take over: " << st.ToString();
     (void)election.Resign(*term);
     return 1;

@@ -1,5 +1,7 @@
 #include "masterd/ha_image.h"
 
+#include <cstdint>
+
 #include "common/byte_io.h"
 #include "common/ceilings.h"
 #include "proto/codec.h"
@@ -87,9 +89,27 @@ void EncodeHaRecord(const HaRecord& record, std::string* out) {
 }
 
 std::string EncodeHaEntry(const std::vector<HaRecord>& records) {
+  size_t taken = 0;
+  return EncodeHaEntryUpTo(records, SIZE_MAX, &taken);
+}
+
+std::string EncodeHaEntryUpTo(const std::vector<HaRecord>& records, size_t max_bytes,
+                              size_t* taken) {
   std::string out;
-  ByteWriter(&out).U32(static_cast<uint32_t>(records.size()));
-  for (const HaRecord& r : records) EncodeHaRecord(r, &out);
+  ByteWriter(&out).U32(0);  // the count, filled in below
+  size_t n = 0;
+  for (; n < records.size(); ++n) {
+    const size_t before = out.size();
+    EncodeHaRecord(records[n], &out);
+    if (n > 0 && out.size() > max_bytes) {
+      out.resize(before);
+      break;
+    }
+  }
+  std::string count;
+  ByteWriter(&count).U32(static_cast<uint32_t>(n));
+  out.replace(0, count.size(), count);
+  *taken = n;
   return out;
 }
 
