@@ -8,6 +8,8 @@
 # batch_get_into moves a request's KV blocks: their transfers share one
 # master round trip and are in flight together, as perftest keeps its queue
 # full; BATCH 1 measures one object at a time.
+# Then mooncake.engine.TransferEngine 4 MiB write/read beside the bench's
+# put/get on the same device (scripts/bench_engine.py --transports rdma).
 # Absolute figures under TCG emulation are tiny; the ratio is what counts.
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -70,3 +72,11 @@ print(f"{mib} MiB  put {put:8.1f} MB/s  ib_write_bw {w:8.1f} MB/s  ratio {put / 
 print(f"{mib} MiB  get {get:8.1f} MB/s  ib_read_bw  {r:8.1f} MB/s  ratio {get / r if r else float('nan'):.2f}")
 PY
 done
+
+# mooncake.engine.TransferEngine over rdma beside mooncake bench's 4 MiB
+# put/get on the same device (issue 30, point 6): medians of TE_REPS runs of
+# TE_SECONDS each, alternating sides.
+echo "TransferEngine vs mooncake bench, rdma on $dev:"
+PYTHONPATH="$(dirname "$(dirname "$B")")/python" python3 "$src/scripts/bench_engine.py" \
+  --bin "$B" --master 127.0.0.1:50051 --transports rdma --device "$dev" \
+  --reps "${TE_REPS:-3}" --duration "${TE_SECONDS:-2}" --peer-mib 64
