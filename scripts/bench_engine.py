@@ -136,9 +136,9 @@ def main():
                             ("read (bench get)", "bench_get", "te_read")):
             bench, te = med[f"{t}_{b}"], med[f"{t}_{e}"]
             ratio = te / bench
-            print(f"| {t} {label} | {bench:.2f} | {te:.2f} | {ratio:.2f} | "
+            print(f"| {t} {label} | {bench:.3f} | {te:.3f} | {ratio:.2f} | "
                   f"{'ok' if ratio >= 0.90 else 'BELOW 0.90'} >= 0.90 |")
-    print("runs (GB/s): " + "; ".join(f"{k} " + " ".join(f"{x:.2f}" for x in v)
+    print("runs (GB/s): " + "; ".join(f"{k} " + " ".join(f"{x:.3f}" for x in v)
                                       for k, v in runs.items()))
     return 0
 
