@@ -51,13 +51,7 @@ Status RetireSender::RetireWindow(net::Stream conn, const std::string& peer,
     req.request_id = next_request_id_++;
     req.offset = r.offset;
     req.length = r.size_bytes;
-    req.grant_offset = r.grant.offset;
-    req.grant_size = r.grant.size_bytes;
-    req.grant_expiry_unix_ms = r.grant.expiry_unix_ms;
-    req.grant_term = r.grant.term;
-    if (r.grant.signature.size() == wire::kMacBytes) {
-      std::memcpy(req.grant_mac.data(), r.grant.signature.data(), wire::kMacBytes);
-    }
+    SetRequestGrant(r.grant, &req);
     wire::EncodeRequest(req, hdrs[i]);
     iov[i] = {hdrs[i], wire::kRequestBytes};
   }

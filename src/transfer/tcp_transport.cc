@@ -239,13 +239,7 @@ uint64_t TcpTransport::EncodeChunk(Conn& conn, const TransferOp& op, const Chunk
   req.length = chunk.len;
   // Every chunk carries the whole buffer's grant; the store checks the chunk
   // lies inside it. A signature of the wrong size is sent as zeros (refused).
-  req.grant_offset = op.grant.offset;
-  req.grant_size = op.grant.size_bytes;
-  req.grant_expiry_unix_ms = op.grant.expiry_unix_ms;
-  req.grant_term = op.grant.term;
-  if (op.grant.signature.size() == wire::kMacBytes) {
-    std::memcpy(req.grant_mac.data(), op.grant.signature.data(), wire::kMacBytes);
-  }
+  SetRequestGrant(op.grant, &req);
   wire::EncodeRequest(req, hdr);
   return req.request_id;
 }

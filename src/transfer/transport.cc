@@ -1,6 +1,21 @@
 #include "transfer/transport.h"
 
+#include <cstring>
+
+#include "transfer/data_protocol.h"
+
 namespace mc::transfer {
+
+void SetRequestGrant(const Grant& grant, wire::Request* req) {
+  req->grant_offset = grant.offset;
+  req->grant_size = grant.size_bytes;
+  req->grant_expiry_unix_ms = grant.expiry_unix_ms;
+  req->grant_term = grant.term;
+  req->grant_mac = {};
+  if (grant.signature.size() == wire::kMacBytes) {
+    std::memcpy(req->grant_mac.data(), grant.signature.data(), wire::kMacBytes);
+  }
+}
 
 std::string_view OpKindName(OpKind kind) {
   switch (kind) {

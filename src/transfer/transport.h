@@ -25,6 +25,10 @@
 
 namespace mc::transfer {
 
+namespace wire {
+struct Request;
+}  // namespace wire
+
 // How to reach one segment. A transport uses the fields it understands.
 struct Endpoint {
   std::string host;      // TCP: data server address (IPv4 literal or name)
@@ -53,6 +57,10 @@ struct Grant {
   // The signing master's term (msg::BufferDesc::capability_term).
   uint64_t term = 0;
 };
+
+// Puts `grant` into a data-port request header; a signature of the wrong
+// size goes out as zeros, which the store refuses.
+void SetRequestGrant(const Grant& grant, wire::Request* req);
 
 // Decides whether [offset, offset + len) of a segment may be written or read
 // under `grant`. May be called concurrently; must be thread-safe.
