@@ -13,8 +13,7 @@
 // store before the master answers (masterd/retirer.h: the range counts as
 // written and takes no new seal until written again), so a direct read that
 // starts after that answer asks the master; the TTL bounds only what the
-// master could not retire (a store it could not reach) and the narrow case
-// of mooncake-protocol(7), Direct reads. This client's own puts and
+// master could not retire (a store it could not reach). This client's own puts and
 // removals forget their keys at once.
 //
 // Hits are counted per key and reach the master in batches (ReportAccesses),

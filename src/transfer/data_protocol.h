@@ -39,10 +39,10 @@
 //               seal and NOT_SUPPORTED with one.
 //   op 7 RETIRE: no payload; the master's (grant op byte 4): the object in
 //               [offset, offset + length) was removed or replaced, so the
-//               store counts the range as written and marks its regions
-//               retired (write_epochs.h) before it answers (reply length 0):
+//               store counts the range as written and marks its 64-byte
+//               granules retired (write_epochs.h) before it answers (reply length 0):
 //               no sealed read names a seal of it afterwards, and none can
-//               learn one until new bytes fill the region. A store without
+//               learn one until new bytes fill its granules. A store without
 //               epochs answers OK (it serves no sealed read that names a seal).
 // The grant is the transfer capability the master signed for the buffer
 // being moved (common/capability.h): grant_mac = HMAC-SHA256(segment access

@@ -19,9 +19,10 @@
 //    file; Create() therefore first removes "mooncake-<pid>-*" files of this
 //    user whose <pid> is no longer alive.
 // Layout of the shared file: the data [0, size_bytes), then the write epochs
-// (write_epochs.h, one word per region, at EpochsOffset(size_bytes)), and in
+// (write_epochs.h: one epoch word per 4 KiB region, then one retired-granule
+// mask per region, at EpochsOffset(size_bytes)), and in
 // the file's last kEpochTrailerBytes a trailer naming them: u64 magic
-// "MCEPOCH1", u64 data bytes, u64 epochs offset, u64 region shift, u64 flags
+// "MCEPOCH2", u64 data bytes, u64 epochs offset, u64 region shift, u64 flags
 // (bit 0: some writes bypass the epochs, RDMA; readers must not trust them).
 // Every writer in a process that maps the file counts its writes there.
 // Not thread-safe to create/destroy concurrently with use; the memory itself
@@ -65,7 +66,7 @@ struct SegmentOptions {
 };
 
 inline constexpr uint64_t kEpochTrailerBytes = 64;
-inline constexpr uint64_t kEpochTrailerMagic = 0x3148434f50454d43ull;  // "MCEPOCH1"
+inline constexpr uint64_t kEpochTrailerMagic = 0x3248434f5045434dull;  // "MCEPOCH2", little-endian
 inline constexpr uint64_t kEpochsBypassed = 1;
 uint64_t EpochsOffset(uint64_t data_bytes);
 // Bytes a segment of `data_bytes` needs with its epochs and trailer.

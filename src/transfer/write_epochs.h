@@ -20,18 +20,22 @@
 // Retired ranges (issue 33, gap A): when the master removes or replaces an
 // object it retires the object's range on the store before it acknowledges
 // (the data port's RETIRE). A retire counts as a write (every seal of the
-// range changes) and marks its regions retired: while a region is retired no
-// seal of it can be taken (Seal answers 0), so a reader that got the
-// location from the master before the removal but reads after the retire
-// cannot learn it. The next write into a region clears its mark: the
-// master hands space out again only after its retire (masterd/retirer.h).
-// What that leaves open: a reader holding a lease on a removed object (its
-// bytes stay while the lease lives) whose first read comes after both the
-// retire and a write of a neighbour into one of its 4 KiB regions learns a
-// seal of the removed version (mooncake-protocol(7), Direct reads).
+// range changes) and marks the range's 64-byte granules retired: while a
+// granule is retired no seal of a range that holds it can be taken (Seal
+// answers 0), so a reader that got the location from the master before the
+// removal but reads after the retire cannot learn it. Only a write into a
+// granule clears its mark: the master hands the space out again only after
+// its retire (masterd/retirer.h) and after the leases on the old object
+// ended. Objects start on 64-byte boundaries (master/segment_allocator.h),
+// so no two share a granule and a neighbour written into the same 4 KiB
+// region clears nothing of a retired object's (it did before, when the mark
+// was one bit per region: a reader whose lease predated a forced remove
+// and whose first read came after the retire and such a neighbour write
+// learnt a seal of the removed version; mooncake-protocol(7), Direct reads).
 //
-// Word layout: low 39 bits started writes, bit 39 retired, high 24 bits
-// writes in flight.
+// Table layout: Regions(data_bytes) epoch words, then as many retired-granule
+// masks (bit g of mask i: bytes [i * 4096 + g * 64, + 64) are retired).
+// Epoch word: low 40 bits started writes, high 24 bits writes in flight.
 // The table lives in the segment's shared mapping, after the data, so every
 // process that maps the segment shares it (segment.h). Thread-safe and
 // process-safe: only atomic operations on the words.
@@ -46,19 +50,29 @@ class WriteEpochs {
  public:
   static constexpr uint32_t kRegionShift = 12;
   static constexpr uint64_t kRegionBytes = 1ull << kRegionShift;
+  // Retired marks are kept per granule of 1 << kGranuleShift bytes, the
+  // master's allocation alignment: one u64 mask per region.
+  static constexpr uint32_t kGranuleShift = 6;
+  static_assert(kRegionBytes >> kGranuleShift == 64, "one mask word per region");
   static constexpr uint64_t kInFlightOne = 1ull << 40;
-  static constexpr uint64_t kRetiredBit = 1ull << 39;
-  static constexpr uint64_t kStartedMask = kRetiredBit - 1;
+  static constexpr uint64_t kStartedMask = kInFlightOne - 1;
 
-  // Words a table for `data_bytes` of segment needs.
-  static uint64_t Words(uint64_t data_bytes) {
+  // Regions (epoch words, and retired masks) of `data_bytes` of segment.
+  static uint64_t Regions(uint64_t data_bytes) {
     return (data_bytes + kRegionBytes - 1) >> kRegionShift;
   }
+  // Words a table for `data_bytes` of segment needs (epochs and masks).
+  static uint64_t Words(uint64_t data_bytes) { return 2 * Regions(data_bytes); }
+
+  // Testing only: makes any write clear the retired marks of every region it
+  // touches (the per-region mark this replaced), so a test can show what the
+  // granule marks prevent. Process-wide.
+  static void TestingClearWholeRegionsOnWrite(bool on);
 
   WriteEpochs() = default;
   // `words` holds Words(data_bytes) zero-initialised (or previously used) words.
   WriteEpochs(std::atomic<uint64_t>* words, uint64_t data_bytes)
-      : words_(words), data_bytes_(data_bytes) {}
+      : words_(words), retired_(words + Regions(data_bytes)), data_bytes_(data_bytes) {}
   bool valid() const { return words_ != nullptr; }
 
   // Before the first byte of a write of [offset, offset + len) lands.
@@ -66,11 +80,11 @@ class WriteEpochs {
   // After its last byte landed.
   void EndWrite(uint64_t offset, uint64_t len);
   // The object in [offset, offset + len) is gone: counts as a write and
-  // marks its regions retired (see above).
+  // marks its granules retired (see above).
   void Retire(uint64_t offset, uint64_t len);
 
   // The seal of [offset, offset + len): never 0, except 0 while a write is in
-  // flight in one of its regions or one of them is retired.
+  // flight in one of its regions or one of its granules is retired.
   uint64_t Seal(uint64_t offset, uint64_t len) const;
 
   // Copies [offset, offset + len) of `base` (the segment) to `dst` and
@@ -92,7 +106,8 @@ class WriteEpochs {
   }
 
  private:
-  std::atomic<uint64_t>* words_ = nullptr;
+  std::atomic<uint64_t>* words_ = nullptr;    // epochs, by region
+  std::atomic<uint64_t>* retired_ = nullptr;  // retired granules, by region
   uint64_t data_bytes_ = 0;
 };
 

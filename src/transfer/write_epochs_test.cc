@@ -130,18 +130,38 @@ TEST_CASE("racing writers never let a sealed read return bytes of another versio
   CHECK(accepted > 0);
 }
 
-TEST_CASE("a retired range changes its seal and takes no new one until a write lands in it") {
+TEST_CASE("a retired range changes its seal and takes no new one until writes land on its granules") {
   Table t(64 << 10);
   const uint64_t s = t.epochs.Seal(4096, 8192);
   REQUIRE(s != 0);
-  t.epochs.Retire(4096, 6000);  // regions 1 and 2
+  t.epochs.Retire(4096, 6000);  // [4096, 10096): regions 1 and 2, granules up to 10112
   uint8_t buf[64];
   CHECK(t.epochs.SealedCopy(t.data.data(), 4096, sizeof buf, buf, s) == 0);  // stale
   CHECK(t.epochs.Seal(4096, 8192) == 0);  // cannot be learnt
   CHECK(t.epochs.Seal(0, 4096) != 0);     // its neighbours can
-  { EpochWrite w(t.epochs, 4096, 100); }  // the space given out again: region 1
-  CHECK(t.epochs.Seal(4096, 4096) != 0);
-  CHECK(t.epochs.Seal(8192, 100) == 0);  // region 2 not written yet
-  { EpochWrite w(t.epochs, 8192 + 200, 64); }
+  CHECK(t.epochs.Seal(10112, 64) != 0);   // even in its last region
+  CHECK(t.epochs.Seal(10048, 64) == 0);   // its last granule
+  { EpochWrite w(t.epochs, 4096, 100); }  // the space given out again: two granules
+  CHECK(t.epochs.Seal(4096, 128) != 0);
+  CHECK(t.epochs.Seal(4096, 4096) == 0);  // the rest of region 1 not written yet
+  { EpochWrite w(t.epochs, 4096 + 128, 6000 - 128); }
   CHECK(t.epochs.Seal(4096, 8192) != 0);
+}
+
+// The case a per-region mark left open (mooncake-protocol(7), Direct reads):
+// a reader whose lease predates a forced remove reads after the retire and
+// after a neighbour was written into the same 4 KiB region.
+TEST_CASE("a neighbour written into a retired object's 4 KiB region does not make it sealable") {
+  Table t(64 << 10);
+  t.epochs.Retire(0, 1000);                 // the removed object
+  { EpochWrite w(t.epochs, 1024, 1024); }   // a neighbour, on the next granule
+  CHECK(t.epochs.Seal(0, 1000) == 0);       // the removed object's reader learns nothing
+  CHECK(t.epochs.Seal(1024, 1024) != 0);    // the neighbour's can
+  // With the fix switched off (one mark per region, cleared by any write
+  // into it), the same steps hand the old object a seal: the hole.
+  WriteEpochs::TestingClearWholeRegionsOnWrite(true);
+  t.epochs.Retire(0, 1000);
+  { EpochWrite w(t.epochs, 1024, 1024); }
+  WriteEpochs::TestingClearWholeRegionsOnWrite(false);
+  CHECK(t.epochs.Seal(0, 1000) != 0);
 }
