@@ -3,12 +3,12 @@
 # resident memory per object and its start-up time with OBJECTS objects of
 # KEY_BYTES-byte keys, one replica, in its durable journal.
 #
-#   [VALUE_BYTES=1024] scripts/bench_master_scale.sh [OBJECTS=10000000]
+#   [VALUE_BYTES=1024] [BATCH=256] [THREADS=4] scripts/bench_master_scale.sh [OBJECTS=10000000]
 #
 # 1. A fresh master with --data-dir (the SQLite journal, default fsync) and
-#    one store; `mooncake bench --metadata-only --op put --batch 256
-#    --threads 4 --ops OBJECTS --key-names hashed --key-bytes KEY_BYTES
-#    --value-size VALUE_BYTES`
+#    one store; `mooncake bench --metadata-only --op put --batch BATCH
+#    --threads THREADS --ops OBJECTS --key-names hashed --key-bytes KEY_BYTES
+#    --value-size VALUE_BYTES` (a before/after comparison keeps both)
 #    fills it (no bytes move; each put is a PutStart and a PutEnd; the
 #    store's segment is sized to hold every value, and it refuses a segment
 #    larger than the host's free memory, even untouched: 10M objects of
@@ -28,6 +28,8 @@ BIN=${MOONCAKE_BIN:-$here/build/src/cli/mooncake}
 OBJECTS=${1:-10000000}
 KEY_BYTES=${KEY_BYTES:-40}
 VALUE_BYTES=${VALUE_BYTES:-1024}
+BATCH=${BATCH:-256}
+THREADS=${THREADS:-4}
 NAME=bench_master_scale
 # shellcheck source=scripts/bench_lib.sh
 . "$here/scripts/bench_lib.sh"
@@ -42,7 +44,8 @@ echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(n
   "$(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
 echo "uptime: $(uptime)"
 echo "master: $("$BIN" version | head -1), --data-dir (durable journal); $OBJECTS objects," \
-  "keys of $KEY_BYTES bytes (hashed names), values of $VALUE_BYTES bytes, one replica"
+  "keys of $KEY_BYTES bytes (hashed names), values of $VALUE_BYTES bytes, one replica;" \
+  "fill in batches of $BATCH from $THREADS threads"
 echo
 
 start_master "$data"
@@ -52,7 +55,7 @@ start_store
 OBJECTS=$OBJECTS_ALL
 before=$(rss_kib "$master")
 "$BENCH_BIN" bench --master "127.0.0.1:$port" --metadata-only --op put --value-size "$VALUE_BYTES" \
-  --batch 256 --threads 4 --ops "$OBJECTS" --key-names hashed --key-bytes "$KEY_BYTES" \
+  --batch "$BATCH" --threads "$THREADS" --ops "$OBJECTS" --key-names hashed --key-bytes "$KEY_BYTES" \
   --json "$work/fill.json" >/dev/null
 after=$(rss_kib "$master")
 keys=$(curl -fs "http://127.0.0.1:$mport/metrics" | awk '/^master_key_count / {print $2}')

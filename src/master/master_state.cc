@@ -51,10 +51,10 @@ ObjectId MasterState::PolicyFacts::IdAt(uint32_t slot) const {
   return static_cast<ObjectId>(state_.slot_generations_[slot]) << 32 | slot;
 }
 uint64_t MasterState::PolicyFacts::KeyHashAt(uint32_t slot) const {
-  return std::hash<std::string_view>()(state_.slot_nodes_[slot]->key());
+  return std::hash<std::string_view>()(state_.NodeAt(slot)->key());
 }
 uint64_t MasterState::PolicyFacts::SizeAt(uint32_t slot) const {
-  return state_.slot_nodes_[slot]->record.size_bytes;
+  return state_.NodeAt(slot)->record.size_bytes;
 }
 
 MasterState::~MasterState() {
@@ -79,16 +79,17 @@ ObjectId MasterState::IdOf(const ObjectRecord& rec) const {
 MasterState::ObjectIt MasterState::FindById(ObjectId id) {
   const uint32_t slot = static_cast<uint32_t>(id);
   if (slot >= slot_nodes_.size() || slot_generations_[slot] != id >> 32) return objects_.end();
-  return ObjectIt(slot_nodes_[slot]);
+  return ObjectIt(NodeAt(slot));
 }
 
-MasterState::ObjectIt MasterState::InsertObject(std::string_view key) {
+MasterState::ObjectIt MasterState::InsertObject(std::string_view key,
+                                                const ObjectIndex::Position* where) {
   ObjectIt it;
   if (bulk_loading_) {
     it = ObjectIt(objects_.NewNode(key));
     bulk_nodes_.push_back(it.node());
   } else {
-    it = objects_.insert(key);
+    it = objects_.insert(key, where);
   }
   uint32_t slot;
   if (!free_slots_.empty()) {
@@ -97,10 +98,10 @@ MasterState::ObjectIt MasterState::InsertObject(std::string_view key) {
   } else {
     assert(slot_nodes_.size() < UINT32_MAX);
     slot = static_cast<uint32_t>(slot_nodes_.size());
-    slot_nodes_.push_back(nullptr);
+    slot_nodes_.push_back(0);
     slot_generations_.push_back(0);
   }
-  slot_nodes_[slot] = it.node();
+  slot_nodes_[slot] = objects_.HandleOf(it.node());
   ++slot_generations_[slot];  // ids of earlier objects in this slot go stale
   it->record.slot = slot;
   return it;
@@ -122,7 +123,7 @@ void MasterState::FreeBuffers(const ObjectRecord& rec, uint64_t* largest_hole) {
 // when the policy itself chose the victim and already dropped it).
 void MasterState::EraseObject(ObjectIt it, RemoveReason reason, bool notify) {
   ObjectRecord& rec = it->record;
-  if (!rec.complete()) put_owners_.erase(rec.slot);
+  if (!rec.complete()) ForgetPut(rec.slot, it->key());
   FreeBuffers(rec, nullptr);
   if (rec.complete() && notify) policy_->OnRemove(IdOf(rec));
   if (rec.has(ObjectRecord::kPinCounted)) --soft_pinned_count_;
@@ -133,7 +134,7 @@ void MasterState::EraseObject(ObjectIt it, RemoveReason reason, bool notify) {
   }
   if (!pending_upserts_.empty()) DiscardPendingUpsert(rec.slot);
   free_slots_.push_back(rec.slot);
-  slot_nodes_[rec.slot] = nullptr;
+  slot_nodes_[rec.slot] = 0;
   ++slot_generations_[rec.slot];
   objects_.erase(it);
 }
@@ -330,11 +331,13 @@ void MasterState::SetNewVersion(ObjectRecord& rec, const msg::PutStartRequest& r
 }
 
 msg::PutStartReply MasterState::InsertPut(const msg::PutStartRequest& req,
-                                          const std::vector<uint64_t>& placed, uint64_t now_us) {
-  ObjectIt it = InsertObject(req.key);
+                                          const std::vector<uint64_t>& placed, uint64_t now_us,
+                                          const ObjectIndex::Position* where) {
+  ObjectIt it = InsertObject(req.key, where);
   ObjectRecord& rec = it->record;
   SetNewVersion(rec, req, placed, now_us);
   put_owners_[rec.slot] = req.client;
+  put_slots_.emplace(std::hash<std::string_view>()(req.key), rec.slot);
   put_deadlines_.push_back({rec.deadline_us, IdOf(rec)});
   std::push_heap(put_deadlines_.begin(), put_deadlines_.end(), std::greater<>());
   return msg::PutStartReply{DescribeReplicas(rec)};
@@ -346,16 +349,32 @@ Result<msg::PutStartReply> MasterState::PutStart(const msg::PutStartRequest& req
     return Count(counters_.put_start, Result<msg::PutStartReply>(std::move(s)));
   };
   if (Status s = CheckPutShape(req); !s.ok()) return fail(std::move(s));
-  if (objects_.find(req.key) != objects_.end())
+  ObjectIndex::Position where;  // the insert's, unless placing evicts
+  if (objects_.find(req.key, &where) != objects_.end())
     return fail(Error(ErrorCode::OBJECT_ALREADY_EXISTS, "key " + Quoted(req.key) + " exists"));
   auto placed = PlaceOrEvict(req.key, req.size_bytes, req.options.replicas, now_us,
                              req.options.placement);
   if (!placed.ok()) return fail(placed.status());
-  return Count(counters_.put_start, Result<msg::PutStartReply>(InsertPut(req, *placed, now_us)));
+  return Count(counters_.put_start,
+               Result<msg::PutStartReply>(InsertPut(req, *placed, now_us, &where)));
+}
+
+MasterState::ObjectIt MasterState::FindPut(std::string_view key) const {
+  if (auto p = put_slots_.find(std::hash<std::string_view>()(key)); p != put_slots_.end()) {
+    ObjectIndex::Node* n = NodeAt(p->second);
+    if (n->key() == key) return ObjectIt(n);
+  }
+  return objects_.find(key);
+}
+
+void MasterState::ForgetPut(uint32_t slot, std::string_view key) {
+  put_owners_.erase(slot);
+  auto p = put_slots_.find(std::hash<std::string_view>()(key));
+  if (p != put_slots_.end() && p->second == slot) put_slots_.erase(p);
 }
 
 Status MasterState::DoPutEnd(const msg::KeyRequest& req, uint64_t now_us) {
-  auto it = objects_.find(req.key);
+  auto it = FindPut(req.key);
   if (it == objects_.end())
     return Error(ErrorCode::OBJECT_NOT_FOUND,
                  "put of " + Quoted(req.key) + " is unknown (revoked, timed out or lost)");
@@ -367,7 +386,7 @@ Status MasterState::DoPutEnd(const msg::KeyRequest& req, uint64_t now_us) {
     return Status::Ok();
   }
   MC_RETURN_IF_ERROR(CheckPutOwner(rec, req, "end"));
-  put_owners_.erase(rec.slot);
+  ForgetPut(rec.slot, it->key());
   Complete(it, now_us);
   return Status::Ok();
 }
@@ -404,7 +423,7 @@ Status MasterState::PutEnd(const msg::KeyRequest& req, uint64_t now_us) {
 
 Status MasterState::DoPutRevoke(const msg::KeyRequest& req, uint64_t now_us) {
   (void)now_us;
-  auto it = objects_.find(req.key);
+  auto it = FindPut(req.key);
   if (it == objects_.end())
     return Error(ErrorCode::OBJECT_NOT_FOUND, "put of " + Quoted(req.key) + " is unknown");
   if (it->record.complete()) {

@@ -295,8 +295,8 @@ class MasterState {
   Status CheckKey(std::string_view key) const;
   ObjectId IdOf(const ObjectRecord& rec) const;
   ObjectIt FindById(ObjectId id);
-  // `key` must be absent.
-  ObjectIt InsertObject(std::string_view key);
+  // `key` must be absent; `where`: a find of it (see ObjectIndex::Position).
+  ObjectIt InsertObject(std::string_view key, const ObjectIndex::Position* where = nullptr);
   void EraseObject(ObjectIt it, RemoveReason reason, bool notify);
   void FreeBuffers(const ObjectRecord& rec, uint64_t* largest_hole);
   // master_state_stale.cc: `rec`'s buffers, or one of them, leave it.
@@ -320,7 +320,13 @@ class MasterState {
                      const std::vector<uint64_t>& placed, uint64_t now_us);
   // `req.key` must be absent.
   msg::PutStartReply InsertPut(const msg::PutStartRequest& req,
-                               const std::vector<uint64_t>& placed, uint64_t now_us);
+                               const std::vector<uint64_t>& placed, uint64_t now_us,
+                               const ObjectIndex::Position* where = nullptr);
+  // The object of `key` as objects_.find finds it, an in-flight put's
+  // through put_slots_ without a search of the index.
+  ObjectIt FindPut(std::string_view key) const;
+  // An in-flight put in `slot` of `key` ends (completed or erased).
+  void ForgetPut(uint32_t slot, std::string_view key);
   Status DoPutEnd(const msg::KeyRequest& req, uint64_t now_us);
   Status DoPutRevoke(const msg::KeyRequest& req, uint64_t now_us);
   // OK when `client` started the in-flight put in `rec`.
@@ -414,16 +420,22 @@ class MasterState {
   StateListener* listener_;
 
   ObjectIndex objects_;
-  // The slot table, by slot: each object's node (null: a free slot) and the
-  // slot's generation, which makes ObjectId = generation << 32 | slot stale
-  // once the object is gone. Two arrays: 12 bytes an object, not 16.
-  std::vector<ObjectIndex::Node*> slot_nodes_;
+  // The slot table, by slot: each object's node handle (0: a free slot,
+  // see ObjectIndex::HandleOf) and the slot's generation, which makes
+  // ObjectId = generation << 32 | slot stale once the object is gone. Two
+  // arrays of 4-byte entries: 8 bytes an object, not 16.
+  std::vector<uint32_t> slot_nodes_;
+  ObjectIndex::Node* NodeAt(uint32_t slot) const { return objects_.NodeAt(slot_nodes_[slot]); }
   std::vector<uint32_t> slot_generations_;
   std::vector<uint32_t> free_slots_;
   std::vector<Timer> put_deadlines_;  // in-flight puts, min-heap
   // Who started each in-flight put, by slot: only that client may end or
   // revoke it. Kept beside the records so complete objects pay nothing.
   std::unordered_map<uint32_t, msg::ClientId> put_owners_;
+  // The slots of in-flight puts by key hash (one per hash: a second key of
+  // the same hash is found by a search), so a PutEnd or PutRevoke costs no
+  // search of the index: with put_owners_, only puts in flight pay for it.
+  std::unordered_map<uint64_t, uint32_t> put_slots_;
   std::vector<Timer> pin_expiries_;   // live soft pins, min-heap
 
   // Reads not released yet, by client and object: their number and the

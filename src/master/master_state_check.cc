@@ -34,14 +34,14 @@ Status MasterState::CheckInvariants() const {
 Status MasterState::CheckSlots() const {
   if (slot_nodes_.size() != slot_generations_.size()) return Broken("slot arrays differ in size");
   size_t live = 0;
-  for (const ObjectIndex::Node* n : slot_nodes_) live += n != nullptr;
+  for (uint32_t handle : slot_nodes_) live += handle != 0;
   if (live != objects_.size()) {
     return Broken(std::to_string(live) + " live slots for " + std::to_string(objects_.size()) +
                   " objects");
   }
   for (auto it = objects_.begin(); it != objects_.end(); ++it) {
     const uint32_t slot = it->record.slot;
-    if (slot >= slot_nodes_.size() || slot_nodes_[slot] != it.node()) {
+    if (slot >= slot_nodes_.size() || NodeAt(slot) != it.node()) {
       return Broken("object '" + std::string(it->key()) + "' is not in its slot");
     }
   }
@@ -50,14 +50,19 @@ Status MasterState::CheckSlots() const {
     return Broken("free slot list does not hold each unused slot once");
   }
   for (uint32_t slot : free) {
-    if (slot >= slot_nodes_.size() || slot_nodes_[slot] != nullptr) {
+    if (slot >= slot_nodes_.size() || slot_nodes_[slot] != 0) {
       return Broken("slot " + std::to_string(slot) + " is both free and used");
     }
   }
   for (const auto& [slot, owner] : put_owners_) {
-    if (slot >= slot_nodes_.size() || slot_nodes_[slot] == nullptr ||
-        slot_nodes_[slot]->record.complete()) {
+    if (slot >= slot_nodes_.size() || slot_nodes_[slot] == 0 || NodeAt(slot)->record.complete()) {
       return Broken("a put owner for slot " + std::to_string(slot) + ", not a put in flight");
+    }
+  }
+  for (const auto& [hash, slot] : put_slots_) {
+    if (!put_owners_.contains(slot) ||
+        std::hash<std::string_view>()(NodeAt(slot)->key()) != hash) {
+      return Broken("the put of slot " + std::to_string(slot) + " is not under its key's hash");
     }
   }
   return Status::Ok();

@@ -22,13 +22,15 @@ MasterState::MemoryUse MasterState::memory_use() const {
   MemoryUse m;
   m.index = objects_.memory_bytes();
   m.index_nodes = objects_.node_bytes();
-  m.slots = slot_nodes_.capacity() * sizeof(ObjectIndex::Node*) +
+  m.slots = slot_nodes_.capacity() * sizeof(uint32_t) +
             slot_generations_.capacity() * sizeof(uint32_t) +
             free_slots_.capacity() * sizeof(uint32_t);
   m.policy = policy_->memory_bytes();
   m.in_flight = (put_deadlines_.capacity() + pin_expiries_.capacity()) * sizeof(Timer) +
                 HashMapBytes(put_owners_.size(), put_owners_.bucket_count(),
                              sizeof(uint32_t) + sizeof(msg::ClientId)) +
+                HashMapBytes(put_slots_.size(), put_slots_.bucket_count(),
+                             sizeof(uint64_t) + sizeof(uint32_t)) +
                 HashMapBytes(reads_.size(), reads_.bucket_count(),
                              sizeof(ReadKey) + sizeof(ReadGrant)) +
                 HashMapBytes(pending_upserts_.size(), pending_upserts_.bucket_count(),

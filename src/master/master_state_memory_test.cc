@@ -27,7 +27,7 @@ std::string HashedKey(uint64_t i) {
 
 }  // namespace
 
-TEST_CASE("a master of 40-byte keys holds an object in about 120 bytes of its structures") {
+TEST_CASE("a master of 40-byte keys holds an object in about 116 bytes of its structures") {
   constexpr uint64_t kObjects = 1 << 17;
   // The duel's shadows are left out: they cost a sample of the keys (about
   // 2 bytes an object at 10 million, mooncake-master(1)), not every object.
@@ -49,11 +49,12 @@ TEST_CASE("a master of 40-byte keys holds an object in about 120 bytes of its st
           << ", eviction " << per(m.policy) << ", in flight " << per(m.in_flight)
           << "; total " << per(m.total()));
   // A node is the record, the key and 8 bytes a skip-list level (4/3 levels
-  // on average); a slot is a node pointer and a generation; the policy's
-  // node is 4 links of 4 bytes and a byte for its list. 2 bytes of slack for
-  // free space in the node chunks.
-  const double budget = 40 + sizeof(ObjectRecord) + 8.0 * 4 / 3 + 12 + 17 + 2;
+  // on average); a slot is a 4-byte node handle and a generation; the
+  // policy's node is 4 links of 4 bytes and a byte for its list. 2 bytes of
+  // slack for free space in the node chunks.
+  const double budget = 40 + sizeof(ObjectRecord) + 8.0 * 4 / 3 + 8 + 17 + 2;
   CHECK(per(m.index_nodes) <= 40 + sizeof(ObjectRecord) + 8.0 * 4 / 3 + 1);
+  CHECK(per(m.slots) <= 8);
   CHECK(per(m.total()) <= budget);
   CHECK(state.counters().key_count == kObjects);
   CHECK(state.CheckInvariants().ok());

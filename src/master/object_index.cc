@@ -18,44 +18,43 @@ namespace {
 uint64_t Mix(uint64_t x) { return eviction::MixBits(x); }
 }  // namespace
 
-ObjectIndex::ObjectIndex() = default;
+ObjectIndex::ObjectIndex() : free_(kMaxNodeBytes / 8 + 1, nullptr) {}
 
 ObjectIndex::~ObjectIndex() {
   clear();
-  for (void* c : chunks_) ::operator delete(c);
+  for (char* c : chunks_) ::operator delete(c, std::align_val_t{kChunkBytes});
+}
+
+void ObjectIndex::NewChunk() {
+  // The tail of the old chunk goes to the free list of its size, so no
+  // byte is lost for good.
+  if (bump_left_ >= sizeof(FreeBlock)) PushFree(bump_, bump_left_);
+  if (chunks_.size() >= kMaxChunks) throw std::bad_alloc();  // kMaxNodeArenaBytes
+  char* chunk = static_cast<char*>(::operator new(kChunkBytes, std::align_val_t{kChunkBytes}));
+  const uint64_t number = chunks_.size();
+  std::memcpy(chunk, &number, sizeof number);
+  chunks_.push_back(chunk);
+  bump_ = chunk + sizeof number;  // a handle is never 0
+  bump_left_ = kChunkBytes - sizeof number;
 }
 
 void* ObjectIndex::Allocate(size_t bytes) {
-  assert(bytes % 8 == 0);
-  node_bytes_ += bytes;
-  if (bytes > kMaxSlabBytes) {
-    large_bytes_ += bytes;
-    return ::operator new(bytes);
-  }
+  assert(bytes % 8 == 0 && bytes <= kMaxNodeBytes);
   if (FreeBlock* f = free_[bytes / 8]) {
     free_[bytes / 8] = f->next;
+    node_bytes_ += bytes;
     return f;
   }
-  if (bump_left_ < bytes) {
-    // The tail of the old chunk goes to the free list of its size, so no
-    // byte is lost for good.
-    if (bump_left_ >= sizeof(FreeBlock)) PushFree(bump_, bump_left_);
-    chunks_.push_back(::operator new(kSlabChunkBytes));
-    bump_ = static_cast<char*>(chunks_.back());
-    bump_left_ = kSlabChunkBytes;
-  }
+  if (bump_left_ < bytes) NewChunk();
   void* p = bump_;
   bump_ += bytes;
   bump_left_ -= bytes;
+  node_bytes_ += bytes;
   return p;
 }
 
 void ObjectIndex::Release(void* p, size_t bytes) {
   node_bytes_ -= bytes;
-  if (bytes > kMaxSlabBytes) {
-    large_bytes_ -= bytes;
-    return ::operator delete(p);
-  }
   PushFree(p, bytes);
 }
 
@@ -71,27 +70,60 @@ uint32_t ObjectIndex::LevelsOf(std::string_view key) {
   return levels < kMaxLevels ? levels : kMaxLevels;
 }
 
-void ObjectIndex::Predecessors(std::string_view key, Node** before) const {
+uint64_t ObjectIndex::PrefixOf(std::string_view key) {
+  uint64_t word = 0;
+  for (size_t i = 0; i < 8; ++i)
+    word = word << 8 | (i < key.size() ? static_cast<unsigned char>(key[i]) : 0u);
+  return word;
+}
+
+size_t ObjectIndex::FingerAt(std::string_view key) const {
+  const uint64_t prefix = PrefixOf(key);
+  // Prefixes order keys weakly: equal ones compare the keys.
+  return std::partition_point(fingers_.begin(), fingers_.end(),
+                              [&](const Finger& f) {
+                                return f.prefix < prefix ||
+                                       (f.prefix == prefix && f.node->key() < key);
+                              }) -
+         fingers_.begin();
+}
+
+void ObjectIndex::Predecessors(std::string_view key, Node** before, uint32_t need) const {
   Node* x = nullptr;  // the head
-  for (uint32_t l = levels_; l-- > 0;) {
+  uint32_t top = levels_;
+  if (need <= kFingerLevel && levels_ > kFingerLevel) {
+    // Level kFingerLevel links exactly the fingers: the last one below the
+    // key is where a walk from the top would leave that level.
+    const size_t at = FingerAt(key);
+    x = at == 0 ? nullptr : fingers_[at - 1].node;
+    top = kFingerLevel;
+  }
+  for (uint32_t l = top; l-- > 0;) {
     Node* const* links = x == nullptr ? head_ : x->links();
     for (Node* next = links[l]; next != nullptr && next->key() < key; next = links[l]) {
       x = next;
       links = x->links();
     }
-    before[l] = x;
+    if (l < need) before[l] = x;
   }
 }
 
 ObjectIndex::iterator ObjectIndex::lower_bound(std::string_view key) const {
   Node* before[kMaxLevels];
-  Predecessors(key, before);
+  Predecessors(key, before, 1);
   return iterator(before[0] == nullptr ? head_[0] : before[0]->links()[0]);
 }
 
 ObjectIndex::iterator ObjectIndex::find(std::string_view key) const {
   iterator it = lower_bound(key);
   return it != end() && it->key() == key ? it : end();
+}
+
+ObjectIndex::iterator ObjectIndex::find(std::string_view key, Position* where) const {
+  Predecessors(key, where->before, LevelsOf(key));  // what its insert needs
+  where->version = version_;
+  Node* at = where->before[0] == nullptr ? head_[0] : where->before[0]->links()[0];
+  return at != nullptr && at->key() == key ? iterator(at) : end();
 }
 
 ObjectIndex::iterator ObjectIndex::upper_bound(std::string_view key) const {
@@ -101,6 +133,8 @@ ObjectIndex::iterator ObjectIndex::upper_bound(std::string_view key) const {
 }
 
 ObjectIndex::Node* ObjectIndex::NewNode(std::string_view key) {
+  static_assert(NodeBytes(kMaxLevels, kMaxStringBytes) == kMaxNodeBytes);
+  assert(key.size() <= kMaxStringBytes);
   const uint32_t levels = LevelsOf(key);
   Node* n = static_cast<Node*>(Allocate(NodeBytes(levels, key.size())));
   new (&n->record) ObjectRecord();
@@ -125,6 +159,8 @@ void ObjectIndex::DeleteNode(Node* n) {
 
 void ObjectIndex::Append(Node* n) {
   assert(tail_[0] == nullptr || tail_[0]->key() < n->key());
+  ++version_;
+  if (n->levels() > kFingerLevel) fingers_.push_back({PrefixOf(n->key()), n});
   for (uint32_t l = 0; l < n->levels(); ++l) {
     LinksOf(tail_[l])[l] = n;
     n->links()[l] = nullptr;
@@ -182,21 +218,28 @@ bool ObjectIndex::Build(std::vector<Node*> nodes, std::string* duplicate) {
   return true;
 }
 
-ObjectIndex::iterator ObjectIndex::insert(std::string_view key) {
+ObjectIndex::iterator ObjectIndex::insert(std::string_view key, const Position* where) {
   Node* before[kMaxLevels];
   const uint32_t levels = LevelsOf(key);
-  if (levels > levels_) {
-    for (uint32_t l = levels_; l < levels; ++l) before[l] = nullptr;
-  }
-  if (tail_[0] != nullptr && tail_[0]->key() < key) {
+  const uint32_t known = std::min(levels, levels_);  // levels past levels_: the head
+  if (where != nullptr && where->version == version_) {
+    // Searched since the last change: the same levels are in use.
+    std::copy(where->before, where->before + known, before);
+  } else if (tail_[0] != nullptr && tail_[0]->key() < key) {
     // Past every key: the predecessors are the tails, no search.
-    for (uint32_t l = 0; l < levels_; ++l) before[l] = tail_[l];
+    for (uint32_t l = 0; l < known; ++l) before[l] = tail_[l];
   } else {
-    Predecessors(key, before);
+    Predecessors(key, before, levels);
   }
+  for (uint32_t l = known; l < levels; ++l) before[l] = nullptr;
+  ++version_;
   if (levels > levels_) levels_ = levels;
   Node* n = NewNode(key);
   assert(before[0] == nullptr || before[0]->key() < key);
+  if (levels > kFingerLevel) {
+    fingers_.insert(fingers_.begin() + static_cast<ptrdiff_t>(FingerAt(key)),
+                    {PrefixOf(key), n});
+  }
   Node** links = n->links();
   for (uint32_t l = 0; l < levels; ++l) {
     Node** prev = LinksOf(before[l]);
@@ -213,7 +256,13 @@ void ObjectIndex::erase(iterator it) {
   Node* n = it.node();
   assert(n != nullptr);
   Node* before[kMaxLevels];
-  Predecessors(n->key(), before);
+  Predecessors(n->key(), before, n->levels());
+  ++version_;
+  if (n->levels() > kFingerLevel) {
+    const size_t at = FingerAt(n->key());
+    assert(at < fingers_.size() && fingers_[at].node == n);
+    fingers_.erase(fingers_.begin() + static_cast<ptrdiff_t>(at));
+  }
   Node** links = n->links();
   for (uint32_t l = 0; l < n->levels(); ++l) {
     Node** prev = LinksOf(before[l]);
@@ -233,6 +282,8 @@ void ObjectIndex::clear() {
     n = next;
   }
   for (uint32_t l = 0; l < kMaxLevels; ++l) head_[l] = tail_[l] = nullptr;
+  fingers_.clear();
+  ++version_;
   levels_ = 1;
   size_ = 0;
 }
@@ -268,6 +319,15 @@ Status ObjectIndex::CheckInvariants() const {
     return broken("level 0 holds " + std::to_string(count) + " nodes, size is " +
                   std::to_string(size_));
   }
+  size_t finger = 0;
+  for (Node* n = head_[kFingerLevel]; n != nullptr; n = n->links()[kFingerLevel], ++finger) {
+    if (finger >= fingers_.size() || fingers_[finger].node != n ||
+        fingers_[finger].prefix != PrefixOf(n->key())) {
+      return broken("finger " + std::to_string(finger) + " is not level " +
+                    std::to_string(kFingerLevel) + "'s node");
+    }
+  }
+  if (finger != fingers_.size()) return broken("more fingers than nodes on their level");
   for (uint32_t l = 0; l < kMaxLevels; ++l) {
     if (expect[l] != nullptr) return broken("level " + std::to_string(l) + " links a stray node");
     if (tail_[l] != last[l]) return broken("tail of level " + std::to_string(l) + " is stale");

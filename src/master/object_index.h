@@ -17,6 +17,13 @@
 // erased, as with std::map. find / lower_bound / insert / erase cost
 // O(log n) expected; inserting a key greater than every other one (a journal
 // loaded in key order) costs O(levels). Not thread-safe.
+//
+// A node also has a 4-byte handle (HandleOf, NodeAt), for tables that keep
+// one per object (the master's slot table) where a pointer takes 8: nodes
+// are carved from 2 MiB chunks aligned to their size, whose first 8 bytes
+// hold the chunk's number, and a handle is that number and the node's
+// offset / 8 in its chunk. So the nodes of one index take at most
+// kMaxNodeArenaBytes (32 GiB: some 350 million 40-byte keys).
 #pragma once
 
 #include <cassert>
@@ -28,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/ceilings.h"
 #include "common/result.h"
 #include "master/object_record.h"
 
@@ -99,11 +107,39 @@ class ObjectIndex {
   iterator last() const { return iterator(tail_[0]); }
 
   iterator find(std::string_view key) const;
+  // Handles: 0 is no node, every node's is other.
+  static constexpr uint32_t kChunkBits = 21;
+  static constexpr size_t kChunkBytes = size_t{1} << kChunkBits;
+  static constexpr uint32_t kOffsetBits = kChunkBits - 3;  // offsets in 8-byte steps
+  static constexpr size_t kMaxChunks = size_t{1} << (32 - kOffsetBits);
+  static constexpr uint64_t kMaxNodeArenaBytes = uint64_t{kMaxChunks} * kChunkBytes;
+  uint32_t HandleOf(const Node* n) const {
+    const auto at = reinterpret_cast<uintptr_t>(n);
+    const uintptr_t chunk = at & ~(uintptr_t{kChunkBytes} - 1);
+    uint64_t number;
+    std::memcpy(&number, reinterpret_cast<const void*>(chunk), sizeof number);
+    return static_cast<uint32_t>(number << kOffsetBits | (at - chunk) >> 3);
+  }
+  Node* NodeAt(uint32_t handle) const {
+    if (handle == 0) return nullptr;
+    return reinterpret_cast<Node*>(chunks_[handle >> kOffsetBits] +
+                                   (size_t{handle & ((1u << kOffsetBits) - 1)} << 3));
+  }
+
+  // Where a key is or would go: a search's predecessors, which insert
+  // reuses while the index is unchanged (no insert, erase or clear since),
+  // so a put's lookup and insert cost one search, not two.
+  struct Position {
+    Node* before[kMaxLevels];
+    uint64_t version = 0;  // the index's version when searched; 0: none
+  };
+  iterator find(std::string_view key, Position* where) const;
   iterator lower_bound(std::string_view key) const;  // first key >= `key`
   iterator upper_bound(std::string_view key) const;  // first key > `key`
 
-  // Adds `key` (which must be absent) with a default record.
-  iterator insert(std::string_view key);
+  // Adds `key` (which must be absent) with a default record; `where`, from
+  // a find of the same key, saves the search if still current.
+  iterator insert(std::string_view key, const Position* where = nullptr);
 
   // Bulk building (a journal loaded in any order): nodes made by NewNode are
   // in no index until Build links them all at once, sorted, in O(n log n)
@@ -117,10 +153,11 @@ class ObjectIndex {
   void erase(iterator it);
   void clear();
 
-  // Heap bytes of the nodes: the slab chunks (free blocks included) and the
-  // nodes too large for them.
+  // Heap bytes of the nodes: the chunks up to the newest one's unused tail
+  // (free blocks included), and the chunk and free-list tables.
   size_t memory_bytes() const {
-    return chunks_.size() * kSlabChunkBytes + chunks_.capacity() * sizeof(void*) + large_bytes_;
+    return chunks_.size() * kChunkBytes - bump_left_ + chunks_.capacity() * sizeof(char*) +
+           free_.capacity() * sizeof(FreeBlock*) + fingers_.capacity() * sizeof(Finger);
   }
   // Bytes of the nodes themselves (each rounded up to 8).
   size_t node_bytes() const { return node_bytes_; }
@@ -139,37 +176,59 @@ class ObjectIndex {
   Node** LinksOf(Node* n) { return n == nullptr ? head_ : n->links(); }
   // Links `n`, whose key is above every other, at the end of each level.
   void Append(Node* n);
-  // Node memory: nodes up to kMaxSlabBytes come from per-size free lists
-  // and 64 KiB chunks carved in 8-byte steps, with no malloc header and no
-  // rounding to 16 (a 40-byte key's node: 104 bytes, not a 112-byte chunk).
-  // A freed node's bytes go back to its size's list, not to malloc.
-  static constexpr size_t kMaxSlabBytes = 512;
-  static constexpr size_t kSlabChunkBytes = 64 << 10;
+  // Node memory: nodes come from per-size free lists and chunks carved in
+  // 8-byte steps, with no malloc header and no rounding to 16 (a 40-byte
+  // key's node: 88 bytes, not a 96-byte chunk). A freed node's bytes go
+  // back to its size's list, not to malloc. Keys are at most
+  // kMaxStringBytes (what the wire carries), so every node fits a chunk.
   void* Allocate(size_t bytes);
   void Release(void* p, size_t bytes);
   void PushFree(void* p, size_t bytes);  // onto the free list of its size
-  static size_t NodeBytes(uint32_t levels, size_t key_bytes) {
+  void NewChunk();
+  static constexpr size_t NodeBytes(uint32_t levels, size_t key_bytes) {
     const size_t length_bytes = key_bytes >= kLongKeyBytes ? sizeof(uint32_t) : 0;
     return (sizeof(Node) + levels * sizeof(Node*) + length_bytes + key_bytes + 7) & ~size_t{7};
   }
+  // NodeBytes(kMaxLevels, kMaxStringBytes), checked in NewNode.
+  static constexpr size_t kMaxNodeBytes =
+      (sizeof(ObjectRecord) + kMaxLevels * sizeof(void*) + sizeof(uint32_t) + kMaxStringBytes +
+       7) & ~size_t{7};
+  static_assert(kMaxNodeBytes + sizeof(uint64_t) <= kChunkBytes);
 
   // Fills `before[l]` with the last node (null: the head) whose key is below
-  // `key` on each level, top to bottom.
-  void Predecessors(std::string_view key, Node** before) const;
+  // `key` on each level l below `need` (and below the levels in use).
+  void Predecessors(std::string_view key, Node** before, uint32_t need = kMaxLevels) const;
+
+  // Fingers: the nodes on level kFingerLevel (1 in 4^5 has more levels
+  // than that), in key order, each with its key's first 8 bytes. A search
+  // that needs no predecessor above that level binary-searches them, an
+  // array mostly in cache, and walks the skip list down from there: the
+  // levels above cost a cache miss or more a step when walked. Inserting or
+  // erasing such a node moves the entries after it (amortized a few hundred
+  // bytes an insert at 50 million keys).
+  static constexpr uint32_t kFingerLevel = 5;
+  struct Finger {
+    uint64_t prefix;  // the key's first 8 bytes, big-endian, zero-padded
+    Node* node;
+  };
+  static uint64_t PrefixOf(std::string_view key);
+  // The index of the first finger whose key is not below `key`.
+  size_t FingerAt(std::string_view key) const;
+  std::vector<Finger> fingers_;
 
   Node* head_[kMaxLevels] = {};
   Node* tail_[kMaxLevels] = {};  // the last node on each level
   uint32_t levels_ = 1;          // levels in use
   size_t size_ = 0;
+  uint64_t version_ = 1;  // changes at every insert, erase and clear (Position)
   struct FreeBlock {
     FreeBlock* next;
   };
-  FreeBlock* free_[kMaxSlabBytes / 8 + 1] = {};  // by size / 8
+  std::vector<FreeBlock*> free_;  // by size / 8
   char* bump_ = nullptr;  // the rest of the newest chunk
   size_t bump_left_ = 0;
-  std::vector<void*> chunks_;
-  size_t large_bytes_ = 0;  // nodes past kMaxSlabBytes
-  size_t node_bytes_ = 0;   // every node
+  std::vector<char*> chunks_;  // by number
+  size_t node_bytes_ = 0;      // every node
 };
 
 }  // namespace mc::master

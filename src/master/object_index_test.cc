@@ -34,6 +34,9 @@ void CheckSame(const ObjectIndex& index, const std::map<std::string, uint64_t>& 
   for (auto it = index.begin(); it != index.end(); ++it, ++m) {
     REQUIRE(m != model.end());
     CHECK(it->key() == m->first);
+    const uint32_t handle = index.HandleOf(it.node());
+    CHECK(handle != 0);
+    CHECK(index.NodeAt(handle) == it.node());
     CHECK(uint64_t{it->record.size_bytes} == m->second);
   }
   CHECK(m == model.end());
@@ -54,7 +57,6 @@ TEST_CASE("the object index keeps keys in byte order as a std::map does") {
     REQUIRE((found == index.end()) == (m == model.end()));
     switch (rng() % 4) {
       case 0:
-      case 1:
         if (m == model.end()) {
           auto it = index.insert(key);
           CHECK(it->key() == key);
@@ -62,6 +64,28 @@ TEST_CASE("the object index keeps keys in byte order as a std::map does") {
           model[key] = step;
         }
         break;
+      case 1: {
+        // A put's search then insert; another key may come or go between
+        // them, and the insert must not trust the stale position.
+        ObjectIndex::Position where;
+        REQUIRE((index.find(key, &where) == index.end()) == (m == model.end()));
+        if (m != model.end()) break;
+        const std::string other = RandomKey(rng);
+        if (other != key && rng() % 2 == 0) {
+          if (auto o = model.find(other); o != model.end()) {
+            index.erase(index.find(other));
+            model.erase(o);
+          } else {
+            index.insert(other)->record.size_bytes = step;
+            model[other] = step;
+          }
+        }
+        auto it = index.insert(key, &where);
+        CHECK(it->key() == key);
+        it->record.size_bytes = step;
+        model[key] = step;
+        break;
+      }
       case 2:
         if (m != model.end()) {
           index.erase(found);
@@ -166,12 +190,14 @@ TEST_CASE("an index built from nodes in any order matches the model, and refuses
   CHECK(index.empty());
 }
 
-TEST_CASE("nodes of every size, past the slab's largest too, are reused after erase") {
+TEST_CASE("nodes of every size are reused after erase, and their handles find them") {
   std::mt19937_64 rng(TestSeed("object index sizes"));
   ObjectIndex index;
   std::map<std::string, uint64_t> model;
   for (int step = 0; step < 20000; ++step) {
-    // Lengths from 1 to 1000 bytes: slab sizes and malloc'd ones alike.
+    // Lengths from 1 to 1000 bytes, over several chunks (CheckSame checks
+    // every node's handle).
+    if (step % 5000 == 4999) CheckSame(index, model);
     std::string key = std::to_string(rng() % 500) + std::string(rng() % 1000, 'x');
     if (auto m = model.find(key); m != model.end()) {
       index.erase(index.find(key));
@@ -234,4 +260,39 @@ TEST_CASE("a node is its record, its links and its key: no header of its own") {
   CHECK(it->key().data() ==
         at + sizeof(ObjectRecord) + it->levels() * sizeof(ObjectIndex::Node*));
   CHECK(sizeof(ObjectIndex::Node) == 40);
+}
+
+TEST_CASE("searches that start from the fingers find what a std::map finds") {
+  std::mt19937_64 rng(TestSeed("object index fingers"));
+  ObjectIndex index;
+  std::map<std::string, uint64_t> model;
+  // Enough keys for several fingers (1 node in 1024); half share a 12-byte
+  // prefix, so fingers tie on their first 8 bytes and compare whole keys.
+  auto random_key = [&] {
+    std::string key = rng() % 2 ? "shared/prefix" : "";
+    for (int i = 0; i < 6; ++i) key.push_back("\0az"[rng() % 3]);
+    return key + std::to_string(rng() % 100000);
+  };
+  for (int step = 0; step < 60000; ++step) {
+    const std::string key = random_key();
+    auto m = model.find(key);
+    ObjectIndex::Position where;
+    REQUIRE((index.find(key, &where) == index.end()) == (m == model.end()));
+    if (m == model.end()) {
+      index.insert(key, &where)->record.size_bytes = step;
+      model[key] = step;
+    } else if (rng() % 3 == 0) {
+      index.erase(index.find(key));
+      model.erase(m);
+    }
+    if (step % 20000 == 19999) CheckSame(index, model);
+  }
+  for (int probe = 0; probe < 2000; ++probe) {
+    const std::string key = random_key();
+    auto lb = index.lower_bound(key);
+    auto mlb = model.lower_bound(key);
+    REQUIRE((lb == index.end()) == (mlb == model.end()));
+    if (mlb != model.end()) CHECK(lb->key() == mlb->first);
+  }
+  CheckSame(index, model);
 }
