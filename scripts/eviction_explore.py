@@ -18,7 +18,7 @@ official yardstick) and Belady it closes, at one capacity:
      (2Q/S3-FIFO, as src/eviction/probation.*) with and without ghosts of
      main's victims; two classes (blocks seen once go first) with a ghost
      that remembers counts; LRFU (decayed frequency); LRU-2 style (the
-     last inter-reference gap); W-TinyLFU; and a hazard policy whose table
+     last inter-reference gap); S3-FIFO; W-TinyLFU; and a hazard policy whose table
      P(read again soon | use count, idle time) is *fitted on this very
      trace*, so it is an upper bound for count-and-age policies;
   3. popularity oracles (not online): keep blocks by the total, the
@@ -187,6 +187,50 @@ class Probation(Policy):
             b = self.m.popitem(last=False)[0]
             if self.main_ghosts:
                 self.ghost(b)
+
+
+class S3Fifo(Policy):
+    """S3-FIFO (Yang et al. 2023): a small FIFO, a main FIFO with CLOCK-style
+    reinsertion (use counts capped at 3), a ghost FIFO of ghosts_x * capacity
+    keys; a block leaving the small queue unread becomes a ghost."""
+
+    def __init__(self, capacity, small, ghosts_x):
+        self.s, self.m, self.g, self.f = OrderedDict(), OrderedDict(), OrderedDict(), {}
+        self.smax, self.gmax = small * capacity, int(ghosts_x * capacity)
+
+    def contains(self, b):
+        return b in self.f
+
+    def size(self):
+        return len(self.f)
+
+    def access(self, b, i, j):
+        self.f[b] = min(self.f[b] + 1, 3)
+
+    def insert(self, b, i, j):
+        self.f[b] = 0
+        (self.m if self.g.pop(b, None) else self.s)[b] = 1
+
+    def evict(self):
+        while True:
+            if self.s and (len(self.s) >= self.smax or not self.m):
+                b = self.s.popitem(last=False)[0]
+                if self.f[b] > 0:
+                    self.f[b] = 0
+                    self.m[b] = 1
+                    continue
+                del self.f[b]
+                self.g[b] = 1
+                if len(self.g) > self.gmax:
+                    self.g.popitem(last=False)
+                return
+            b = self.m.popitem(last=False)[0]
+            if self.f[b] > 0:
+                self.f[b] -= 1
+                self.m[b] = 1
+                continue
+            del self.f[b]
+            return
 
 
 class CountedHistory(HeapPolicy):
@@ -416,6 +460,8 @@ def main():
          lambda t, g: Lrfu(cap, g, t)),
         ("LRU-2: last - %.2f x last gap, new -%d, ghosts 2x", [(0.25, 1000), (0.5, 1000), (0.25, 3000)],
          [(0.25, 1000)], lambda beta, pen: Lru2(cap, 2, beta, pen)),
+        ("S3-FIFO small queue %.2f, ghosts %.0fx", [(0.1, 1), (0.1, 2), (0.02, 2)], [(0.1, 1)],
+         lambda sm, g: S3Fifo(cap, sm, g)),
         ("W-TinyLFU window %.2f, counts halved every %dx", [(0.01, 4), (0.2, 4)], [(0.01, 4)],
          lambda w, r: WTinyLfu(cap, w, r)),
         ("hazard by (count, idle), fitted on the trace, within %d", [(100,), (300,), (1000,)], [(100,)],
