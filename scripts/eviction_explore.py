@@ -58,12 +58,20 @@ def next_uses(reqs):
     return nxt
 
 
-def replay(reqs, pol, capacity, by_chain=None):
+def replay(reqs, pol, capacity, by_chain=None, orphans=None):
     """Hit ratio; `by_chain` (a Counter) gets hit blocks by the k-th request
-    of the request's first block (k capped at 6)."""
+    of the request's first block (k capped at 6); `orphans` (a list) gets,
+    every 200 requests, the share of cached blocks whose chain parent is not
+    cached (blocks no request can reach: what prefix-aware eviction frees)."""
     hits = asked = 0
     seen = collections.Counter()
+    parent = {b: a for r in reqs for a, b in zip(r, r[1:])} if orphans is not None else {}
+    blocks = set(parent) | set(parent.values())
     for i, r in enumerate(reqs):
+        if orphans is not None and i % 200 == 199:
+            cached = [b for b in blocks if pol.contains(b)]
+            lost = sum(1 for b in cached if b in parent and not pol.contains(parent[b]))
+            orphans.append(lost / max(1, len(cached)))
         asked += len(r)
         n = 0
         while n < len(r) and pol.contains(r[n]):
@@ -476,7 +484,14 @@ def main():
         row(f"keep by {kind}", replay(reqs, Oracle(reqs, kind), cap))
 
     label, _, (make, params) = best[0]
-    replay(reqs, make(*params), cap, chains.setdefault("best online", collections.Counter()))
+    lru_orphans, best_orphans = [], []
+    replay(reqs, Lru(), cap, orphans=lru_orphans)
+    replay(reqs, make(*params), cap, chains.setdefault("best online", collections.Counter()),
+           best_orphans)
+    print("\nblocks whose chain parent is not cached (unreachable), share of the cache every 200 "
+          f"requests: LRU last first max {max(lru_orphans):.3f}, best online max "
+          f"{max(best_orphans):.3f}\n(touching a request last first keeps a chain's prefix at least as "
+          "recent as its tail, so evicting orphans at once has nothing to free)")
     print(f"\n4. hit blocks by the k-th request of a chain (best online: {label})")
     asked, seen = collections.Counter(), collections.Counter()
     for r in reqs:
