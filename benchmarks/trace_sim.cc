@@ -51,7 +51,8 @@ bool ParseRatio(const char* text, double* out) {
   return true;
 }
 
-double Must(const mc::Result<double>& r) {
+template <typename T>
+T Must(const mc::Result<T>& r) {
   if (!r.ok()) {
     std::fprintf(stderr, "trace_sim: %s\n", r.status().ToString().c_str());
     std::exit(1);
@@ -75,6 +76,29 @@ void PrintPool(const PoolModel& pool) {
     std::printf("pool: a read leases a block for %llu puts\n", (unsigned long long)pool.lease_puts);
 }
 
+// What each policy's victims cost: wall time of NextVictim (noisy on a
+// shared machine: print the load beside it) and objects it examined.
+void PrintCosts(const std::vector<uint64_t>& capacities,
+                const std::vector<std::vector<PolicyReplayFigures>>& costs) {
+  double load[3] = {0, 0, 0};
+  const bool has_load = getloadavg(load, 3) == 3;
+  std::printf("\ncost per eviction: ns (objects examined; - not counted)%s", has_load ? "" : "\n");
+  if (has_load) std::printf(", load average %.2f %.2f %.2f\n", load[0], load[1], load[2]);
+  std::printf("%10s", "capacity");
+  for (std::string_view name : mc::master::kEvictionPolicyNames)
+    std::printf(" %17.*s", int(name.size()), name.data());
+  std::printf("\n");
+  for (size_t i = 0; i < capacities.size(); ++i) {
+    std::printf("%10llu", (unsigned long long)capacities[i]);
+    for (const PolicyReplayFigures& f : costs[i]) {
+      char steps[16] = "-";
+      if (f.victim_steps > 0) std::snprintf(steps, sizeof steps, "%.2f", f.steps_per_eviction());
+      std::printf(" %9.0f (%5s)", f.ns_per_eviction(), steps);
+    }
+    std::printf("\n");
+  }
+}
+
 // Each policy the master can run against both ends of the yardstick, and
 // how far perfect admission alone would take LRU (oracle.h).
 void PrintYardsticks(const Trace& trace, const PoolModel& pool,
@@ -84,16 +108,21 @@ void PrintYardsticks(const Trace& trace, const PoolModel& pool,
   for (std::string_view name : mc::master::kEvictionPolicyNames)
     std::printf(" %17.*s", int(name.size()), name.data());
   std::printf(" %17s %17s\n", "oracle:no-dead", "oracle:no-1shot");
+  std::vector<std::vector<PolicyReplayFigures>> costs;  // by capacity, by policy
   for (uint64_t c : capacities) {
     const double lru = ExactLruHitRatio(trace, c), belady = BeladyHitRatio(trace, c);
     std::printf("%10llu %10.4f %10.4f", (unsigned long long)c, lru, belady);
     auto cell = [&](double h) { std::printf(" %8.4f (%5.1f%%)", h, 100 * GapClosed(lru, belady, h)); };
-    for (std::string_view name : mc::master::kEvictionPolicyNames)
-      cell(Must(PolicyHitRatio(trace, name, c, TouchOrder::kHeadLast, pool)));
+    costs.emplace_back();
+    for (std::string_view name : mc::master::kEvictionPolicyNames) {
+      costs.back().push_back(Must(ReplayPolicy(trace, name, c, TouchOrder::kHeadLast, pool)));
+      cell(costs.back().back().hit_ratio);
+    }
     cell(DeadBlockBypassLruHitRatio(trace, c));
     cell(OneShotChainBypassLruHitRatio(trace, c));
     std::printf("\n");
   }
+  PrintCosts(capacities, costs);
 }
 
 // The chain structure behind the figures (trace_stats.h).

@@ -81,56 +81,20 @@ class TargetPrefixCache final : public PrefixCache {
   uint64_t stored_ = 0, failed_ = 0;
 };
 
-// Times every NextVictim of the policy it wraps; everything else passes
-// through.
-class TimedPolicy final : public master::EvictionPolicy {
- public:
-  explicit TimedPolicy(std::unique_ptr<master::EvictionPolicy> inner) : inner_(std::move(inner)) {}
-  void OnInsert(master::ObjectId id, uint64_t key_hash, uint64_t size_bytes) override {
-    inner_->OnInsert(id, key_hash, size_bytes);
-  }
-  void OnAccess(master::ObjectId id) override { inner_->OnAccess(id); }
-  void OnRemove(master::ObjectId id) override { inner_->OnRemove(id); }
-  void OnMiss(uint64_t key_hash) override { inner_->OnMiss(key_hash); }
-  std::optional<master::ObjectId> NextVictim(
-      const std::function<bool(master::ObjectId)>& evictable) override {
-    uint64_t t0 = SteadyNowNs();
-    auto v = inner_->NextVictim(evictable);
-    ns_ += SteadyNowNs() - t0;
-    victims_ += v.has_value();
-    return v;
-  }
-  std::string_view name() const override { return inner_->name(); }
-  size_t tracked() const override { return inner_->tracked(); }
-  master::EvictionStats stats() const override { return inner_->stats(); }
-  uint64_t ns() const { return ns_; }
-  uint64_t victims() const { return victims_; }
-
- private:
-  std::unique_ptr<master::EvictionPolicy> inner_;
-  uint64_t ns_ = 0;
-  uint64_t victims_ = 0;
-};
-
 // Each policy the master can run, replayed offline at `capacity_blocks`.
 std::vector<PolicyFigure> ReplayPolicies(const Trace& trace, uint64_t capacity_blocks,
                                          double lru, double belady) {
   std::vector<PolicyFigure> out;
   for (std::string_view name : master::kEvictionPolicyNames) {
-    auto timed = std::make_unique<TimedPolicy>(
-        master::MakeEvictionPolicy(name, capacity_blocks, master::IdSpace::kAny));
-    TimedPolicy* t = timed.get();
-    // The cache owns the policy; read its figures before the cache goes.
-    auto cache = MakePolicyCache(std::move(timed), capacity_blocks, TouchOrder::kHeadLast);
+    Result<PolicyReplayFigures> r = ReplayPolicy(trace, name, capacity_blocks);
+    if (!r.ok()) continue;  // every listed name is known to MakeEvictionPolicy
     PolicyFigure f;
     f.name = std::string(name);
-    f.hit_ratio = ReplayTrace(trace, *cache).hit_ratio();
+    f.hit_ratio = r->hit_ratio;
     f.gap_closed = GapClosed(lru, belady, f.hit_ratio);
-    f.victims = t->victims();
-    if (f.victims > 0) {
-      f.ns_per_eviction = double(t->ns()) / double(f.victims);
-      f.steps_per_eviction = double(t->stats().victim_steps) / double(f.victims);
-    }
+    f.victims = r->victims;
+    f.ns_per_eviction = r->ns_per_eviction();
+    f.steps_per_eviction = r->steps_per_eviction();
     out.push_back(std::move(f));
   }
   return out;

@@ -123,10 +123,8 @@ std::optional<ObjectId> ProbationPolicy::NextVictim(
     if (slot == kNoSlot) continue;
     const Node n = nodes_[slot];
     Drop(slot);
-    if (n.queue == kProbation) {
-      SizeGhosts();
-      ghosts_.Add(n.key_hash);
-    }
+    SizeGhosts();
+    ghosts_.Add(n.key_hash);
     if (stats_.victims > 0 && by_recency != last_by_recency_) ++stats_.mode_switches;
     last_by_recency_ = by_recency;
     ++stats_.victims;

@@ -155,6 +155,18 @@ TEST_CASE("a key put back after probation let it go is admitted to main") {
   CHECK(p.OnProbation(12));
 }
 
+TEST_CASE("a key put back soon after main let it go returns to main, not probation") {
+  // A block read again and again that falls out of main during a long gap
+  // has shown its reuse once already: it should not serve probation anew.
+  ProbationPolicy p(0, IdSpace::kAny, /*duel=*/false);
+  p.OnInsert(1, /*key_hash=*/100, 1);
+  p.OnAccess(1);  // main
+  CHECK(p.NextVictim(kAll) == ObjectId{1});  // main's only object goes
+  CHECK(p.IsGhost(100));
+  p.OnInsert(2, /*key_hash=*/100, 1);
+  CHECK_FALSE(p.OnProbation(2));
+}
+
 TEST_CASE("a prefix chain touched tail first loses its tail before its head") {
   // The master applies a batch last key first, so a chain's head is touched
   // last; both queues then give up the tail first.
@@ -209,7 +221,7 @@ TEST_CASE("ghosts are forgotten after two generations and cost a few bytes an ob
   const size_t per_object = p.memory_bytes() / kObjects;
   MESSAGE("probation bytes per object with ghosts: " << per_object);
   // 40-byte nodes at their slots and a bit a slot, grown by doubling (up
-  // to ~60 amortized), and about 3 bytes of ghost filter.
+  // to ~60 amortized), and about 4 bytes of ghost filter.
   CHECK(per_object <= 80);
   // Two more generations of victims push the first ones out.
   for (size_t i = 0; i < 2 * generation + 1; ++i) churn();

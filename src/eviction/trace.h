@@ -108,8 +108,26 @@ double BeladyHitRatio(const Trace& trace, size_t capacity_blocks);
 // Share of the LRU-to-Belady gap `policy` closes (0 when there is no gap;
 // negative when the policy is below LRU).
 double GapClosed(double lru, double belady, double policy);
+// What replaying a trace through one policy shows: its hit ratio and what
+// its victims cost (wall time of NextVictim calls, objects examined).
+struct PolicyReplayFigures {
+  double hit_ratio = 0;
+  uint64_t victims = 0;
+  uint64_t victim_steps = 0;  // EvictionStats::victim_steps (0: not counted)
+  uint64_t victim_ns = 0;
+  double ns_per_eviction() const { return victims ? double(victim_ns) / double(victims) : 0.0; }
+  double steps_per_eviction() const {
+    return victims ? double(victim_steps) / double(victims) : 0.0;
+  }
+};
+
 // `policy_name` as MakeEvictionPolicy takes it (sized with capacity_blocks);
 // an unknown name is an INVALID_PARAMS error.
+Result<PolicyReplayFigures> ReplayPolicy(const Trace& trace, std::string_view policy_name,
+                                         size_t capacity_blocks,
+                                         TouchOrder order = TouchOrder::kHeadLast,
+                                         const PoolModel& pool = {});
+// ReplayPolicy's hit ratio alone.
 Result<double> PolicyHitRatio(const Trace& trace, std::string_view policy_name,
                               size_t capacity_blocks, TouchOrder order = TouchOrder::kHeadLast,
                               const PoolModel& pool = {});

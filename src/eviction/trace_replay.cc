@@ -1,5 +1,6 @@
 // Trace replay against exact LRU and against policies behind the seam.
 #include <cassert>
+#include <chrono>
 #include <list>
 #include <unordered_map>
 
@@ -57,6 +58,11 @@ class ExactLruCache final : public PrefixCache {
 
 class PolicyCache final : public PrefixCache {
  public:
+  // Victims taken so far and the wall time their NextVictim calls took.
+  uint64_t victims() const { return victims_; }
+  uint64_t victim_ns() const { return victim_ns_; }
+  const master::EvictionPolicy& policy() const { return *policy_; }
+
   PolicyCache(std::unique_ptr<master::EvictionPolicy> policy, size_t capacity_blocks,
               TouchOrder order, const PoolModel& pool)
       : policy_(std::move(policy)), capacity_(capacity_blocks), order_(order), pool_(pool) {}
@@ -114,6 +120,7 @@ class PolicyCache final : public PrefixCache {
   }
 
   void Evict() {
+    const auto t0 = std::chrono::steady_clock::now();
     std::optional<master::ObjectId> victim = policy_->NextVictim([&](master::ObjectId id) {
       auto it = leased_until_.find(id);
       return it == leased_until_.end() || it->second <= puts_;
@@ -121,6 +128,10 @@ class PolicyCache final : public PrefixCache {
     // Everything leased: the live master would fail the put; the model lets
     // it through so the replay goes on (the live replay counts failed puts).
     if (!victim) victim = policy_->NextVictim([](master::ObjectId) { return true; });
+    victim_ns_ += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now() - t0)
+                               .count());
+    ++victims_;
     assert(victim && "a full cache must yield a victim");
     auto it = blocks_.find(*victim);
     assert(it != blocks_.end() && "policy returned an id it was never given");
@@ -145,6 +156,8 @@ class PolicyCache final : public PrefixCache {
   std::unique_ptr<master::EvictionPolicy> policy_;
   size_t capacity_;
   TouchOrder order_;
+  uint64_t victims_ = 0;
+  uint64_t victim_ns_ = 0;
   PoolModel pool_;
   uint64_t puts_since_tick_ = 0;
   bool puts_evicted_ = false;  // since the last tick
@@ -192,16 +205,29 @@ double ExactLruHitRatio(const Trace& trace, size_t capacity_blocks) {
   return ReplayTrace(trace, *cache).hit_ratio();
 }
 
-Result<double> PolicyHitRatio(const Trace& trace, std::string_view policy_name,
-                              size_t capacity_blocks, TouchOrder order,
-                              const PoolModel& pool) {
+Result<PolicyReplayFigures> ReplayPolicy(const Trace& trace, std::string_view policy_name,
+                                         size_t capacity_blocks, TouchOrder order,
+                                         const PoolModel& pool) {
   auto policy = master::MakeEvictionPolicy(policy_name, capacity_blocks);
   if (!policy) {
     return Error(ErrorCode::INVALID_PARAMS,
                  "unknown eviction policy '" + std::string(policy_name) + "'");
   }
-  auto cache = MakePolicyCache(std::move(policy), capacity_blocks, order, pool);
-  return ReplayTrace(trace, *cache).hit_ratio();
+  PolicyCache cache(std::move(policy), capacity_blocks, order, pool);
+  PolicyReplayFigures f;
+  f.hit_ratio = ReplayTrace(trace, cache).hit_ratio();
+  f.victims = cache.victims();
+  f.victim_ns = cache.victim_ns();
+  f.victim_steps = cache.policy().stats().victim_steps;
+  return f;
+}
+
+Result<double> PolicyHitRatio(const Trace& trace, std::string_view policy_name,
+                              size_t capacity_blocks, TouchOrder order,
+                              const PoolModel& pool) {
+  MC_ASSIGN_OR_RETURN(PolicyReplayFigures f,
+                      ReplayPolicy(trace, policy_name, capacity_blocks, order, pool));
+  return f.hit_ratio;
 }
 
 }  // namespace mc::bench
