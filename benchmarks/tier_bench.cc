@@ -14,7 +14,8 @@
 // object behind one whose size is not a page multiple (copied through the
 // bounce chunks). --io, --chunk and --depth default to the store's own
 // (tier::TierOptions). Prints the setup, then one line per phase: objects,
-// bytes, seconds, MB/s (10^6 bytes). The objects are removed at the end.
+// bytes, seconds, MB/s (10^6 bytes), and how many writes found a spare file
+// ready (tier/file_pool.h). The objects are removed at the end.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -133,12 +134,13 @@ int main(int argc, char** argv) {
                              a.object_bytes);
     if (!got.ok()) failed = true;
   });
-  const bool direct = (*tier)->counters().direct_io;
+  const mc::tier::TierCounters after = (*tier)->counters();
+  const bool direct = after.direct_io;
   for (uint64_t i = 0; i < n; ++i) (void)(*tier)->Remove("bench/" + std::to_string(i));
   const double bytes = static_cast<double>(n * a.object_bytes);
-  std::printf("tier offload   %llu objects %.0f bytes %.3f s %.1f MB/s%s\n",
+  std::printf("tier offload   %llu objects %.0f bytes %.3f s %.1f MB/s (%s%llu into spare files)\n",
               static_cast<unsigned long long>(n), bytes, w, bytes / w / 1e6,
-              direct ? " (O_DIRECT)" : "");
+              direct ? "O_DIRECT, " : "", static_cast<unsigned long long>(after.spare_writes));
   std::printf("tier disk-read %llu objects %.0f bytes %.3f s %.1f MB/s\n",
               static_cast<unsigned long long>(n), bytes, r, bytes / r / 1e6);
   for (uint32_t t = 0; t < a.threads; ++t) {
