@@ -23,6 +23,9 @@
 #                       built from main) with its defaults, page-aligned, one
 #                       caller; against fio 4M x1, so a change shows beside
 #                       its baseline in one run;
+#         "tier full"   the default, one caller, into a full tier: each offload
+#                       first removes an old object (tier_bench --full), as
+#                       in a store whose disk tier has filled; against fio 4M x1;
 #         "tier xQD"    the default with QD callers at once; against fio 4M xQD.
 # The goal: the tier >= 80% of fio. MB/s are 10^6 bytes/s. The load (uptime)
 # and the CPU idle share are printed for every configuration. Each tier run
@@ -114,6 +117,7 @@ run_config "tier" psync 1 one
 run_config "tier, fio on files" psync 1 files
 run_config "tier +64" psync 1 one --misalign 64
 run_config "tier before" psync 1 one --io sync --chunk 4mb --depth 1
+run_config "tier full" psync 1 one --full yes
 run_config "tier x$QD" io_uring "$QD" one --threads "$QD"
 python3 - "$samples" "$QD" <<'EOF'
 import statistics, sys
