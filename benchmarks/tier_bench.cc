@@ -4,6 +4,7 @@
 //
 //   tier_bench --path DIR [--object-size 4mb] [--total 1gb] [--threads 1]
 //              [--misalign 0] [--io uring|sync] [--chunk 1mb] [--depth 4]
+//              [--full yes|no]
 //
 // Writes total / object-size objects through tier::DiskTier (O_DIRECT,
 // checksums, temporary file and rename, as the store does), then reads them
@@ -12,9 +13,14 @@
 // --misalign bytes past a page boundary: 0 is a page-aligned segment object
 // (moved without a copy), 64 what the master's 64-byte allocator gives an
 // object behind one whose size is not a page multiple (copied through the
-// bounce chunks). --io, --chunk and --depth default to the store's own
+// bounce chunks). --full yes: the tier is full, as a store's is once it has
+// run a while: as many objects again are written first (not timed), and each
+// timed offload first removes one of them (the master evicting a disk object
+// to make room), so the timed phase pays the removes and writes into the
+// files they free. --io, --chunk and --depth default to the store's own
 // (tier::TierOptions). Prints the setup, then one line per phase: objects,
-// bytes, seconds, MB/s (10^6 bytes). The objects are removed at the end.
+// bytes, seconds, MB/s (10^6 bytes), and how many writes found a spare file
+// ready (tier/file_pool.h). The objects are removed at the end.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -34,13 +40,14 @@ struct Args {
   uint64_t total_bytes = 1ull << 30;
   uint32_t threads = 1;
   uint64_t misalign = 0;
+  bool full = false;
   mc::tier::TierOptions tier;
 };
 
 [[noreturn]] void Usage(const char* why) {
   std::fprintf(stderr, "tier_bench: %s\nusage: tier_bench --path DIR [--object-size 4mb] "
                        "[--total 1gb] [--threads N] [--misalign BYTES] [--io uring|sync] "
-                       "[--chunk SIZE] [--depth N]\n", why);
+                       "[--chunk SIZE] [--depth N] [--full yes|no]\n", why);
   std::exit(2);
 }
 
@@ -65,6 +72,7 @@ Args Parse(int argc, char** argv) {
       a.tier.io_uring = std::strcmp(v, "uring") == 0;
     else if (flag == "--chunk") a.tier.io_chunk_bytes = Size(v);
     else if (flag == "--depth") a.tier.chunks_in_flight = static_cast<uint32_t>(std::atoi(v));
+    else if (flag == "--full") a.full = std::strcmp(v, "yes") == 0;
     else Usage(("unknown flag " + flag).c_str());
   }
   if (a.path.empty() || a.object_bytes == 0 || a.threads == 0 || a.total_bytes < a.object_bytes)
@@ -115,15 +123,24 @@ int main(int argc, char** argv) {
   }
   const mc::tier::TierCounters setup = (*tier)->counters();
   std::printf("tier_bench: %s, %llu objects of %s at %llu bytes past a page, %u threads; "
-              "tier: %s, %u x %s in flight per object, %s\n",
+              "tier: %s, %u x %s in flight per object, %s%s\n",
               a.path.c_str(), static_cast<unsigned long long>(n),
               mc::FormatBytesHuman(a.object_bytes).c_str(),
               static_cast<unsigned long long>(a.misalign), a.threads,
               setup.io_uring ? "io_uring" : "pwrite/pread", options.chunks_in_flight,
               mc::FormatBytesHuman(options.io_chunk_bytes).c_str(),
-              options.direct_io ? "O_DIRECT where the file system takes it" : "buffered");
+              options.direct_io ? "O_DIRECT where the file system takes it" : "buffered",
+              a.full ? ", full: each offload removes an old object first" : "");
   bool failed = false;
+  auto old = [](uint64_t i) { return "old/" + std::to_string(i); };
+  if (a.full) {
+    Timed(n, a.threads, [&](uint64_t i) {
+      if (!(*tier)->Write(old(i), src[i % a.threads], a.object_bytes).ok()) failed = true;
+    });
+    (*tier)->Settle();  // the spares of the fill made, as in a store that has run a while
+  }
   const double w = Timed(n, a.threads, [&](uint64_t i) {
+    if (a.full && !(*tier)->Remove(old(i)).ok()) failed = true;
     auto r = (*tier)->Write("bench/" + std::to_string(i), src[i % a.threads],
                             a.object_bytes);
     if (!r.ok()) failed = true;
@@ -133,12 +150,16 @@ int main(int argc, char** argv) {
                              a.object_bytes);
     if (!got.ok()) failed = true;
   });
-  const bool direct = (*tier)->counters().direct_io;
+  const mc::tier::TierCounters after = (*tier)->counters();
+  const bool direct = after.direct_io;
   for (uint64_t i = 0; i < n; ++i) (void)(*tier)->Remove("bench/" + std::to_string(i));
+  if (a.full) {
+    for (uint64_t i = 0; i < n; ++i) (void)(*tier)->Remove(old(i));
+  }
   const double bytes = static_cast<double>(n * a.object_bytes);
-  std::printf("tier offload   %llu objects %.0f bytes %.3f s %.1f MB/s%s\n",
+  std::printf("tier offload   %llu objects %.0f bytes %.3f s %.1f MB/s (%s%llu into spare files)\n",
               static_cast<unsigned long long>(n), bytes, w, bytes / w / 1e6,
-              direct ? " (O_DIRECT)" : "");
+              direct ? "O_DIRECT, " : "", static_cast<unsigned long long>(after.spare_writes));
   std::printf("tier disk-read %llu objects %.0f bytes %.3f s %.1f MB/s\n",
               static_cast<unsigned long long>(n), bytes, r, bytes / r / 1e6);
   for (uint32_t t = 0; t < a.threads; ++t) {

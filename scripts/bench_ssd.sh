@@ -19,15 +19,24 @@
 #                       through bounce chunks); against fio 4M x1;
 #         "tier before" the previous engine (pwrite/pread, one 4 MiB I/O,
 #                       checksum after it), page-aligned; against fio 4M x1;
+#         "tier base"   with BASE_BENCH set: that tier_bench binary (e.g. one
+#                       built from main) with its defaults, page-aligned, one
+#                       caller; against fio 4M x1, so a change shows beside
+#                       its baseline in one run;
+#         "tier full"   the default, one caller, into a full tier: each offload
+#                       first removes an old object (tier_bench --full), as
+#                       in a store whose disk tier has filled; against fio 4M x1;
 #         "tier xQD"    the default with QD callers at once; against fio 4M xQD.
 # The goal: the tier >= 80% of fio. MB/s are 10^6 bytes/s. The load (uptime)
-# and the CPU idle share are printed for every configuration.
+# and the CPU idle share are printed for every configuration. Each tier run
+# starts from an empty objects directory, as each fio run from a new file
+# (the tier's spare files, tier/file_pool.h, are made during the run).
 #
 #   scripts/bench_ssd.sh [DIR]      (DIR: a directory on the disk to measure;
 #                                    default a fresh one under /var/tmp)
 #
 # Environment: SIZE of each run (128m), PAIRS per configuration (15),
-# QD (4), BUILD folder (build).
+# QD (4), BUILD folder (build), BASE_BENCH (unset: no "tier base" row).
 set -euo pipefail
 BUILD=${BUILD:-build}
 SIZE=${SIZE:-128m}
@@ -67,8 +76,10 @@ fio_pair() {  # fio_pair ENGINE DEPTH LAYOUT: "write read"
   echo "$w $r"
 }
 
-tier_pair() {  # tier_pair ARGS...: "write read"; the setup line into $setup_line
-  "$bench" --path "$dir" --object-size 4mb --total "$SIZE" "$@" |
+tier_pair() {  # tier_pair [--bench BINARY] ARGS...: "write read"; the setup line to stderr
+  local binary=$bench
+  [ "${1:-}" = --bench ] && { binary=$2; shift 2; }
+  "$binary" --path "$dir" --object-size 4mb --total "$SIZE" "$@" |
     awk '/^tier_bench:/ {sub(/^tier_bench: [^,]*, /, ""); print > "/dev/stderr"}
          /tier offload|tier disk-read/ {for (i = 1; i < NF; i++) if ($(i+1) == "MB/s") v[++n] = $i}
          END {print v[1], v[2]}'
@@ -102,9 +113,11 @@ echo "bench_ssd: $dir ($(df -hT "$dir" | awk 'NR==2 {print $2 " on " $1}')), $SI
 : >"$samples.configs"
 files=$(( $(numfmt --from=iec "${SIZE^^}") / (4 << 20) ))
 run_config "tier" psync 1 one
+[ -n "${BASE_BENCH:-}" ] && run_config "tier base" psync 1 one --bench "$BASE_BENCH"
 run_config "tier, fio on files" psync 1 files
 run_config "tier +64" psync 1 one --misalign 64
 run_config "tier before" psync 1 one --io sync --chunk 4mb --depth 1
+run_config "tier full" psync 1 one --full yes
 run_config "tier x$QD" io_uring "$QD" one --threads "$QD"
 python3 - "$samples" "$QD" <<'EOF'
 import statistics, sys

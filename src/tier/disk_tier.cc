@@ -38,7 +38,8 @@ struct Fd {
 
 }  // namespace
 
-DiskTier::DiskTier(const TierOptions& options) : options_(options) {}
+DiskTier::DiskTier(const TierOptions& options)
+    : options_(options), fds_(options.cached_fds) {}
 DiskTier::~DiskTier() = default;
 
 Result<std::unique_ptr<DiskTier>> DiskTier::Open(const TierOptions& options) {
@@ -64,6 +65,8 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const TierOptions& options) {
   }
   tier->counters_.capacity_bytes = options.capacity_bytes;
   if (Status st = tier->Scan(); !st.ok()) return st;
+  tier->pool_ = std::make_unique<FilePool>(
+      FilePoolOptions{objects, options.spare_files, options.direct_io});
   return tier;
 }
 
@@ -74,23 +77,56 @@ std::string DiskTier::FileName(uint64_t generation) const {
 }
 
 Result<int> DiskTier::OpenFile(const std::string& name, int flags) {
-  int fd = -1;
-  if (options_.direct_io) {
-    fd = open(name.c_str(), flags | O_DIRECT | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      std::lock_guard lock(mu_);
-      counters_.direct_io = true;
-      return fd;
-    }
-    if (errno != EINVAL) return Error(ErrorCode::FILE_OPEN_FAIL, Errno("open " + name));
-    // A file system without O_DIRECT (tmpfs before Linux 6.6) may refuse it
-    // only after O_CREAT made the file: the temporary name is this write's
-    // own (a fresh generation), so the buffered open takes it over.
-    if ((flags & O_CREAT) != 0) flags = (flags & ~O_EXCL) | O_TRUNC;
+  bool direct = false;
+  auto fd = OpenTierFile(name, flags, options_.direct_io, &direct);
+  if (fd.ok() && direct) {
+    std::lock_guard lock(mu_);
+    counters_.direct_io = true;
   }
-  fd = open(name.c_str(), flags | O_CLOEXEC, 0600);  // tmpfs and others without O_DIRECT
-  if (fd < 0) return Error(ErrorCode::FILE_OPEN_FAIL, Errno("open " + name));
   return fd;
+}
+
+Result<SpareFile> DiskTier::TempFile(const DiskObjectInfo& info) {
+  if (std::optional<SpareFile> spare = pool_->Take(info.file_bytes)) {
+    std::lock_guard lock(mu_);
+    ++counters_.spare_writes;
+    if (spare->direct) counters_.direct_io = true;
+    return std::move(*spare);
+  }
+  SpareFile made{FileName(info.generation) + kTempSuffix, -1, info.file_bytes, false};
+  auto fd = OpenFile(made.name, O_RDWR | O_CREAT | O_EXCL);
+  if (!fd.ok()) return fd.status();
+  made.fd = *fd;
+  // The whole file's blocks at once: writes then land inside the file
+  // instead of extending it piece by piece (where the file system allows
+  // it; ENOSPC shows here first).
+  if (fallocate(made.fd, 0, 0, static_cast<off_t>(info.file_bytes)) != 0 && errno != EOPNOTSUPP) {
+    Status st = Error(ErrorCode::FILE_WRITE_FAIL, Errno("disk tier: fallocate of '" + info.key + "'"));
+    close(made.fd);
+    unlink(made.name.c_str());
+    return st;
+  }
+  return made;
+}
+
+void DiskTier::Retire(const DiskObjectInfo& info) {
+  fds_.Drop(info.generation);
+  const std::string name = FileName(info.generation) + kObjectSuffix;
+  const std::string spare = pool_->SpareName();
+  if (rename(name.c_str(), spare.c_str()) == 0) {
+    pool_->Give(spare, info.file_bytes);
+  } else {
+    unlink(name.c_str());
+  }
+}
+
+Result<std::shared_ptr<CachedFile>> DiskTier::ReadHandle(const DiskObjectInfo& info) {
+  if (std::shared_ptr<CachedFile> cached = fds_.Get(info.generation)) return cached;
+  auto fd = OpenFile(FileName(info.generation) + kObjectSuffix, O_RDONLY);
+  if (!fd.ok()) return fd.status();
+  auto file = std::make_shared<CachedFile>(*fd);
+  fds_.Put(info.generation, file);
+  return file;
 }
 
 ObjectIo* DiskTier::Acquire() {
@@ -126,8 +162,14 @@ Status DiskTier::Scan() {
   }
   closedir(d);
   std::vector<uint8_t> head(kFixedHeaderBytes + kMaxObjectKeyBytes);
+  uint64_t spares = 0;
   for (const std::string& name : names) {
     const std::string full = dir + "/" + name;
+    if (EndsWith(name, kSpareSuffix)) {  // the last run's spare files (tier/file_pool.h)
+      unlink(full.c_str());
+      ++spares;
+      continue;
+    }
     auto drop = [&](const char* why) {
       MC_LOG(WARN) << "disk tier: deleting " << full << ": " << why;
       unlink(full.c_str());
@@ -161,6 +203,7 @@ Status DiskTier::Scan() {
       ++counters_.dropped_at_open;
     }
   }
+  if (spares > 0) MC_LOG(INFO) << "disk tier: deleted " << spares << " spare files of the last run";
   for (const auto& [key, info] : index_) counters_.used_bytes += info.file_bytes;
   counters_.objects = index_.size();
   return Status::Ok();
@@ -202,27 +245,21 @@ Result<DiskObjectInfo> DiskTier::Write(std::string_view key, const void* data, u
     reserved_bytes_ += info.file_bytes;
   }
   const std::string final_name = FileName(info.generation) + kObjectSuffix;
-  const std::string temp_name = FileName(info.generation) + kTempSuffix;
+  std::string temp_name;
+  std::shared_ptr<CachedFile> file;  // kept open for reads once in place
   Status st;
-  {
-    auto fd = OpenFile(temp_name, O_WRONLY | O_CREAT | O_EXCL);
-    if (!fd.ok()) {
-      st = fd.status();
-    } else {
-      Fd f{*fd};
-      // The whole file's blocks at once: writes then land inside the file
-      // instead of extending it piece by piece (where the file system
-      // allows it; ENOSPC shows here first).
-      if (fallocate(f.fd, 0, 0, static_cast<off_t>(info.file_bytes)) != 0 &&
-          errno != EOPNOTSUPP) {
-        st = Error(ErrorCode::FILE_WRITE_FAIL, Errno("disk tier: fallocate of '" + info.key + "'"));
-      } else {
-        st = WriteFile(f.fd, info, data);
-      }
-    }
+  if (auto temp = TempFile(info); !temp.ok()) {
+    st = temp.status();
+  } else {
+    temp_name = temp->name;
+    file = std::make_shared<CachedFile>(temp->fd);
+    st = WriteFile(file->fd, info, data);
   }
   if (st.ok() && rename(temp_name.c_str(), final_name.c_str()) != 0)
     st = Error(ErrorCode::FILE_WRITE_FAIL, Errno("rename " + temp_name));
+  // Cached before the index shows the object, so a Remove that follows
+  // finds the entry to drop.
+  if (st.ok()) fds_.Put(info.generation, std::move(file));
   std::optional<DiskObjectInfo> superseded;
   bool warn = false;
   {
@@ -252,13 +289,13 @@ Result<DiskObjectInfo> DiskTier::Write(std::string_view key, const void* data, u
     }
   }
   if (!st.ok()) {
-    unlink(temp_name.c_str());
+    if (!temp_name.empty()) unlink(temp_name.c_str());
     if (warn)
       MC_LOG(WARN) << st.message() << " (" << counters().io_errors
                    << " failed disk-tier writes so far; this object is not on disk)";
     return st;
   }
-  if (superseded) unlink((FileName(superseded->generation) + kObjectSuffix).c_str());
+  if (superseded) Retire(*superseded);
   return info;
 }
 
@@ -282,35 +319,40 @@ Result<uint64_t> DiskTier::Read(std::string_view key, void* out, uint64_t out_si
                                                  std::to_string(info->size_bytes) +
                                                  " bytes, the buffer " +
                                                  std::to_string(out_size));
-  const std::string name = FileName(info->generation) + kObjectSuffix;
   Status st;
-  auto fd = OpenFile(name, O_RDONLY);
-  if (!fd.ok()) {
+  auto file = ReadHandle(*info);
+  if (!file.ok()) {
     // Removed or replaced since Find: the newer version is the answer.
     std::optional<DiskObjectInfo> now = Find(key);
     if (now && now->generation != info->generation) return Read(key, out, out_size);
     if (!now) return Error(ErrorCode::OBJECT_NOT_FOUND, "disk tier: no '" + std::string(key) + "'");
-    st = fd.status();
+    st = file.status();
   } else {
-    Fd f{*fd};
-    st = ReadFile(f.fd, *info, out);
+    st = ReadFile((*file)->fd, *info, out);
   }
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   if (st.ok()) {
     ++counters_.reads;
     counters_.read_bytes += info->size_bytes;
     return info->size_bytes;
   }
+  auto it = index_.find(key);
+  const bool current = it != index_.end() && it->second.generation == info->generation;
+  if (st.code() == ErrorCode::CHECKSUM_MISMATCH && !current) {
+    // Removed or replaced while it was read: its file may be a spare that a
+    // write is filling. Not a failure of the disk; the index has the answer.
+    lock.unlock();
+    if (Find(key)) return Read(key, out, out_size);
+    return Error(ErrorCode::OBJECT_NOT_FOUND, "disk tier: no '" + std::string(key) + "'");
+  }
   if (st.code() == ErrorCode::CHECKSUM_MISMATCH) {
     ++counters_.checksum_failures;
     MC_LOG(WARN) << st.message();
-    auto it = index_.find(key);
-    if (it != index_.end() && it->second.generation == info->generation) {
-      counters_.used_bytes -= it->second.file_bytes;
-      index_.erase(it);
-      counters_.objects = index_.size();
-      unlink(name.c_str());
-    }
+    counters_.used_bytes -= it->second.file_bytes;
+    index_.erase(it);
+    counters_.objects = index_.size();
+    fds_.Drop(info->generation);
+    unlink((FileName(info->generation) + kObjectSuffix).c_str());
   } else {
     ++counters_.io_errors;
   }
@@ -330,7 +372,7 @@ Status DiskTier::Remove(std::string_view key) {
     counters_.objects = index_.size();
     ++counters_.removes;
   }
-  unlink((FileName(info.generation) + kObjectSuffix).c_str());
+  Retire(info);
   return Status::Ok();
 }
 

@@ -21,6 +21,16 @@
 // temporary file and is renamed into place once complete: a reader or a
 // restart sees the whole object or nothing.
 //
+// The file system's per-object work stays off the caller's thread where it
+// can (tier/file_pool.h): a write takes a spare file of its size (created
+// and fallocated in the background, or a removed object's file, whose blocks
+// are written already) and only renames it; a remove renames the file to a
+// spare name (so a crash cannot bring the object back) and the background
+// thread keeps or deletes it. Reads keep their files open (tier/fd_cache.h,
+// `cached_fds` at most). No fsync unless `sync`: a crash of the machine (not
+// of the process) may lose objects written since the last writeback, and a
+// file whose data did not reach the disk fails its checksum on read.
+//
 // Capacity is the caller's `capacity_bytes` (padded file sizes count): a
 // write that would pass it is refused (NO_AVAILABLE_HANDLE) and the caller
 // decides what to drop. ENOSPC and I/O errors fail the write or read
@@ -39,6 +49,8 @@
 #include <vector>
 
 #include "common/result.h"
+#include "tier/fd_cache.h"
+#include "tier/file_pool.h"
 #include "tier/object_io.h"
 
 namespace mc::tier {
@@ -49,6 +61,9 @@ namespace mc::tier {
 inline constexpr uint32_t kDefaultMaxInflight = 4;      // objects at once
 inline constexpr uint32_t kDefaultChunksInFlight = 4;   // per object
 inline constexpr uint64_t kDefaultIoChunkBytes = 1ull << 20;
+// Spare files ready for writes: one per lane keeps each writer supplied.
+inline constexpr uint32_t kDefaultSpareFiles = kDefaultMaxInflight;
+inline constexpr uint32_t kDefaultCachedFds = 64;
 // The test-only crash point's environment variable (TierOptions).
 inline constexpr const char* kPauseMidWriteEnv = "MOONCAKE_TEST_TIER_PAUSE_MID_WRITE";
 
@@ -61,6 +76,8 @@ struct TierOptions {
   bool io_uring = true;    // else pwrite/pread (also when io_uring cannot start)
   bool direct_io = true;   // O_DIRECT when the file system takes it
   bool sync = false;       // fdatasync each object before its rename
+  uint32_t spare_files = kDefaultSpareFiles;  // tier/file_pool.h; 0: none kept
+  uint32_t cached_fds = kDefaultCachedFds;    // open files kept for reads
   // A test's crash point: when set, the first write to put a chunk of its
   // data on its (temporary) file creates this file and then waits for ever,
   // so a kill -9 provably lands mid-write. Open() takes it from
@@ -86,6 +103,7 @@ struct TierCounters {
   uint64_t io_errors = 0;          // failed reads and writes (ENOSPC included)
   uint64_t no_space = 0;           // writes refused by ENOSPC or the capacity
   uint64_t dropped_at_open = 0;    // torn, foreign or superseded files deleted
+  uint64_t spare_writes = 0;       // writes into a spare file (no create on the caller's thread)
   bool direct_io = false;          // O_DIRECT in use
   bool io_uring = false;           // chunks go through io_uring
 };
@@ -112,6 +130,9 @@ class DiskTier {
   std::vector<DiskObjectInfo> List() const;
   TierCounters counters() const;
   const std::string& path() const { return options_.path; }
+  // Until the background file work (spares, deletes) is done: for tests
+  // and benchmarks that want a settled directory.
+  void Settle() { pool_->Settle(); }
 
  private:
   explicit DiskTier(const TierOptions& options);
@@ -120,11 +141,19 @@ class DiskTier {
   ObjectIo* Acquire();
   void Release(ObjectIo* lane);
   Result<int> OpenFile(const std::string& name, int flags);
+  // A spare of the object's size, else a file created here: its name and fd.
+  Result<SpareFile> TempFile(const DiskObjectInfo& info);
+  // A removed or replaced object's file: renamed out of the index's names
+  // here, then kept as a spare or deleted by the pool's thread.
+  void Retire(const DiskObjectInfo& info);
+  Result<std::shared_ptr<CachedFile>> ReadHandle(const DiskObjectInfo& info);
   Status WriteFile(int fd, const DiskObjectInfo& info, const void* data);
   Status ReadFile(int fd, const DiskObjectInfo& info, void* out);
   void PauseMidWrite();
 
   TierOptions options_;
+  FdCache fds_;
+  std::unique_ptr<FilePool> pool_;  // after Scan
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable cv_;
   std::vector<std::unique_ptr<ObjectIo>> lanes_;

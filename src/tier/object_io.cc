@@ -25,6 +25,9 @@ constexpr uint64_t kHeadAreaBytes = kHeadBytes + kBlockBytes;
 // the second pass reads what the first left in the cache.
 constexpr uint64_t kCopyStepBytes = 64u << 10;
 constexpr uint32_t kMaxDepth = 64;
+// A bounced write's first chunk: the disk waits while the caller copies it,
+// so it is short and the disk starts sooner; the rest go in full chunks.
+constexpr uint64_t kFirstBounceBytes = 256u << 10;
 constexpr uint32_t kMaxSubmitTries = 1000;  // EAGAIN: the kernel is short of memory for a moment
 
 bool BlockAligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kBlockBytes == 0; }
@@ -189,7 +192,8 @@ void ObjectIo::Drain() {
   while (in_flight_ > 0) ReapOne();
 }
 
-std::vector<ObjectIo::Chunk> ObjectIo::Plan(const ObjectHeader& h, uint8_t* user, bool aligned) {
+std::vector<ObjectIo::Chunk> ObjectIo::Plan(const ObjectHeader& h, uint8_t* user, bool aligned,
+                                            bool write) {
   std::vector<Chunk> chunks;
   const uint64_t data_at = h.data_offset();
   const uint64_t straight = aligned ? h.size_bytes / kBlockBytes * kBlockBytes : 0;
@@ -211,12 +215,14 @@ std::vector<ObjectIo::Chunk> ObjectIo::Plan(const ObjectHeader& h, uint8_t* user
     chunks.push_back(c);
     return chunks;
   }
-  for (uint64_t at = straight; at < h.size_bytes; at += shape_.chunk_bytes) {
+  for (uint64_t at = straight; at < h.size_bytes; at += chunks.back().bytes) {
     Chunk c;  // through bounce slot i % depth
     const auto i = static_cast<uint32_t>(chunks.size());
     c.file_offset = data_at + at;
     c.user = user + at;
-    c.bytes = std::min(shape_.chunk_bytes, h.size_bytes - at);
+    const uint64_t most =
+        write && i == 0 ? std::min(shape_.chunk_bytes, kFirstBounceBytes) : shape_.chunk_bytes;
+    c.bytes = std::min(most, h.size_bytes - at);
     c.io = slots_[i % shape_.depth];
     c.io_bytes = AlignToBlock(c.bytes);
     c.fixed = static_cast<int>(i % shape_.depth);
@@ -236,7 +242,7 @@ ObjectIo::Chunk ObjectIo::HeadChunk(const ObjectHeader& h) {
 Status ObjectIo::Write(int fd, ObjectHeader h, const uint8_t* src,
                        const std::function<void()>& after_first_chunk) {
   // Only read from: the plan shares its type with reads.
-  std::vector<Chunk> chunks = Plan(h, const_cast<uint8_t*>(src), BlockAligned(src));
+  std::vector<Chunk> chunks = Plan(h, const_cast<uint8_t*>(src), BlockAligned(src), true);
   uint32_t crc = 0;
   Status st;
   size_t next = 0;  // the chunks before it are done
@@ -277,7 +283,7 @@ Status ObjectIo::Write(int fd, ObjectHeader h, const uint8_t* src,
 }
 
 Status ObjectIo::Read(int fd, const ObjectHeader& expect, uint8_t* dst) {
-  std::vector<Chunk> chunks = Plan(expect, dst, BlockAligned(dst));
+  std::vector<Chunk> chunks = Plan(expect, dst, BlockAligned(dst), false);
   Chunk head = HeadChunk(expect);
   Status st = Submit(false, fd, head);
   uint32_t crc = 0;

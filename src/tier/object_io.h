@@ -69,8 +69,9 @@ class ObjectIo {
   Status WaitFor(Chunk& c);      // until `c` is done; its error
   void Drain();                  // until nothing is in flight (io_uring only)
   // The object's data runs: straight to or from `user` when it is block
-  // aligned (a padded tail through the head area), else through the slots.
-  std::vector<Chunk> Plan(const ObjectHeader& h, uint8_t* user, bool aligned);
+  // aligned (a padded tail through the head area), else through the slots
+  // (a write's first one short: the disk waits for its copy).
+  std::vector<Chunk> Plan(const ObjectHeader& h, uint8_t* user, bool aligned, bool write);
   Chunk HeadChunk(const ObjectHeader& h);
 
   IoShape shape_;
