@@ -1,4 +1,5 @@
 #include "masterd/ha_image.h"
+#include "masterd/ha_tier_records.h"
 
 #include <cstdint>
 
@@ -61,7 +62,11 @@ void DecodeRecord(ByteReader& r, HaRecord* rec) {
       break;
     case HaRecord::Kind::kUnmount:
     case HaRecord::Kind::kRemove:
+    case HaRecord::Kind::kDiskRemove:
       r.Str(&rec->name, kMaxStringBytes, "record.name");
+      break;
+    case HaRecord::Kind::kDiskReplica:
+      DecodeDiskReplica(r, rec);
       break;
     default:
       r.Fail("record.kind", "unknown record kind");
@@ -83,7 +88,11 @@ void EncodeHaRecord(const HaRecord& record, std::string* out) {
       break;
     case HaRecord::Kind::kUnmount:
     case HaRecord::Kind::kRemove:
+    case HaRecord::Kind::kDiskRemove:
       w.Str(record.name);
+      break;
+    case HaRecord::Kind::kDiskReplica:
+      EncodeDiskReplica(w, record);
       break;
   }
 }
