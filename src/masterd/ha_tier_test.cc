@@ -14,6 +14,7 @@
 #include "ha/election.h"
 #include "ha/fake_etcd.h"
 #include "masterd/ha_log.h"
+#include "masterd/ha_test_util.h"
 #include "masterd/journal_test_util.h"
 #include "masterd/service.h"
 #include "masterd/service_test_util.h"
@@ -119,27 +120,6 @@ struct TierLeader {
     CAPTURE(key);
     REQUIRE(svc.GetReplicaList({kClient, key}).code() == ErrorCode::REPLICA_IS_NOT_READY);
     Drain(fail);
-  }
-  // A standby's image: the snapshot, then the log to its end.
-  masterd::HaImage Follow() {
-    ha::FencedLog reader(etcd, Keys());
-    masterd::HaImage image;
-    auto snap = reader.ReadSnapshot();
-    REQUIRE(snap.ok());
-    if (snap->has_value()) {
-      REQUIRE(image.Restore((*snap)->data).ok());
-      image.set_index((*snap)->index);
-    }
-    for (;;) {
-      auto entries = reader.ReadAfter(image.index());
-      REQUIRE(entries.ok());
-      if (entries->empty()) break;
-      for (const auto& e : *entries) {
-        REQUIRE(image.ApplyEntry(e.data).ok());
-        image.set_index(e.index);
-      }
-    }
-    return image;
   }
 };
 
@@ -252,7 +232,7 @@ TEST_CASE("a standby applying the HA log ends with the leader's disk replicas") 
       REQUIRE(g.log.stats().snapshot_index == g.log.stats().entry_index);
     }
 
-    const masterd::HaImage image = g.Follow();
+    const masterd::HaImage image = masterd::testing::FollowToEnd(g.etcd, Keys());
     CHECK(DisksOf(image) == leader);
     // The standby takes over: the same memory objects and disk replicas; the
     // disk-only keys exist, the removed one does not.
