@@ -9,7 +9,7 @@
 //   3 commit   key, size u64, complete, soft_pin, u32 replicas x (u32
 //              buffers x (segment name, offset u64, size u64))
 //   4 remove   key
-//   5 disk replica       key, disk id, size u64 (ha_tier_records.cc)
+//   5 disk replica       key, disk id, size u64 (the disk tier's)
 //   6 disk replica gone  key
 // The image's snapshot is one entry's layout too: mounts, then commits,
 // then disk replicas.

@@ -1,5 +1,4 @@
 #include "masterd/ha_image.h"
-#include "masterd/ha_tier_records.h"
 
 #include <cstdint>
 
@@ -47,6 +46,19 @@ void DecodeObject(ByteReader& r, master::ObjectDump* o) {
       b.size_bytes = r.U64("buffer.size");
     }
   }
+}
+
+// The disk tier's record (issue 31): key, disk id, size.
+void EncodeDiskReplica(ByteWriter& w, const HaRecord& record) {
+  w.Str(record.name);
+  w.Str(record.disk_id);
+  w.U64(record.size_bytes);
+}
+
+void DecodeDiskReplica(ByteReader& r, HaRecord* record) {
+  r.Str(&record->name, kMaxStringBytes, "disk.key");
+  r.Str(&record->disk_id, kMaxStringBytes, "disk.disk_id");
+  record->size_bytes = r.U64("disk.size");
 }
 
 void DecodeRecord(ByteReader& r, HaRecord* rec) {

@@ -1,21 +1,10 @@
-#include "masterd/ha_tier_records.h"
-
-#include "common/ceilings.h"
+// The disk tier's share of the HA log (issue 31): disk replicas in the
+// image and its snapshot, and the HaLog's DiskReplicaListener calls. Their
+// records' layout is in ha_image.h, their coding in ha_records.cc.
+#include "masterd/ha_image.h"
 #include "masterd/ha_log.h"
 
 namespace mc::masterd {
-
-void EncodeDiskReplica(ByteWriter& w, const HaRecord& record) {
-  w.Str(record.name);
-  w.Str(record.disk_id);
-  w.U64(record.size_bytes);
-}
-
-void DecodeDiskReplica(ByteReader& r, HaRecord* record) {
-  r.Str(&record->name, kMaxStringBytes, "disk.key");
-  r.Str(&record->disk_id, kMaxStringBytes, "disk.disk_id");
-  record->size_bytes = r.U64("disk.size");
-}
 
 Status HaImage::ApplyDisk(const HaRecord& record) {
   if (record.kind == HaRecord::Kind::kDiskReplica) {

@@ -1,7 +1,7 @@
 // The disk tier under HA (issue 31): disk replicas ride in the HA log and
 // its snapshots, so a standby that takes over knows which objects live on
 // which store's disk.
-#include "masterd/ha_tier_records.h"
+#include "masterd/ha_image.h"
 
 #include <doctest/doctest.h>
 
