@@ -22,6 +22,9 @@ Status HaImage::Apply(const HaRecord& record) {
     case HaRecord::Kind::kRemove:
       objects_.erase(record.name);
       return Status::Ok();
+    case HaRecord::Kind::kDiskReplica:
+    case HaRecord::Kind::kDiskRemove:
+      return ApplyDisk(record);
   }
   return Error(ErrorCode::INTERNAL_ERROR, "HA record of unknown kind");
 }
@@ -34,7 +37,7 @@ Status HaImage::ApplyEntry(std::string_view entry) {
 
 std::string HaImage::Snapshot() const {
   std::string out;
-  ByteWriter(&out).U32(static_cast<uint32_t>(segments_.size() + objects_.size()));
+  ByteWriter(&out).U32(static_cast<uint32_t>(segments_.size() + objects_.size() + disk_.size()));
   HaRecord rec;
   rec.kind = HaRecord::Kind::kMount;
   for (const auto& [name, seg] : segments_) {
@@ -46,6 +49,7 @@ std::string HaImage::Snapshot() const {
     rec.object = obj;
     EncodeHaRecord(rec, &out);
   }
+  SnapshotDisk(&out);
   return out;
 }
 
@@ -54,6 +58,7 @@ Status HaImage::Restore(std::string_view snapshot) {
   MC_RETURN_IF_ERROR(fresh.ApplyEntry(snapshot));
   segments_ = std::move(fresh.segments_);
   objects_ = std::move(fresh.objects_);
+  disk_ = std::move(fresh.disk_);
   return Status::Ok();
 }
 

@@ -9,7 +9,10 @@
 //   3 commit   key, size u64, complete, soft_pin, u32 replicas x (u32
 //              buffers x (segment name, offset u64, size u64))
 //   4 remove   key
-// The image's snapshot is one entry's layout too: mounts, then commits.
+//   5 disk replica       key, disk id, size u64 (the disk tier's)
+//   6 disk replica gone  key
+// The image's snapshot is one entry's layout too: mounts, then commits,
+// then disk replicas.
 // Standbys apply entries to their image in order; a new leader loads the
 // image into its MasterState with one bulk load (MasterState::LoadSegment,
 // LoadObject), as a restarted master loads its journal.
@@ -25,15 +28,27 @@
 #include "common/result.h"
 #include "master/master_state.h"
 #include "master/state_listener.h"
+#include "masterd/disk_replica_listener.h"
 
 namespace mc::masterd {
 
 struct HaRecord {
-  enum class Kind : uint8_t { kMount = 1, kUnmount = 2, kCommit = 3, kRemove = 4 };
+  enum class Kind : uint8_t {
+    kMount = 1, kUnmount = 2, kCommit = 3, kRemove = 4,
+    kDiskReplica = 5, kDiskRemove = 6,  // the disk tier's (DiskReplicaListener)
+  };
   Kind kind = Kind::kMount;
   master::SegmentDump segment;  // kMount
   master::ObjectDump object;    // kCommit
-  std::string name;             // kUnmount: segment; kRemove: key
+  std::string name;             // kUnmount: segment; kRemove, kDisk*: key
+  std::string disk_id;          // kDiskReplica
+  uint64_t size_bytes = 0;      // kDiskReplica
+};
+
+// A disk replica as the image keeps it (by key).
+struct HaDiskReplica {
+  std::string disk_id;
+  uint64_t size_bytes = 0;
 };
 
 // Appends one record to `out`.
@@ -59,6 +74,12 @@ class HaImage {
   // on a segment the image does not hold are left out. Returns how many.
   Result<size_t> LoadInto(master::MasterState& state, uint64_t now_us) const;
 
+  // Visits every disk replica (MasterService::LoadTier's loader).
+  Status ForEachDiskReplica(const DiskReplicaVisitor& visit) const;
+  const std::map<std::string, HaDiskReplica, std::less<>>& disk_replicas() const {
+    return disk_;
+  }
+
   uint64_t index() const { return index_; }  // the last log entry applied
   void set_index(uint64_t index) { index_ = index; }
   size_t segments() const { return segments_.size(); }
@@ -66,8 +87,11 @@ class HaImage {
 
  private:
   bool OnMountedSegments(const master::ObjectDump& object) const;
+  Status ApplyDisk(const HaRecord& record);      // ha_tier_records.cc
+  void SnapshotDisk(std::string* out) const;     // ha_tier_records.cc
   std::map<std::string, master::SegmentDump, std::less<>> segments_;
   std::map<std::string, master::ObjectDump, std::less<>> objects_;
+  std::map<std::string, HaDiskReplica, std::less<>> disk_;  // by key
   uint64_t index_ = 0;
 };
 

@@ -76,7 +76,9 @@ struct HaLogOptions {
   uint32_t pipeline_min_records = kDefaultHaPipelineMinRecords;  // >= 1
 };
 
-class HaLog final : public master::StateListener, public rpc::ReplyGate {
+class HaLog final : public master::StateListener,
+                    public DiskReplicaListener,
+                    public rpc::ReplyGate {
  public:
   // `kv` is the sequencer's etcd connection (snapshots); `shipper_kvs` one
   // per shipper (options.entries_in_flight of them), or empty: every
@@ -106,6 +108,10 @@ class HaLog final : public master::StateListener, public rpc::ReplyGate {
   uint64_t OnObjectCommitted(const master::ObjectDump& object) override;
   void OnObjectRemoved(std::string_view key, uint64_t listener_tag,
                        master::RemoveReason reason) override;
+  // DiskReplicaListener (under the master's lock; ha_tier_records.cc).
+  void OnDiskReplica(const std::string& key, const std::string& disk_id,
+                     uint64_t size_bytes) override;
+  void OnDiskReplicaRemoved(const std::string& key) override;
 
   // rpc::ReplyGate.
   uint64_t Ticket(uint64_t requests) override;

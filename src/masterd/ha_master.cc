@@ -355,6 +355,15 @@ int RunHaMaster(const Config& config) {
     (void)election.Resign(*term);
     return 1;
   }
+  // The disk replicas of the log: checked against what each store announces
+  // when it finds this leader (TierService::Announce), recorded here from now on.
+  if (Status st = service.LoadTier(&halog, [&](const DiskReplicaVisitor& visit) {
+        return image.ForEachDiskReplica(visit);
+      }, "the HA log"); !st.ok()) {
+    MC_LOG(ERROR) << "HA: cannot take over the disk tier: " << st.ToString();
+    (void)election.Resign(*term);
+    return 1;
+  }
   const uint64_t index = image.index();
   // Grants carry the term, so stores refuse the deposed leader's from the
   // first one of ours they see (common/capability.h).

@@ -48,6 +48,19 @@ void DecodeObject(ByteReader& r, master::ObjectDump* o) {
   }
 }
 
+// The disk tier's record (issue 31): key, disk id, size.
+void EncodeDiskReplica(ByteWriter& w, const HaRecord& record) {
+  w.Str(record.name);
+  w.Str(record.disk_id);
+  w.U64(record.size_bytes);
+}
+
+void DecodeDiskReplica(ByteReader& r, HaRecord* record) {
+  r.Str(&record->name, kMaxStringBytes, "disk.key");
+  r.Str(&record->disk_id, kMaxStringBytes, "disk.disk_id");
+  record->size_bytes = r.U64("disk.size");
+}
+
 void DecodeRecord(ByteReader& r, HaRecord* rec) {
   const uint8_t kind = r.U8("record.kind");
   rec->kind = static_cast<HaRecord::Kind>(kind);
@@ -61,7 +74,11 @@ void DecodeRecord(ByteReader& r, HaRecord* rec) {
       break;
     case HaRecord::Kind::kUnmount:
     case HaRecord::Kind::kRemove:
+    case HaRecord::Kind::kDiskRemove:
       r.Str(&rec->name, kMaxStringBytes, "record.name");
+      break;
+    case HaRecord::Kind::kDiskReplica:
+      DecodeDiskReplica(r, rec);
       break;
     default:
       r.Fail("record.kind", "unknown record kind");
@@ -83,7 +100,11 @@ void EncodeHaRecord(const HaRecord& record, std::string* out) {
       break;
     case HaRecord::Kind::kUnmount:
     case HaRecord::Kind::kRemove:
+    case HaRecord::Kind::kDiskRemove:
       w.Str(record.name);
+      break;
+    case HaRecord::Kind::kDiskReplica:
+      EncodeDiskReplica(w, record);
       break;
   }
 }

@@ -45,6 +45,7 @@
 #include "common/result.h"
 #include "master/master_state.h"
 #include "master/state_listener.h"
+#include "masterd/disk_replica_listener.h"
 #include "rpc/server.h"
 
 namespace mc::storage {
@@ -82,7 +83,7 @@ struct JournalOptions {
   uint64_t sync_interval_us = kEverysecSyncIntervalUs;  // everysec; tests shorten it
 };
 
-class Journal final : public master::StateListener {
+class Journal final : public master::StateListener, public DiskReplicaListener {
  public:
   // Opens or creates `path` and starts the writer thread. `stripe_size_bytes`
   // must be the master's: buffer sizes are derived from it, not stored.
@@ -149,12 +150,11 @@ class Journal final : public master::StateListener {
   // The disk tier's records (issue 31, TierService), under the master's
   // lock like the listener's calls: `key` has a copy on the disk named
   // `disk_id`, or no longer has one.
-  void OnDiskReplica(const std::string& key, const std::string& disk_id, uint64_t size_bytes);
-  void OnDiskReplicaRemoved(const std::string& key);
+  void OnDiskReplica(const std::string& key, const std::string& disk_id,
+                     uint64_t size_bytes) override;
+  void OnDiskReplicaRemoved(const std::string& key) override;
   // Every disk replica in the file, before anything is served.
-  Status LoadDiskReplicas(
-      const std::function<void(const std::string& key, const std::string& disk_id,
-                               uint64_t size_bytes)>& fn);
+  Status LoadDiskReplicas(const DiskReplicaVisitor& fn);
 
   struct Change;
 

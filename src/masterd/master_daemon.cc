@@ -82,21 +82,16 @@ int RunMaster(const Config& config) {
     std::fprintf(stderr, "mooncake master: error: --enable-ha needs --ha-etcd (--etcd_endpoints)\n");
     return 2;
   }
-  if (!config.ha.etcd.empty() && (config.master.enable_offload || config.master.offload_on_evict)) {
-    // Disk replicas live in the journal, which an HA master does not keep.
-    std::fprintf(stderr, "mooncake master: error: --enable-offload is not supported with HA "
-                         "(--ha-etcd) yet\n");
-    return 2;
-  }
-  if (!config.ha.etcd.empty()) return RunHaMaster(config);
-  InstallStopSignals();
-  InstallReloadSignal();
   const MasterConfig& mc = config.master;
   if (mc.promotion_on_hit && !(mc.enable_offload || mc.offload_on_evict)) {
     std::fprintf(stderr, "mooncake master: error: --promotion-on-hit needs the disk tier "
                          "(--enable-offload)\n");
     return 2;
   }
+  // With HA the disk replicas live in the HA log (ha_tier_records.cc).
+  if (!config.ha.etcd.empty()) return RunHaMaster(config);
+  InstallStopSignals();
+  InstallReloadSignal();
   // One server context for every port: RPC, admin HTTP, embedded metadata.
   auto tls = MasterServerTls(config.tls);
   if (!tls.ok()) {

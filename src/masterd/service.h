@@ -19,6 +19,7 @@
 #include "common/result.h"
 #include "config/config.h"
 #include "master/master_state.h"
+#include "masterd/disk_replica_listener.h"
 #include "rpc/handler.h"
 #include "rpc/parking.h"
 
@@ -93,6 +94,10 @@ class MasterService final : public rpc::Handler {
   // Before serving: the disk replicas the journal recorded, and the journal
   // that records them from now on (null: --data-dir none, nothing kept).
   Status LoadTier(class Journal* journal);
+  // The same from any source: `load` visits the durable disk replicas (an
+  // HA image's), `records` keeps them from now on (the HA log).
+  Status LoadTier(DiskReplicaListener* records, const DiskReplicaLoader& load,
+                  const std::string& source);
   // The disk tier's figures and records (null without --enable-offload),
   // read under the lock.
   template <typename Fn>
@@ -185,6 +190,7 @@ class MasterService final : public rpc::Handler {
   void TierTick(uint64_t now_us);
   uint64_t TierForgetAll();
   void FlushTierChanges();  // to tier_journal_; wakes parking_ for new work
+  void FlushTierRecords();  // to tier_journal_ only (also before each state record)
   // Before a put or a read that stages from disk needs `need_bytes` of
   // memory: offloads ahead, and true when the call is parked (rpc::ParkCall)
   // to wait for the offloads in flight instead of evicting now.
@@ -201,7 +207,7 @@ class MasterService final : public rpc::Handler {
   std::unique_ptr<master::StateListener> tier_tap_;  // before state_, which calls it
   std::unique_ptr<master::MasterState> state_;
   std::unique_ptr<class TierService> tier_;  // --enable-offload; under mu_
-  class Journal* tier_journal_ = nullptr;
+  DiskReplicaListener* tier_journal_ = nullptr;  // the journal or the HA log
   rpc::ParkingLot parking_;
   struct SegmentKey {
     std::string access_key;

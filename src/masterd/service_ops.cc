@@ -22,7 +22,13 @@ Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> MasterService::BatchUpser
   plain.reserve(req.size());
   for (const auto& r : req) plain.push_back(r.start);
   // Space it hands out (evicted, or freed by a removal) is retired first.
-  return Retiring([&] {
+  return Retiring([&]() -> Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> {
+    // As BatchPutStart: memory is kept under the high watermark by offloads,
+    // and while they are in flight a batch that does not fit waits for them.
+    uint64_t need_bytes = 0;
+    for (const auto& r : plain) need_bytes += r.size_bytes * r.options.replicas;
+    if (TierHolds(need_bytes, clock_.NowUs()))
+      return Error(ErrorCode::REPLICA_IS_NOT_READY, "held for offloads");  // parked: not sent
     for (const auto& r : plain) TierForget(r.key);  // a disk copy would be stale
     const uint64_t wall_ms = clock_.UnixMs();  // before the put's deadline starts
     auto r = state_->BatchUpsertStart(plain, clock_.NowUs());

@@ -3,6 +3,7 @@
 #include "masterd/service.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "common/log.h"
 #include "masterd/journal.h"
@@ -16,37 +17,47 @@ Status NoTier() {
                "this master runs without --enable-offload: disk tiers are not used");
 }
 
-// The state's listener with a disk tier: the journal's (or none) behind a
-// tap that counts the objects evicted from memory with no disk copy (lost,
-// where the tier should have kept them).
+// The state's listener with a disk tier: the journal's or the HA log's (or
+// none) behind a tap that counts the objects evicted from memory with no
+// disk copy (lost, where the tier should have kept them), and that hands
+// the disk records pending over first (`flush`): a record that an object
+// reached the disk precedes the one that drops its memory copy, so no
+// crash between the two loses it.
 class EvictionTap final : public master::StateListener {
  public:
-  EvictionTap(master::StateListener* inner, const std::unique_ptr<TierService>& tier)
-      : inner_(inner), tier_(tier) {}
+  EvictionTap(master::StateListener* inner, const std::unique_ptr<TierService>& tier,
+              std::function<void()> flush)
+      : inner_(inner), tier_(tier), flush_(std::move(flush)) {}
   void OnSegmentMounted(const master::SegmentDump& s) override {
-    if (inner_ != nullptr) inner_->OnSegmentMounted(s);
+    if (Flushed()) inner_->OnSegmentMounted(s);
   }
   void OnSegmentUnmounted(std::string_view name) override {
-    if (inner_ != nullptr) inner_->OnSegmentUnmounted(name);
+    if (Flushed()) inner_->OnSegmentUnmounted(name);
   }
   uint64_t OnObjectCommitted(const master::ObjectDump& o) override {
-    return inner_ != nullptr ? inner_->OnObjectCommitted(o) : 0;
+    return Flushed() ? inner_->OnObjectCommitted(o) : 0;
   }
   void OnObjectRemoved(std::string_view key, uint64_t tag, master::RemoveReason why) override {
     if (why == master::RemoveReason::kEvicted && tier_) tier_->OnEvicted(key);
-    if (inner_ != nullptr) inner_->OnObjectRemoved(key, tag, why);
+    if (Flushed()) inner_->OnObjectRemoved(key, tag, why);
   }
 
  private:
+  bool Flushed() {
+    if (inner_ == nullptr) return false;
+    if (tier_) flush_();
+    return true;
+  }
   master::StateListener* inner_;
   const std::unique_ptr<TierService>& tier_;  // the service's, set after the state
+  std::function<void()> flush_;
 };
 }  // namespace
 
 master::StateListener* MasterService::TierTap(const MasterConfig& config,
                                               master::StateListener* listener) {
   if (!config.enable_offload && !config.offload_on_evict) return listener;
-  tier_tap_ = std::make_unique<EvictionTap>(listener, tier_);
+  tier_tap_ = std::make_unique<EvictionTap>(listener, tier_, [this] { FlushTierRecords(); });
   return tier_tap_.get();
 }
 
@@ -148,6 +159,10 @@ void MasterService::TierTick(uint64_t now_us) {
 
 void MasterService::FlushTierChanges() {
   if (tier_->TakeWake()) parking_.Wake();
+  FlushTierRecords();
+}
+
+void MasterService::FlushTierRecords() {
   for (const TierService::Change& c : tier_->TakeChanges()) {
     if (tier_journal_ == nullptr) continue;
     if (c.disk_id.empty()) {
@@ -159,16 +174,24 @@ void MasterService::FlushTierChanges() {
 }
 
 Status MasterService::LoadTier(Journal* journal) {
+  if (journal == nullptr) return Status::Ok();
+  return LoadTier(
+      journal, [journal](const DiskReplicaVisitor& visit) { return journal->LoadDiskReplicas(visit); },
+      journal->path());
+}
+
+Status MasterService::LoadTier(DiskReplicaListener* records, const DiskReplicaLoader& load,
+                               const std::string& source) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!tier_ || journal == nullptr) return Status::Ok();
-  tier_journal_ = journal;
+  if (!tier_ || records == nullptr) return Status::Ok();
+  tier_journal_ = records;
   uint64_t n = 0;
-  MC_RETURN_IF_ERROR(journal->LoadDiskReplicas(
-      [&](const std::string& key, const std::string& disk_id, uint64_t size_bytes) {
-        tier_->Load(key, disk_id, size_bytes);
-        ++n;
-      }));
-  MC_LOG(INFO) << "disk tier: " << n << " disk replicas loaded from " << journal->path()
+  MC_RETURN_IF_ERROR(load([&](const std::string& key, const std::string& disk_id,
+                              uint64_t size_bytes) {
+    tier_->Load(key, disk_id, size_bytes);
+    ++n;
+  }));
+  MC_LOG(INFO) << "disk tier: " << n << " disk replicas loaded from " << source
                << "; each is served again once its store announces it";
   return Status::Ok();
 }

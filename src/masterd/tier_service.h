@@ -9,8 +9,9 @@
 //   tick): objects the eviction policy picks whose only copy is one buffer
 //   on a store with a disk tier are written by that store from its own
 //   segment to its disk (no network copy); once it reports success the
-//   master drops the memory copy and keeps the disk replica. A put that
-//   finds too little free memory while offloads are in flight waits for
+//   master drops the memory copy and keeps the disk replica. A put
+//   (PutStart, BatchPutStart, BatchUpsertStart) that finds too little free
+//   memory while offloads are in flight waits for
 //   them (the service parks it, at most kMaxPutHoldUs) instead of evicting
 //   objects that were about to reach the disk. A failed write (no space,
 //   I/O error) is a WARN and a counted failure, and the object is evicted

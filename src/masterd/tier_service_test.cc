@@ -200,3 +200,27 @@ TEST_CASE("an idle store's poll is held until work is queued for it") {
   CHECK(r->wait_ms == masterd::TierService::kIdleWaitMs);
   CHECK(f.svc.WithTier([](const masterd::TierService* t) { return t->counters().polls; }) == 3);
 }
+
+TEST_CASE("an upsert batch that finds no free memory waits for the offloads in flight too") {
+  TierFixture f;
+  for (int i = 0; i < 64; ++i) f.Put("k" + std::to_string(i));  // full; 32 MiB being offloaded
+  const msg::Batch<msg::PutStartExRequest> upsert{{{{1, 2}, "k1", kMiB, {}}},
+                                                 {{{1, 2}, "new", kMiB, {}}}};
+  const uint64_t woken = f.svc.parking().generation();
+  {
+    rpc::ParkScope scope(/*allowed=*/true, /*due=*/false);
+    (void)f.svc.BatchUpsertStart(upsert);
+    CHECK(scope.parked);
+  }
+  CHECK(f.svc.Counters().evicted_keys == 0);
+  f.Pull(TierFixture::AllOk(f.Pull()));
+  CHECK(f.svc.parking().generation() > woken);  // the held batch is called again
+  {
+    rpc::ParkScope scope(true, false);
+    auto r = f.svc.BatchUpsertStart(upsert);
+    REQUIRE(r.ok());
+    CHECK_FALSE(scope.parked);
+    for (const auto& item : *r) CHECK(item.status.ok());
+  }
+  CHECK(f.svc.WithTier([](const masterd::TierService* t) { return t->counters().dropped; }) == 0);
+}

@@ -151,9 +151,9 @@ class HaGroup:
         wait_until(one, timeout, poll=0.05)
         return found[0]
 
-    def add_store(self, segment="64mb"):
+    def add_store(self, segment="64mb", extra=()):
         log = os.path.join(self.logdir, f"store-{len(self.stores)}-{time.time_ns()}.log")
-        p = start(["store", "--segment", segment], env=self.env, log_name=log)
+        p = start(["store", "--segment", segment] + list(extra), env=self.env, log_name=log)
         p.log_path = log
         self.stores.append(p)
         return p

@@ -12,17 +12,22 @@ leader stops acknowledging (and exits 75), and once etcd is back a master
 leads again with every acknowledged put intact; a leader paused (SIGSTOP)
 past its lease is replaced, and once resumed acknowledges nothing and exits;
 a read grant of a dead leader's term is refused by the store once it has seen
-the new leader's term (the fence of mooncake-master(1)).
+the new leader's term (the fence of mooncake-master(1)). Then the disk tier
+under HA: two more masters with --enable-offload (their own HA cluster on the
+same etcd) and a store with a disk tier; objects offloaded to its disk read
+back byte for byte after kill -9 of the leader, and a disk-only key removed
+before the failover stays removed.
 """
 import base64
 import json
 import os
 import random
+import re
 import signal
 import time
 
 from dataport import DataPort, INVALID_READ, READ, grant_of
-from harness import check, finish, run, stop, wait_until
+from harness import check, finish, run, stop, tempdir, wait_until
 from ha_cluster import Etcd, HaGroup
 from pool_checks import check_allocations
 
@@ -64,6 +69,59 @@ def verify(what):
         def admin(self, path):
             return group.admin(leader, path)
     check_allocations(Admin(), what)
+
+
+def payload(key, n=1 << 20):
+    return (key.encode() * (n // len(key) + 1))[:n]
+
+
+tier_group = []
+
+
+def tier_failover():
+    """Disk replicas live in the HA log: after kill -9 of the leader the new
+    one re-adopts what the store's disk holds, and nothing removed returns."""
+    start_s = time.monotonic()
+    tg = HaGroup(etcd, masters=2, ttl=2, cluster="ha-tier",
+                 extra=["--enable-offload", "--eviction-high-watermark-ratio", "0.5"])
+    tier_group.append(tg)
+    ssd = tempdir("mooncake-ha-ssd-")
+    store = tg.add_store("16mb", ["--ssd-offload-path", ssd, "--ssd-size", "64mb",
+                                  "--no-hugepages", "--no-prefault"])
+    check(wait_until(lambda: "announced" in open(store.log_path).read(), 20),
+          "the store with a disk tier announced it to the HA leader")
+    leader = tg.leader()
+    keys = [f"t{i:02d}" for i in range(12)]  # 12 MiB in 16 MiB at watermark 0.5
+    for k in keys:
+        r = run(["put", k, "-"], input=payload(k), env=tg.env, timeout=30)
+        check(r.returncode == 0, f"put {k} to the HA leader with a disk tier: {r.stderr[-300:]!r}")
+
+    def on_disk():
+        return [k for k in keys if b'"tier":"disk"' in tg.admin(leader, f"/query_key?key={k}")[1]]
+    check(wait_until(lambda: len(on_disk()) >= 3, 20),
+          f"objects past the watermark were offloaded to the store's disk ({on_disk()})")
+    disk = on_disk()
+    gone = disk.pop()
+    check(run(["rm", gone], env=tg.env).returncode == 0, f"rm of the disk-only key {gone}")
+    stop(tg.procs[leader], signal.SIGKILL)
+    t0 = time.monotonic()
+    new = tg.leader()
+    check(new is not None and new != leader, f"master {new} took over the disk tier's group")
+
+    def served():
+        return all((g := run(["get", k], env=tg.env, timeout=30)).returncode == 0
+                   and g.stdout == payload(k) for k in disk)
+    check(wait_until(served, 20), f"after kill -9 of the leader the {len(disk)} disk-only "
+          f"objects read back byte for byte ({time.monotonic() - t0:.1f} s)")
+    check(run(["exists", gone], env=tg.env).returncode != 0 and
+          run(["get", gone], env=tg.env, timeout=30).returncode != 0,
+          "the disk-only key removed before the failover stays removed")
+    readopted = re.search(rb"^mooncake_tier_readopted_total (\d+)", tg.admin(new, "/metrics")[1],
+                          re.M)
+    check(readopted is not None and int(readopted.group(1)) >= len(disk),
+          f"the new leader re-adopted the store's disk objects from the log's records "
+          f"({readopted.group(1) if readopted else None})")
+    print(f"test_ha: the disk tier's failover took {time.monotonic() - start_s:.1f} s")
 
 
 try:
@@ -191,8 +249,13 @@ try:
     check(run(["exists", "etcd-down"], env=group.env).returncode != 0,
           "the put refused while etcd was down is not there")
     verify("after etcd was down")
-finally:
     for p in group.procs + group.stores:
+        if p is not None:
+            stop(p)
+    tier_failover()
+finally:
+    for p in group.procs + group.stores + (tier_group[0].procs + tier_group[0].stores
+                                           if tier_group else []):
         if p is not None:
             stop(p)
     etcd.stop()
