@@ -399,15 +399,6 @@ Result<std::unique_ptr<EtcdGrpc>> EtcdGrpc::Open(std::string_view endpoints,
   return std::unique_ptr<EtcdGrpc>(new EtcdGrpc(std::move(gateway), options));
 }
 
-void EtcdGrpc::UseMember(size_t index) {
-  gateway_->UseMember(index);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (index < gateway_->endpoints().size() && index != current_) {
-    current_ = index;
-    conn_.reset();
-  }
-}
-
 EtcdGrpc::Stats EtcdGrpc::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;

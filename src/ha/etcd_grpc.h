@@ -64,9 +64,6 @@ class EtcdGrpc final : public EtcdKv {
   Status Compact(int64_t revision) override { return gateway_->Compact(revision); }
   Result<StatusResult> MemberStatus() override { return gateway_->MemberStatus(); }
 
-  // As EtcdHttp's: start at this member (an index into the endpoints).
-  void UseMember(size_t index);
-
   struct Stats {
     uint64_t grpc_txns = 0;     // answered over gRPC
     uint64_t grpc_failures = 0;

@@ -160,25 +160,6 @@ Result<Json> EtcdHttp::Post(const char* path, const std::string& body) {
                                         last_error + ")");
 }
 
-std::optional<size_t> EtcdHttp::FindRaftLeader() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i < members_.size(); ++i) {
-    auto res = members_[i]->http->Post("/v3/maintenance/status", "{}", "application/json");
-    if (!res || res->status != 200) continue;
-    auto status = ParseGatewayJson(res->body);
-    if (!status.ok()) continue;
-    // Member ids are uint64 (strings in the gateway's JSON): compared as text.
-    const std::string& me = (*status)["header"]["member_id"].text;
-    if (!me.empty() && me == (*status)["leader"].text) return i;
-  }
-  return std::nullopt;
-}
-
-void EtcdHttp::UseMember(size_t index) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (index < members_.size()) current_ = index;
-}
-
 Result<TxnResult> EtcdHttp::Commit(const Txn& txn) {
   const std::string body = "{\"compare\":" + JsonList(txn.compare, CompareJson) +
                            ",\"success\":" + JsonList(txn.success, OpJson) +

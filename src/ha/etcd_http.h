@@ -10,7 +10,6 @@
 
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,15 +43,6 @@ class EtcdHttp final : public EtcdKv {
   Status LeaseRevoke(int64_t lease_id) override;
   Status Compact(int64_t revision) override;
   Result<StatusResult> MemberStatus() override;
-
-  // Which member (an index into endpoints()) is etcd's raft leader: asks
-  // the members' status in turn; nullopt when none says it leads. A write
-  // sent to a follower is forwarded to the raft leader and answered once
-  // the follower applied it: a hop, and work on two members more than when
-  // sent to the leader. So the connections that write start there
-  // (UseMember); when that member stops answering they move on as usual.
-  std::optional<size_t> FindRaftLeader();
-  void UseMember(size_t index);
 
   const std::vector<std::string>& endpoints() const { return endpoints_; }
 

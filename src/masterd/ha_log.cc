@@ -270,7 +270,6 @@ void HaLog::Committed(uint64_t index, double seconds) {
 }
 
 bool HaLog::Ship(ha::FencedLog& log, uint64_t index, const std::string& entry) {
-  bool unanswered = false;  // an earlier try may have landed
   for (;;) {
     if ([&] {
           std::lock_guard<std::mutex> lock(mu_);
@@ -280,8 +279,10 @@ bool HaLog::Ship(ha::FencedLog& log, uint64_t index, const std::string& entry) {
     }
     Status st = log.Append(term_, index, entry);
     if (st.ok()) return true;
-    if (st.code() == ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS && unanswered) {
-      // Fenced, or our own earlier try landed: read the entry back.
+    if (st.code() == ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS) {
+      // Fenced, or an earlier try of ours landed: one we sent again after
+      // no answer, or one the etcd client sent again to another member by
+      // itself (EtcdHttp does, after a timeout). Read the entry back.
       auto back = log.ReadAfter(index - 1, 1);
       if (back.ok() && !back->empty() && back->front().index == index &&
           back->front().data == entry) {
@@ -290,7 +291,6 @@ bool HaLog::Ship(ha::FencedLog& log, uint64_t index, const std::string& entry) {
       if (!back.ok()) continue;  // etcd gone again: try once more
     }
     if (st.code() == ErrorCode::RPC_FAIL || st.code() == ErrorCode::RPC_TIMEOUT) {
-      unanswered = true;
       std::unique_lock<std::mutex> lock(mu_);
       ++stats_.retries;
       MC_LOG(WARN) << "HA log entry " << index << " not written, retrying: " << st.ToString();

@@ -168,13 +168,6 @@ struct HaContext {
     for (const auto& kv : shipper_kvs) out.push_back(kv.get());
     return out;
   }
-  // The log's writers start at etcd's raft leader (EtcdHttp::FindRaftLeader).
-  void WriteToRaftLeader() {
-    const std::optional<size_t> leader = writer_kv->FindRaftLeader();
-    if (!leader) return;
-    writer_kv->UseMember(*leader);
-    for (const auto& kv : shipper_kvs) kv->UseMember(*leader);
-  }
 };
 
 Result<HaContext> MakeContext(const Config& config) {
@@ -391,7 +384,6 @@ int RunHaMaster(const Config& config) {
   // first one of ours they see (common/capability.h).
   service.SetGrantTerm(static_cast<uint64_t>(term->revision));
   halog.SetLeaseDeadline(lease.deadline_us());
-  ctx->WriteToRaftLeader();
   halog.Begin(*term, std::move(image));
   auto rpc = StartRpcServer(service, config, &halog, *tls);
   if (!rpc.ok()) {
