@@ -3,7 +3,7 @@
 
   MOONCAKE_BIN=build/src/cli/mooncake python3 scripts/bench_ha.py \
       [--cycles 20] [--ttl 2] [--seconds 5] [--threads 16,64,256] [--size-rounds 12] \
-      [--entries-in-flight 1,4] [--before-bin OLD/mooncake] \
+      [--entries-in-flight 1,4] [--before-bin OLD/mooncake] [--repeat 2] \
       [--parts throughput,failover,size]
 
 Prints its setup, then
@@ -15,7 +15,9 @@ Prints its setup, then
      has no switch to stop it) for each --entries-in-flight, same machine,
      same run, the load beside each figure; with --before-bin, the HA groups
      again with that binary (masters, store and bench), so a change is
-     measured against the old build in one run; then, per group and thread
+     measured against the old build in one run; with --repeat N every
+     configuration N times, every other round in reverse order, and the
+     mean printed (a drifting load weighs on all alike); then, per group and thread
      count, where the HA commit time goes: the leader's queue wait and etcd
      txn time (its /metrics), etcd's WAL fsync and backend commit times (the
      members' /metrics), and the CPU etcd and the leader spent per log entry
@@ -54,6 +56,8 @@ ap.add_argument("--snapshot-every", type=int, default=1000)
 ap.add_argument("--entries-in-flight", default="1,4",
                 help="HA log entries in flight ([ha] entries_in_flight) to measure throughput "
                      "with, comma separated; failover and size use the last")
+ap.add_argument("--repeat", type=int, default=1,
+                help="throughput runs of every configuration, every other one in reverse order")
 ap.add_argument("--before-bin", default="",
                 help="a mooncake binary of the old build: its HA groups are measured too")
 ap.add_argument("--parts", default="throughput,failover,size",
@@ -168,16 +172,6 @@ def use_bin(path):
 
 
 # ---- 1. throughput: single durable master (fsync everysec and always) vs HA ----
-rows = []  # (label, {threads: (ops, p50, p99, load)})
-if "throughput" in parts:
-    for mode in ("everysec", "always"):
-        single = Cluster(stores=1, segment="512mb", data_dir=tempdir("mc-bench-ha-single-"),
-                         extra_master=["--fsync", mode])
-        rows.append((f"single, fsync {mode}", {
-            t: bench_put(single.env, args.seconds, "single", t) + (load(),)
-            for t in thread_counts}))
-        single.stop()
-
 etcd = Etcd(members=3)
 depths = [int(d) for d in args.entries_in_flight.split(",")]
 
@@ -195,6 +189,15 @@ def stop_group(g):
     for p in g.procs + g.stores:
         if p is not None:
             stop(p)
+
+
+def single_row(mode):
+    single = Cluster(stores=1, segment="512mb", data_dir=tempdir("mc-bench-ha-single-"),
+                     extra_master=["--fsync", mode])
+    out = {t: bench_put(single.env, args.seconds, "single", t) + (load(),)
+           for t in thread_counts}
+    single.stop()
+    return out
 
 
 def ha_row(depth, label, cluster):
@@ -216,31 +219,51 @@ def ha_row(depth, label, cluster):
     return out
 
 
+def print_table(results):
+    """results: [(label, [{threads: (ops, p50, p99, load)} per repeat])]."""
+    def mean(runs, t):
+        return statistics.mean(r[t][0] for r in runs)
+    print(f"\nput 4 KiB, ops/s per writer threads (mean of {args.repeat}: each run's ops/s and "
+          f"load in brackets)")
+    print(f"{'':26s}" + "".join(f"{t:>30d}" for t in thread_counts))
+    for label, runs in results:
+        cells = []
+        for t in thread_counts:
+            each = "/".join(f"{r[t][0]:.0f} L{r[t][3].split()[-1]}" for r in runs)
+            cells.append(f"{mean(runs, t):>7.0f} ({each})")
+        print(f"{label:26s}" + "".join(f"{c:>30s}" for c in cells))
+    singles = [(label, runs) for label, runs in results if label.startswith("single")]
+    for label, runs in results:
+        if label.startswith("single"):
+            continue
+        for slabel, sruns in singles:
+            print(f"{label} / {slabel}: " + ", ".join(
+                f"{mean(runs, t) / mean(sruns, t):.2f} ({t} threads)" if mean(sruns, t) else "-"
+                for t in thread_counts))
+    sys.stdout.flush()
+
+
 if "throughput" in parts:
     import harness
     builds = [("", harness.BIN)]
     if args.before_bin:
         builds.append(("before, ", args.before_bin))
+    configs = [(f"single, fsync {mode}", lambda mode=mode: single_row(mode))
+               for mode in ("everysec", "always")]
     for depth in depths:
         for tag, binary in builds:
-            use_bin(binary)
             label = f"HA, {tag}{depth} in flight"
-            rows.append((label, ha_row(depth, label, f"bench-{depth}-{len(tag)}")))
+            configs.append((label, lambda depth=depth, label=label, tag=tag, binary=binary: (
+                use_bin(binary), ha_row(depth, label, f"bench-{depth}-{len(tag)}"))[1]))
+    results = {label: [] for label, _ in configs}
+    # Repeats run the configurations in reverse order every other time, so
+    # a load that drifts over the run weighs on all of them alike.
+    for rep in range(args.repeat):
+        for label, run_config in (configs if rep % 2 == 0 else configs[::-1]):
+            use_bin(builds[0][1])
+            results[label].append(run_config())
     use_bin(builds[0][1])
-    print("\nput 4 KiB, ops/s (p50 us) per writer threads")
-    print(f"{'':26s}" + "".join(f"{t:>26d}" for t in thread_counts))
-    for label, by in rows:
-        print(f"{label:26s}" + "".join(f"{by[t][0]:>8.0f} ({by[t][1]:>6.0f}) {by[t][3]:>9s}"
-                                       for t in thread_counts))
-    singles = [(label, by) for label, by in rows if label.startswith("single")]
-    for label, by in rows:
-        if label.startswith("single"):
-            continue
-        for slabel, sby in singles:
-            print(f"{label} / {slabel}: " + ", ".join(
-                f"{by[t][0] / sby[t][0]:.2f} ({t} threads)" if sby[t][0] else "-"
-                for t in thread_counts))
-    sys.stdout.flush()
+    print_table([(label, results[label]) for label, _ in configs])
 
 group = HaGroup(etcd, masters=2, ttl=args.ttl,
                 extra=["--ha-snapshot-every", str(args.snapshot_every),

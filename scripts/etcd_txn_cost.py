@@ -14,7 +14,8 @@ key of --value-bytes) to the raft leader member and to a follower:
     CPU of as many `etcdctl get --consistency=s` subtracted; a dial per txn
     and etcd's idle CPU over the slower run swamp the txn's own cost there,
     which is why the persistent client exists.
-Prints etcd's CPU per txn (all three members, and the member addressed)
+A third row per member drops the compare of the entry key's absence (the
+leader key's create revision only). Prints etcd's CPU per txn (all three members, and the member addressed)
 and the gateway's wall time per txn, the load beside each figure.
 """
 import argparse
@@ -157,13 +158,14 @@ def pb_top_fields(msg):
     return out
 
 
-def txn_request(key, value, fence_rev):
+def txn_request(key, value, fence_rev, absent_compare=True):
     # etcdserverpb.Compare: result 1 (EQUAL 0), target 2 (CREATE 1), key 3,
     # create_revision 5. RequestOp: request_put 2 (PutRequest: key 1, value 2).
     fence = pb_field(2, 1) + pb_field(3, b"cost/leader") + pb_field(5, fence_rev)
     absent = pb_field(2, 1) + pb_field(3, key)  # create_revision 0: the default
     put = pb_field(2, pb_field(1, key) + pb_field(2, value))
-    return pb_field(1, fence) + pb_field(1, absent) + pb_field(2, put)
+    return pb_field(1, fence) + (pb_field(1, absent) if absent_compare else b"") + \
+        pb_field(2, put)
 
 
 class Grpc:
@@ -223,12 +225,13 @@ class Grpc:
                 return data[5:]
 
 
-def grpc_persistent_txns(etcd, member, n, value, fence_rev, tag):
+def grpc_persistent_txns(etcd, member, n, value, fence_rev, tag, absent_compare=True):
     g = Grpc(etcd.client_ports[member])
     t0 = time.monotonic()
     for k in range(n):
         key = f"cost/{tag}/{k:020d}".encode()
-        reply = g.call(b"/etcdserverpb.KV/Txn", txn_request(key, value, fence_rev))
+        reply = g.call(b"/etcdserverpb.KV/Txn", txn_request(key, value, fence_rev,
+                                                             absent_compare))
         if pb_top_fields(reply).get(2) != 1:  # TxnResponse.succeeded
             raise RuntimeError(f"gRPC txn refused or failed: {reply.hex()}")
     g.sock.close()
@@ -277,6 +280,11 @@ def main():
                 etcd, m, n, value, fence, f"grpc{m}-{rnd}"))
             print(f"  gRPC    to {name:11s}: {sum(rpc) * 1000 / n:6.2f} / {rpc[m] * 1000 / n:5.2f}"
                   f"   wall {wall * 1000:.2f} ms/txn   {load()}")
+            sys.stdout.flush()
+            one, wall = measure(etcd, "grpc1", lambda: grpc_persistent_txns(
+                etcd, m, n, value, fence, f"one{m}-{rnd}", absent_compare=False))
+            print(f"  gRPC, the fence compare only: {sum(one) * 1000 / n:6.2f} / "
+                  f"{one[m] * 1000 / n:5.2f}   wall {wall * 1000:.2f} ms/txn   {load()}")
             sys.stdout.flush()
             if not args.etcdctl:
                 continue

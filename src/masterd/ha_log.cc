@@ -10,8 +10,11 @@ namespace mc::masterd {
 
 namespace {
 // The last change the calling thread queued (its own PutStarts' evictions):
-// what a round of private requests waits for besides the last free.
+// what a round of private requests waits for besides the last free, when
+// queued in that round (after t_own_ticketed, `t_own_seq` when the thread
+// last took a ticket), as the journal's RoundTicket.
 thread_local uint64_t t_own_seq = 0;
+thread_local uint64_t t_own_ticketed = 0;
 thread_local const HaLog* t_own_log = nullptr;
 }  // namespace
 
@@ -86,6 +89,7 @@ void HaLog::Append(master::StateListener*, HaRecord record) {
   // queue may now be long enough for one more.
   stats_.appended = appended_;
   if (frees) last_free_ = appended_;
+  if (t_own_log != this) t_own_ticketed = 0;
   t_own_seq = appended_;
   t_own_log = this;
   work_cv_.notify_one();
@@ -114,12 +118,18 @@ uint64_t HaLog::Ticket(uint64_t requests) {
     return appended_ + 1;  // never released: the round's connections are closed
   }
   std::lock_guard<std::mutex> lock(mu_);
+  // A change this thread queued in an earlier round (another connection's
+  // PutEnd) is that round's to wait for, not this one's.
+  uint64_t own_this_round = 0;
+  if (t_own_log == this) {
+    if (t_own_seq > t_own_ticketed) own_this_round = t_own_seq;
+    t_own_ticketed = t_own_seq;
+  }
   if (!private_only) return appended_;
   // As the journal's JournalGate: a round of PutStarts reveals nothing
   // durable, but the space it hands out may be what a not yet durable
   // removal freed, and its own evictions must be durable first.
-  const uint64_t own = t_own_log == this ? t_own_seq : 0;
-  return std::max(own, last_free_);
+  return std::max(own_this_round, last_free_);
 }
 
 void HaLog::Subscribe(std::function<void()> wake) {
