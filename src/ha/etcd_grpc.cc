@@ -34,29 +34,27 @@ void BytesField(std::string& out, uint32_t field, std::string_view bytes) {
 // etcdserverpb.Compare: result 1 (EQUAL = 0), target 2, key 3, then one of
 // version 4, create_revision 5, mod_revision 6, value 7, lease 8.
 std::string CompareMessage(const Compare& c) {
+  // The target's enum value (VERSION 0, CREATE 1, MOD 2, VALUE 3, LEASE 4)
+  // and the oneof field that carries what is compared.
+  struct Shape {
+    int64_t target;
+    uint32_t field;
+  };
+  Shape shape{1, 5};
+  switch (c.target) {
+    case Compare::Target::kCreate: shape = {1, 5}; break;
+    case Compare::Target::kMod: shape = {2, 6}; break;
+    case Compare::Target::kValue: shape = {3, 7}; break;
+    case Compare::Target::kLease: shape = {4, 8}; break;
+  }
   std::string m;
   IntField(m, 1, 0);
-  switch (c.target) {
-    case Compare::Target::kCreate:
-      IntField(m, 2, 1);
-      BytesField(m, 3, c.key);
-      IntField(m, 5, c.number);
-      break;
-    case Compare::Target::kMod:
-      IntField(m, 2, 2);
-      BytesField(m, 3, c.key);
-      IntField(m, 6, c.number);
-      break;
-    case Compare::Target::kValue:
-      IntField(m, 2, 3);
-      BytesField(m, 3, c.key);
-      BytesField(m, 7, c.value);
-      break;
-    case Compare::Target::kLease:
-      IntField(m, 2, 4);
-      BytesField(m, 3, c.key);
-      IntField(m, 8, c.number);
-      break;
+  IntField(m, 2, shape.target);
+  BytesField(m, 3, c.key);
+  if (c.target == Compare::Target::kValue) {
+    BytesField(m, shape.field, c.value);
+  } else {
+    IntField(m, shape.field, c.number);
   }
   return m;
 }

@@ -30,6 +30,16 @@ TEST_CASE("a delete, a lease and a value compare encode in their own fields") {
   CHECK(got.substr(22) == std::string("\x1a\x0a\x12\x08\x0a\x01" "c\x12\x00\x18\xac\x02", 12));
 }
 
+TEST_CASE("mod revision and lease compares carry their number in their own oneof field") {
+  Txn txn;
+  txn.compare.push_back({.target = Compare::Target::kMod, .key = "a", .number = 7});
+  txn.compare.push_back({.target = Compare::Target::kLease, .key = "a", .number = 9});
+  // {result 0, target MOD 2, key "a", mod_revision 6: 7}, {..., LEASE 4, ..., lease 8: 9}
+  CHECK(EncodeTxnRequest(txn) == std::string("\x0a\x09\x08\x00\x10\x02\x1a\x01" "a\x30\x07"
+                                             "\x0a\x09\x08\x00\x10\x04\x1a\x01" "a\x40\x09",
+                                             22));
+}
+
 TEST_CASE("a TxnResponse gives its revision and whether the compares held") {
   // header 1 {cluster_id 1: 7, revision 3: 150}, succeeded 2: true,
   // responses 3: one (skipped).
