@@ -2,19 +2,26 @@
 """Benchmark of master high availability (issue 32, point 7), on loopback.
 
   MOONCAKE_BIN=build/src/cli/mooncake python3 scripts/bench_ha.py \
-      [--cycles 20] [--ttl 2] [--seconds 5] [--threads 8] [--size-rounds 12] \
-      [--entries-in-flight 1,4] [--parts throughput,failover,size]
+      [--cycles 20] [--ttl 2] [--seconds 5] [--threads 16,64,256] [--size-rounds 12] \
+      [--entries-in-flight 1,4] [--before-bin OLD/mooncake] [--repeat 2] \
+      [--parts throughput,failover,size]
 
 Prints its setup, then
-  1. small-object put throughput (mooncake bench --op put, 4 KiB values):
-     a single master with its SQLite journal, fsync everysec (the default)
-     and fsync always, beside an HA group (three-member etcd, two masters;
-     etcd 3.4 fsyncs its WAL on every commit, on each member, and has no
-     switch to stop it) for each --entries-in-flight, same machine, same
-     run, the load beside each figure; then, per group, where the HA commit
-     time goes: the leader's queue wait and etcd txn time (its /metrics),
-     etcd's WAL fsync and backend commit times (the members' /metrics), and
-     the CPU etcd and the leader spent per log entry;
+  1. small-object put throughput (mooncake bench --op put, 4 KiB values) for
+     each --threads count (the curve: group commit should hold as writers
+     grow): a single master with its SQLite journal, fsync everysec (the
+     default) and fsync always, beside an HA group (three-member etcd, two
+     masters; etcd 3.4 fsyncs its WAL on every commit, on each member, and
+     has no switch to stop it) for each --entries-in-flight, same machine,
+     same run, the load beside each figure; with --before-bin, the HA groups
+     again with that binary (masters, store and bench), so a change is
+     measured against the old build in one run; with --repeat N every
+     configuration N times, every other round in reverse order, and the
+     mean printed (a drifting load weighs on all alike); then, per group and thread
+     count, where the HA commit time goes: the leader's queue wait and etcd
+     txn time (its /metrics), etcd's WAL fsync and backend commit times (the
+     members' /metrics), and the CPU etcd and the leader spent per log entry
+     and per put;
   2. failover time: kill -9 of the leader to the first successful put (a
      fresh `mooncake put` in a loop, through etcd://), over --cycles cycles,
      p50 and p99;
@@ -41,26 +48,38 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--cycles", type=int, default=20)
 ap.add_argument("--ttl", type=int, default=2)
 ap.add_argument("--seconds", type=int, default=5)
-ap.add_argument("--threads", type=int, default=8)
+ap.add_argument("--threads", default="16",
+                help="writer threads of the throughput runs, comma separated (the curve); "
+                     "the size run uses the first")
 ap.add_argument("--size-rounds", type=int, default=12)
 ap.add_argument("--snapshot-every", type=int, default=1000)
 ap.add_argument("--entries-in-flight", default="1,4",
                 help="HA log entries in flight ([ha] entries_in_flight) to measure throughput "
                      "with, comma separated; failover and size use the last")
+ap.add_argument("--throughput-ttl", type=int, default=5,
+                help="HA lease of the throughput groups (the default's 5 s: at hundreds of writers "
+                     "on a loaded host a 2 s lease runs out and the bench measures failovers)")
+ap.add_argument("--repeat", type=int, default=1,
+                help="throughput runs of every configuration, every other one in reverse order")
+ap.add_argument("--before-bin", default="",
+                help="a mooncake binary of the old build: its HA groups are measured too")
 ap.add_argument("--parts", default="throughput,failover,size",
                 help="which parts to run, comma separated")
 args = ap.parse_args()
 parts = set(args.parts.split(","))
+thread_counts = [int(t) for t in args.threads.split(",")]
 
-print(f"bench_ha: {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}; etcd 3 members on loopback; HA lease {args.ttl} s; "
+print(f"bench_ha: {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}; etcd 3 members on loopback; HA lease {args.throughput_ttl} s "
+      f"(throughput), {args.ttl} s (failover, size); "
       f"puts of 4 KiB by {args.threads} threads for {args.seconds} s; {args.cycles} failover "
       f"cycles; snapshot every {args.snapshot_every} entries")
 sys.stdout.flush()
 
 
-def bench_put(env, seconds, label):
+def bench_put(env, seconds, label, threads=None):
     out = os.path.join(tempdir("mc-bench-ha-"), "put.json")
-    r = run(["bench", "--op", "put", "--value-size", "4kb", "--threads", str(args.threads),
+    threads = threads or thread_counts[0]
+    r = run(["bench", "--op", "put", "--value-size", "4kb", "--threads", str(threads),
              "--duration", f"{seconds}s", "--keys", "100000", "--key-names", "hashed",
              "--json", out], env=env, timeout=seconds + 120)
     if r.returncode != 0:
@@ -126,43 +145,43 @@ def ha_metrics(group):
         else dict.fromkeys(HA_METRICS, 0.0)
 
 
-def where_the_time_goes(ha0, ha1, etcd0, etcd1, cpu):
+def where_the_time_goes(ha0, ha1, etcd0, etcd1, cpu, puts):
     d = {k: ha1[k] - ha0[k] for k in HA_METRICS}
     entries = max(d["master_ha_log_entries_total"], 1)
-    print(f"HA leader: {d['master_ha_log_entries_total']:.0f} entries, "
+    print(f"  HA leader: {d['master_ha_log_entries_total']:.0f} entries, "
           f"{d['master_ha_log_records_total'] / entries:.1f} records/entry, "
           f"etcd txn {d['master_ha_commit_seconds_total'] * 1000 / entries:.2f} ms/entry, "
           f"queue wait {d['master_ha_queue_wait_seconds_total'] * 1000 / entries:.2f} ms/entry, "
           f"encode {d['master_ha_encode_seconds_total'] * 1e6 / entries:.0f} us/entry, "
           f"most entries in flight {ha1['master_ha_entries_in_flight_max']:.0f}; "
           f"CPU per entry: etcd (3 members) {cpu[0] * 1000 / entries:.2f} ms, "
-          f"leader {cpu[1] * 1000 / entries:.2f} ms")
+          f"leader {cpu[1] * 1000 / entries:.2f} ms; CPU per put: etcd "
+          f"{cpu[0] * 1e6 / max(puts, 1):.0f} us, leader {cpu[1] * 1e6 / max(puts, 1):.0f} us")
     for i, (a, b) in enumerate(zip(etcd0, etcd1)):
         n = {k: b[k] - a[k] for k in ETCD_METRICS}
         fs = max(n["etcd_disk_wal_fsync_duration_seconds_count"], 1)
         bc = max(n["etcd_disk_backend_commit_duration_seconds_count"], 1)
-        print(f"etcd member {i}: {n['etcd_disk_wal_fsync_duration_seconds_count']:.0f} WAL fsyncs "
+        print(f"  etcd member {i}: {n['etcd_disk_wal_fsync_duration_seconds_count']:.0f} WAL fsyncs "
               f"of {n['etcd_disk_wal_fsync_duration_seconds_sum'] * 1000 / fs:.2f} ms, "
               f"{n['etcd_disk_backend_commit_duration_seconds_count']:.0f} backend commits of "
               f"{n['etcd_disk_backend_commit_duration_seconds_sum'] * 1000 / bc:.2f} ms, "
               f"{n['etcd_server_proposals_committed_total']:.0f} proposals committed")
 
 
-# ---- 1. throughput: single durable master (fsync everysec and always) vs HA ----
-singles = {}
-if "throughput" in parts:
-    for mode in ("everysec", "always"):
-        single = Cluster(stores=1, segment="512mb", data_dir=tempdir("mc-bench-ha-single-"),
-                         extra_master=["--fsync", mode])
-        singles[mode] = bench_put(single.env, args.seconds, "single") + (load(),)
-        single.stop()
+def use_bin(path):
+    """Makes start() and run() use the mooncake binary `path` (the e2e
+    harness reads its BIN at each call)."""
+    import harness
+    harness.BIN = path
 
+
+# ---- 1. throughput: single durable master (fsync everysec and always) vs HA ----
 etcd = Etcd(members=3)
 depths = [int(d) for d in args.entries_in_flight.split(",")]
 
 
 def new_group(depth, cluster):
-    g = HaGroup(etcd, masters=2, ttl=args.ttl, cluster=cluster,
+    g = HaGroup(etcd, masters=2, ttl=args.throughput_ttl, cluster=cluster,
                 extra=["--ha-snapshot-every", str(args.snapshot_every),
                        "--ha-entries-in-flight", str(depth)])
     g.add_store("512mb")
@@ -176,29 +195,79 @@ def stop_group(g):
             stop(p)
 
 
-if "throughput" in parts:
-    rows = []
-    for depth in depths:
-        g = new_group(depth, f"bench-{depth}")
-        leader = g.procs[g.leader(10)]
+def single_row(mode):
+    single = Cluster(stores=1, segment="512mb", data_dir=tempdir("mc-bench-ha-single-"),
+                     extra_master=["--fsync", mode])
+    out = {t: bench_put(single.env, args.seconds, "single", t) + (load(),)
+           for t in thread_counts}
+    single.stop()
+    return out
+
+
+def ha_row(depth, label, cluster):
+    g = new_group(depth, cluster)
+    leader = g.procs[g.leader(10)]
+    out = {}
+    for t in thread_counts:
         ha0, etcd0 = ha_metrics(g), etcd_metrics(etcd)
         cpu0 = (cpu_seconds(etcd.procs), cpu_seconds([leader]))
-        ops, p50, p99 = bench_put(g.env, args.seconds, "ha")
-        rows.append((depth, ops, p50, p99, load()))
+        ops, p50, p99 = bench_put(g.env, args.seconds, "ha", t)
+        out[t] = (ops, p50, p99, load())
         cpu1 = (cpu_seconds(etcd.procs), cpu_seconds([leader]))
         ha1, etcd1 = ha_metrics(g), etcd_metrics(etcd)
-        print(f"\nHA with {depth} entries in flight: where the time goes")
-        where_the_time_goes(ha0, ha1, etcd0, etcd1, (cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]))
-        stop_group(g)
-    print("\nput 4 KiB                   ops/s    p50 us    p99 us")
-    for mode, (ops, p50, p99, ld) in singles.items():
-        print(f"single, fsync {mode:9s} {ops:9.0f} {p50:9.0f} {p99:9.0f}   {ld}")
-    for depth, ops, p50, p99, ld in rows:
-        print(f"HA, {depth:2d} in flight       {ops:9.0f} {p50:9.0f} {p99:9.0f}   {ld}")
-    for depth, ops, _, _, _ in rows:
-        print(f"HA ({depth} in flight) / single: " + ", ".join(
-            f"{ops / s[0]:.2f} (fsync {mode})" for mode, s in singles.items() if s[0]))
+        print(f"\n{label}, {t} threads ({ops:.0f} puts/s, {load()}): where the time goes")
+        where_the_time_goes(ha0, ha1, etcd0, etcd1, (cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]),
+                            ops * args.seconds)
+        sys.stdout.flush()
+    stop_group(g)
+    return out
+
+
+def print_table(results):
+    """results: [(label, [{threads: (ops, p50, p99, load)} per repeat])]."""
+    def mean(runs, t):
+        return statistics.mean(r[t][0] for r in runs)
+    print(f"\nput 4 KiB, ops/s per writer threads (mean of {args.repeat}: each run's ops/s and "
+          f"load in brackets)")
+    print(f"{'':26s}" + "".join(f"{t:>30d}" for t in thread_counts))
+    for label, runs in results:
+        cells = []
+        for t in thread_counts:
+            each = "/".join(f"{r[t][0]:.0f} L{r[t][3].split()[-1]}" for r in runs)
+            cells.append(f"{mean(runs, t):>7.0f} ({each})")
+        print(f"{label:26s}" + "".join(f"{c:>30s}" for c in cells))
+    singles = [(label, runs) for label, runs in results if label.startswith("single")]
+    for label, runs in results:
+        if label.startswith("single"):
+            continue
+        for slabel, sruns in singles:
+            print(f"{label} / {slabel}: " + ", ".join(
+                f"{mean(runs, t) / mean(sruns, t):.2f} ({t} threads)" if mean(sruns, t) else "-"
+                for t in thread_counts))
     sys.stdout.flush()
+
+
+if "throughput" in parts:
+    import harness
+    builds = [("", harness.BIN)]
+    if args.before_bin:
+        builds.append(("before, ", args.before_bin))
+    configs = [(f"single, fsync {mode}", lambda mode=mode: single_row(mode))
+               for mode in ("everysec", "always")]
+    for depth in depths:
+        for tag, binary in builds:
+            label = f"HA, {tag}{depth} in flight"
+            configs.append((label, lambda depth=depth, label=label, tag=tag, binary=binary: (
+                use_bin(binary), ha_row(depth, label, f"bench-{depth}-{len(tag)}"))[1]))
+    results = {label: [] for label, _ in configs}
+    # Repeats run the configurations in reverse order every other time, so
+    # a load that drifts over the run weighs on all of them alike.
+    for rep in range(args.repeat):
+        for label, run_config in (configs if rep % 2 == 0 else configs[::-1]):
+            use_bin(builds[0][1])
+            results[label].append(run_config())
+    use_bin(builds[0][1])
+    print_table([(label, results[label]) for label, _ in configs])
 
 group = HaGroup(etcd, masters=2, ttl=args.ttl,
                 extra=["--ha-snapshot-every", str(args.snapshot_every),

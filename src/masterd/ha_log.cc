@@ -10,8 +10,11 @@ namespace mc::masterd {
 
 namespace {
 // The last change the calling thread queued (its own PutStarts' evictions):
-// what a round of private requests waits for besides the last free.
+// what a round of private requests waits for besides the last free, when
+// queued in that round (after t_own_ticketed, `t_own_seq` when the thread
+// last took a ticket), as the journal's RoundTicket.
 thread_local uint64_t t_own_seq = 0;
+thread_local uint64_t t_own_ticketed = 0;
 thread_local const HaLog* t_own_log = nullptr;
 }  // namespace
 
@@ -86,6 +89,7 @@ void HaLog::Append(master::StateListener*, HaRecord record) {
   // queue may now be long enough for one more.
   stats_.appended = appended_;
   if (frees) last_free_ = appended_;
+  if (t_own_log != this) t_own_ticketed = 0;
   t_own_seq = appended_;
   t_own_log = this;
   work_cv_.notify_one();
@@ -114,12 +118,18 @@ uint64_t HaLog::Ticket(uint64_t requests) {
     return appended_ + 1;  // never released: the round's connections are closed
   }
   std::lock_guard<std::mutex> lock(mu_);
+  // A change this thread queued in an earlier round (another connection's
+  // PutEnd) is that round's to wait for, not this one's.
+  uint64_t own_this_round = 0;
+  if (t_own_log == this) {
+    if (t_own_seq > t_own_ticketed) own_this_round = t_own_seq;
+    t_own_ticketed = t_own_seq;
+  }
   if (!private_only) return appended_;
   // As the journal's JournalGate: a round of PutStarts reveals nothing
   // durable, but the space it hands out may be what a not yet durable
   // removal freed, and its own evictions must be durable first.
-  const uint64_t own = t_own_log == this ? t_own_seq : 0;
-  return std::max(own, last_free_);
+  return std::max(own_this_round, last_free_);
 }
 
 void HaLog::Subscribe(std::function<void()> wake) {
@@ -270,7 +280,6 @@ void HaLog::Committed(uint64_t index, double seconds) {
 }
 
 bool HaLog::Ship(ha::FencedLog& log, uint64_t index, const std::string& entry) {
-  bool unanswered = false;  // an earlier try may have landed
   for (;;) {
     if ([&] {
           std::lock_guard<std::mutex> lock(mu_);
@@ -280,8 +289,10 @@ bool HaLog::Ship(ha::FencedLog& log, uint64_t index, const std::string& entry) {
     }
     Status st = log.Append(term_, index, entry);
     if (st.ok()) return true;
-    if (st.code() == ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS && unanswered) {
-      // Fenced, or our own earlier try landed: read the entry back.
+    if (st.code() == ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS) {
+      // Fenced, or an earlier try of ours landed: one we sent again after
+      // no answer, or one the etcd client sent again to another member by
+      // itself (EtcdHttp does, after a timeout). Read the entry back.
       auto back = log.ReadAfter(index - 1, 1);
       if (back.ok() && !back->empty() && back->front().index == index &&
           back->front().data == entry) {
@@ -290,7 +301,6 @@ bool HaLog::Ship(ha::FencedLog& log, uint64_t index, const std::string& entry) {
       if (!back.ok()) continue;  // etcd gone again: try once more
     }
     if (st.code() == ErrorCode::RPC_FAIL || st.code() == ErrorCode::RPC_TIMEOUT) {
-      unanswered = true;
       std::unique_lock<std::mutex> lock(mu_);
       ++stats_.retries;
       MC_LOG(WARN) << "HA log entry " << index << " not written, retrying: " << st.ToString();

@@ -190,6 +190,25 @@ TEST_CASE("objects left on a segment the log already unmounted are left out of a
   CHECK(state->DumpObjects(true).empty());
 }
 
+TEST_CASE("a round of PutStarts waits for its own changes and frees, not an earlier round's commit") {
+  Group g;
+  Mount(*g.state, 0);
+  REQUIRE(g.log.WaitDurableFor(kWaitUs));
+  g.etcd.SetDown(true);  // nothing more becomes durable
+  const uint64_t durable = g.log.Released();
+  // A round on this thread commits an object (another connection's PutEnd).
+  REQUIRE(g.state->PutStart({Client(1), "a", 4096, {1, false}}, kNow).ok());
+  REQUIRE(g.state->PutEnd({Client(1), "a"}, kNow).ok());
+  CHECK(g.log.Ticket(1) == g.log.stats().appended);  // it reveals the commit: waits for it
+  // The next round of only PutStarts on this thread changed nothing.
+  REQUIRE(g.state->PutStart({Client(1), "b", 4096, {1, false}}, kNow).ok());
+  CHECK(g.log.Ticket(0) <= durable);
+  // A round that queued a change of its own (a mount here) waits for it.
+  Mount(*g.state, 1);
+  CHECK(g.log.Ticket(0) == g.log.stats().appended);
+  g.etcd.SetDown(false);
+}
+
 TEST_CASE("a leader past its lease deadline releases no round, not even a read") {
   Group g;
   Mount(*g.state, 0);

@@ -8,6 +8,7 @@
 #include "common/sd_notify.h"
 #include "common/signals.h"
 #include "ha/election.h"
+#include "ha/etcd_grpc.h"
 #include "ha/etcd_http.h"
 #include "ha/fenced_log.h"
 #include "masterd/admin_http.h"
@@ -43,7 +44,9 @@ std::string AdvertiseAddress(const Config& config) {
 // What /role, /ha_status, /leader and /metrics show.
 class HaNode final : public HaStatusSource {
  public:
-  explicit HaNode(const HaLog& log) : log_(log) {}
+  // `shippers`: the log's etcd connections (their gRPC counters).
+  HaNode(const HaLog& log, std::vector<const ha::EtcdGrpc*> shippers)
+      : log_(log), shippers_(std::move(shippers)) {}
 
   void SetState(const char* state) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -108,6 +111,20 @@ class HaNode final : public HaStatusSource {
               static_cast<double>(s.retries));
     p.Counter("master_ha_snapshots_total", "Snapshots this leader published (each trims the log)",
               static_cast<double>(s.snapshots));
+    ha::EtcdGrpc::Stats g;
+    for (const ha::EtcdGrpc* kv : shippers_) {
+      const ha::EtcdGrpc::Stats one = kv->stats();
+      g.grpc_txns += one.grpc_txns;
+      g.grpc_failures += one.grpc_failures;
+      g.gateway_txns += one.gateway_txns;
+    }
+    p.Counter("master_ha_etcd_grpc_txns_total", "Log txns etcd answered over gRPC",
+              static_cast<double>(g.grpc_txns));
+    p.Counter("master_ha_etcd_grpc_failures_total", "Log txns gRPC did not get an answer for",
+              static_cast<double>(g.grpc_failures));
+    p.Counter("master_ha_etcd_gateway_txns_total",
+              "Log txns sent to etcd's JSON gateway instead (after gRPC failures)",
+              static_cast<double>(g.gateway_txns));
   }
   std::string Summary() const override {
     const HaLog::Stats s = log_.stats();
@@ -122,6 +139,7 @@ class HaNode final : public HaStatusSource {
 
  private:
   const HaLog& log_;
+  const std::vector<const ha::EtcdGrpc*> shippers_;
   mutable std::mutex mu_;
   const char* state_ = "starting";
   std::optional<ha::KeyValue> leader_;
@@ -137,10 +155,16 @@ struct HaContext {
   std::unique_ptr<ha::EtcdHttp> election_kv;  // the lease keeper's own connection
   std::unique_ptr<ha::EtcdHttp> follow_kv;
   std::unique_ptr<ha::EtcdHttp> writer_kv;
-  // One per HA log entry in flight: an EtcdHttp sends one request at a time.
-  std::vector<std::unique_ptr<ha::EtcdHttp>> shipper_kvs;
+  // One per HA log entry in flight, each one request at a time; their
+  // txns go over gRPC (ha/etcd_grpc.h).
+  std::vector<std::unique_ptr<ha::EtcdGrpc>> shipper_kvs;
   std::vector<ha::EtcdKv*> Shippers() const {
     std::vector<ha::EtcdKv*> out;
+    for (const auto& kv : shipper_kvs) out.push_back(kv.get());
+    return out;
+  }
+  std::vector<const ha::EtcdGrpc*> GrpcShippers() const {
+    std::vector<const ha::EtcdGrpc*> out;
     for (const auto& kv : shipper_kvs) out.push_back(kv.get());
     return out;
   }
@@ -163,9 +187,9 @@ Result<HaContext> MakeContext(const Config& config) {
   const ha::EtcdHttpOptions writer_options{.connect_timeout_us = keeper_timeout_us / 2,
                                            .request_timeout_us = keeper_timeout_us};
   MC_ASSIGN_OR_RETURN(auto writer_kv, ha::EtcdHttp::Open(hc.etcd, writer_options));
-  std::vector<std::unique_ptr<ha::EtcdHttp>> shipper_kvs;
+  std::vector<std::unique_ptr<ha::EtcdGrpc>> shipper_kvs;
   for (uint32_t i = 0; i < hc.entries_in_flight; ++i) {
-    MC_ASSIGN_OR_RETURN(auto kv, ha::EtcdHttp::Open(hc.etcd, writer_options));
+    MC_ASSIGN_OR_RETURN(auto kv, ha::EtcdGrpc::Open(hc.etcd, writer_options));
     shipper_kvs.push_back(std::move(kv));
   }
   return HaContext{config,           std::move(keys),      hc.lease_ttl_us,
@@ -328,7 +352,7 @@ int RunHaMaster(const Config& config) {
     return 2;
   }
   service.SetRetirer(retirer->get());
-  HaNode node(halog);
+  HaNode node(halog, ctx->GrpcShippers());
   AdminHttp admin(service, nullptr, config.cluster.auth_token, HttpServerTls(*tls));
   admin.SetHa(&node);
   if (Status st = admin.Start(config.master.rpc_address, config.master.metrics_port); !st.ok()) {

@@ -59,6 +59,15 @@ class GatedEtcd final : public ha::EtcdKv {
     if (!fail.ok()) fail_.emplace(key, fail);
     cv_.notify_all();
   }
+  // Lets the held txn of `key` land, then sends it once more and answers
+  // with that second reply (the entry exists: refused), as an etcd client
+  // that timed out and tried another member does.
+  void ReleaseResent(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_.erase(key);
+    resent_.insert(key);
+    cv_.notify_all();
+  }
   // Waits until a txn putting `key` has arrived (held or not) / finished.
   bool WaitArrived(const std::string& key) { return WaitIn(arrived_, key); }
   bool WaitFinished(const std::string& key) { return WaitIn(finished_, key); }
@@ -69,6 +78,7 @@ class GatedEtcd final : public ha::EtcdKv {
       if (op.kind == ha::TxnOp::Kind::kPut) key = op.key;
     }
     std::optional<Status> fail;
+    bool resend = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       arrived_.insert(key);
@@ -78,7 +88,9 @@ class GatedEtcd final : public ha::EtcdKv {
         fail = it->second;
         fail_.erase(it);
       }
+      resend = resent_.erase(key) != 0;
     }
+    if (resend) (void)etcd_.Commit(txn);
     Result<ha::TxnResult> out = fail ? Result<ha::TxnResult>(*fail) : etcd_.Commit(txn);
     std::lock_guard<std::mutex> lock(mu_);
     finished_.insert(key);
@@ -103,7 +115,7 @@ class GatedEtcd final : public ha::EtcdKv {
   ha::FakeEtcd& etcd_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::set<std::string> held_, arrived_, finished_;
+  std::set<std::string> held_, arrived_, finished_, resent_;
   std::map<std::string, Status> fail_;
 };
 
@@ -200,6 +212,18 @@ TEST_CASE("an entry etcd did not answer is retried while later ones land, then a
   CHECK(p.log.stats().retries >= 1);
   CHECK_FALSE(p.log.Failed());
   CHECK(p.Follow().segments() == 3);
+}
+
+TEST_CASE("an entry the etcd client sent twice by itself, refused as existing, is ours and released") {
+  Pipeline p(2);
+  p.gate.Hold(EntryKey(1));
+  p.MountAs(0, 1);
+  p.MountAs(1, 2);
+  p.gate.ReleaseResent(EntryKey(1));
+  REQUIRE(p.log.WaitDurableFor(kWaitUs));
+  CHECK(p.log.Released() == 2);
+  CHECK_FALSE(p.log.Failed());
+  CHECK(p.Follow().segments() == 2);
 }
 
 TEST_CASE("a failed middle entry: the leader steps down, nothing after it is released, and the "
