@@ -23,6 +23,9 @@ status=0
 for b in "${builds[@]}"; do
   echo "== meson test in $b"
   suite_args=()
+  # Sanitized code runs 2-3x slower; the per-test timeouts are sized for the
+  # release build, so they are doubled there.
+  [ "$b" = build-asan ] && suite_args+=(--timeout-multiplier 2)
   if [ "$b" = build-asan ] && [ "${MOONCAKE_SANITIZE_SUITES:-all}" != all ]; then
     for s in ${MOONCAKE_SANITIZE_SUITES:-all}; do suite_args+=(--suite "$s"); done
   fi
@@ -47,22 +50,35 @@ else
 fi
 
 python3 - "$fresh" "${builds[@]}" <<'PY'
+# CI keeps only the tail of this output, so the failures are named here, last,
+# each with the end of its own log, right above the totals line.
 import json, sys
 passed = failed = 0
 fresh = sys.argv[1]
 passed += fresh == "passed"
 failed += fresh == "failed"
+failures = ["fresh-root quick start"] if fresh == "failed" else []
 for b in sys.argv[2:]:
     try:
         with open(f"{b}/meson-logs/testlog.json") as f:
             for line in f:
-                r = json.loads(line).get("result")
-                if r in ("OK", "EXPECTEDFAIL"):
+                r = json.loads(line)
+                result = r.get("result")
+                if result in ("OK", "EXPECTEDFAIL"):
                     passed += 1
-                elif r != "SKIP":
+                elif result != "SKIP":
                     failed += 1
+                    tail = (r.get("stdout") or "").rstrip().splitlines()[-15:]
+                    failures.append(f"{b}: {r.get('name')}: {result} after "
+                                    f"{r.get('duration', 0):.0f} s\n    "
+                                    + "\n    ".join(tail))
     except FileNotFoundError:
         failed += 1
+        failures.append(f"{b}: no meson-logs/testlog.json (the build or meson test did not run)")
+if failures:
+    print("== failed:")
+    for f in failures:
+        print("  " + f)
 print(f"{passed} passed, {failed} failed")
 PY
 exit $status
