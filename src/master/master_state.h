@@ -17,8 +17,9 @@
 //   nothing evictable is left or the object can never fit.
 // - Reads (GetReplicaList, ExistKey) grant a lease; leased and in-flight
 //   objects are never evicted, and leased ones are removed only by force,
-//   which keeps their buffers allocated (retired) until the lease ends, so no
-//   read grant outlives the bytes it names.
+//   which keeps their buffers allocated (retired) until the lease ends or its
+//   reads are released (master_state_held.cc), so no read grant outlives the
+//   bytes it names.
 //   A lease ends at its TTL, or earlier once every GetReplicaList of it was
 //   released (ReleaseLeases) by its client within its own TTL. ExistKey's
 //   lease guards no bytes (it describes no replica), so a release can end it.
@@ -371,6 +372,8 @@ class MasterState {
     uint32_t segment;
     uint64_t offset;
     uint64_t size_bytes;
+    // Not 0: no buffer, the deadline of held_[held] (whose buffers these are).
+    ObjectId held = 0;
     bool operator>(const Retired& o) const { return free_at_us > o.free_at_us; }
   };
   // Keeps `rec`'s buffers allocated until `free_at_us` (frees them now when
@@ -378,6 +381,17 @@ class MasterState {
   void RetireBuffers(const ObjectRecord& rec, uint64_t free_at_us, uint64_t now_us,
                      const std::vector<bool>* dropping = nullptr);
   void FreeRetired(uint64_t now_us);
+  // master_state_held.cc: a removed or replaced version with tracked reads
+  // keeps its buffers until those reads are released or its lease ends,
+  // whichever comes first. False (nothing done) when it has none to wait for.
+  struct Held;
+  bool HoldForReaders(const ObjectRecord& rec, std::string_view key, uint64_t now_us);
+  void FreeHeld(ObjectId id);
+  // A release that matched no read of the key's current version.
+  void ReleaseHeld(const msg::KeyRequest& req, uint64_t now_us);
+  // `reader` reads `rec` while it holds a read of a held version of its key.
+  void CheckHeldReads(const msg::ClientId& reader, ObjectRecord& rec, uint64_t now_us);
+  void DropHeldOn(const std::vector<bool>& dropping);
   // Erases the object, retiring its buffers until its lease ends.
   void RetireObject(ObjectIt it, RemoveReason reason, uint64_t now_us);
   // Marks a just-written object complete: pins, policy, listener.
@@ -475,6 +489,8 @@ class MasterState {
 
   std::unordered_map<uint32_t, std::unique_ptr<Pending>> pending_upserts_;  // by slot
   std::vector<Retired> retired_;  // min-heap by free_at_us
+  std::unordered_map<ObjectId, std::unique_ptr<Held>> held_;  // see HoldForReaders
+  std::map<std::string, std::vector<ObjectId>, std::less<>> held_keys_;  // held_ by key
   StaleRanges stale_;             // see TakeStaleRanges
   uint64_t retired_bytes_ = 0;
   std::map<msg::TaskId, std::unique_ptr<Task>> tasks_;

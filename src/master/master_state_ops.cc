@@ -58,6 +58,10 @@ void MasterState::FreeRetired(uint64_t now_us) {
     std::pop_heap(retired_.begin(), retired_.end(), std::greater<>());
     const Retired r = retired_.back();
     retired_.pop_back();
+    if (r.held != 0) {
+      FreeHeld(r.held);  // its lease ended before all its reads were released
+      continue;
+    }
     segments_[r.segment]->allocator.Free(r.offset, r.size_bytes);
     allocated_bytes_ -= SegmentAllocator::AlignUp(r.size_bytes);
     retired_bytes_ -= SegmentAllocator::AlignUp(r.size_bytes);
@@ -66,15 +70,17 @@ void MasterState::FreeRetired(uint64_t now_us) {
 
 void MasterState::RetireObject(ObjectIt it, RemoveReason reason, uint64_t now_us) {
   ObjectRecord& rec = it->record;
-  RetireBuffers(rec, Leased(rec, now_us) ? rec.deadline_us : now_us, now_us);
+  if (!HoldForReaders(rec, it->key(), now_us))
+    RetireBuffers(rec, Leased(rec, now_us) ? rec.deadline_us : now_us, now_us);
   rec.SetBuffers(nullptr, 0);
   EraseObject(it, reason, true);
 }
 
 void MasterState::DropPendingOn(const std::vector<bool>& dropping) {
   const size_t before = retired_.size();
+  DropHeldOn(dropping);
   std::erase_if(retired_, [&](const Retired& r) {
-    if (!dropping[r.segment]) return false;
+    if (r.held != 0 || !dropping[r.segment]) return false;
     retired_bytes_ -= SegmentAllocator::AlignUp(r.size_bytes);
     return true;
   });
@@ -175,7 +181,8 @@ bool MasterState::EndPendingUpsert(ObjectIt it, const msg::KeyRequest& req, uint
   const bool leased = Leased(rec, now_us);
   const uint64_t old_deadline = rec.deadline_us;
   const bool reads_out = leased && rec.readers() != 0;
-  RetireBuffers(rec, leased ? old_deadline : now_us, now_us);
+  if (!HoldForReaders(rec, it->key(), now_us))
+    RetireBuffers(rec, leased ? old_deadline : now_us, now_us);
   policy_->OnRemove(IdOf(rec));
   if (rec.has(ObjectRecord::kPinCounted)) --soft_pinned_count_;
   // A new ObjectId: the old version's lease, reads, timers and tasks no
