@@ -356,6 +356,7 @@ Result<msg::PutStartReply> MasterState::PutStart(const msg::PutStartRequest& req
   auto placed = PlaceOrEvict(req.key, req.size_bytes, req.options.replicas, now_us,
                              req.options.placement);
   if (!placed.ok()) return fail(placed.status());
+  if (!superseded_.empty()) (void)TakeSuperseded(req.key, req.client, now_us);  // writes anew
   return Count(counters_.put_start,
                Result<msg::PutStartReply>(InsertPut(req, *placed, now_us, &where)));
 }
@@ -381,9 +382,12 @@ Status MasterState::DoPutEnd(const msg::KeyRequest& req, uint64_t now_us) {
                  "put of " + Quoted(req.key) + " is unknown (revoked, timed out or lost)");
   ObjectRecord& rec = it->record;
   if (rec.complete()) {
-    // An upsert's new version becomes the object; a retried end, or one of
-    // an upsert superseded by a later one, changes nothing.
-    (void)EndPendingUpsert(it, req, now_us);
+    // An upsert's new version becomes the object; a retried end changes
+    // nothing; one of an upsert a later one took over fails.
+    if (EndPendingUpsert(it, req, now_us)) return Status::Ok();
+    if (!superseded_.empty() && IsSuperseded(req.key, req.client, now_us))
+      return Error(ErrorCode::INVALID_WRITE, "the upsert of " + Quoted(req.key) +
+                                                 " was superseded by a later one of another client");
     return Status::Ok();
   }
   MC_RETURN_IF_ERROR(CheckPutOwner(rec, req, "end"));

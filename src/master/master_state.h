@@ -161,7 +161,9 @@ class MasterState {
   // lease or read of the old version counts for the new) and the old buffers
   // stay allocated until the old version's lease ends (Tick frees them).
   // PutRevoke drops the new version. A second upsert supersedes a first not
-  // ended yet; the first writer's PutEnd then succeeds as a no-op.
+  // ended yet; the first writer's PutEnd then fails with INVALID_WRITE (as
+  // the reference refuses the End of a client whose write was taken over),
+  // unless both came from one client, which a PutEnd cannot tell apart.
   Result<msg::PutStartReply> UpsertStart(const msg::PutStartRequest& req, uint64_t now_us);
   Result<std::vector<msg::BatchItem<msg::PutStartReply>>> BatchUpsertStart(
       const std::vector<msg::PutStartRequest>& reqs, uint64_t now_us);
@@ -392,6 +394,22 @@ class MasterState {
   // `reader` reads `rec` while it holds a read of a held version of its key.
   void CheckHeldReads(const msg::ClientId& reader, ObjectRecord& rec, uint64_t now_us);
   void DropHeldOn(const std::vector<bool>& dropping);
+  // master_state_supersede.cc: writers whose upsert or put of a key a later
+  // upsert by another client took over, until their put's deadline: their
+  // PutEnd fails (INVALID_WRITE) instead of answering OK for a version that
+  // never became the key's. Bounded: past kMaxSuperseded, not noted.
+  static constexpr size_t kMaxSuperseded = 1 << 16;
+  struct Superseded {
+    msg::ClientId writer;
+    uint64_t until_us;
+  };
+  void NoteSuperseded(std::string_view key, const msg::ClientId& writer,
+                      const msg::ClientId& by, uint64_t until_us);
+  // Forgets `writer`'s mark on `key` (it starts another write of it); true
+  // when it had one still in force at `now_us`.
+  bool TakeSuperseded(std::string_view key, const msg::ClientId& writer, uint64_t now_us);
+  bool IsSuperseded(std::string_view key, const msg::ClientId& writer, uint64_t now_us) const;
+  void ExpireSuperseded(uint64_t now_us);
   // Erases the object, retiring its buffers until its lease ends.
   void RetireObject(ObjectIt it, RemoveReason reason, uint64_t now_us);
   // Marks a just-written object complete: pins, policy, listener.
@@ -491,6 +509,8 @@ class MasterState {
   std::vector<Retired> retired_;  // min-heap by free_at_us
   std::unordered_map<ObjectId, std::unique_ptr<Held>> held_;  // see HoldForReaders
   std::map<std::string, std::vector<ObjectId>, std::less<>> held_keys_;  // held_ by key
+  std::map<std::string, std::vector<Superseded>, std::less<>> superseded_;  // by key
+  size_t superseded_count_ = 0;
   StaleRanges stale_;             // see TakeStaleRanges
   uint64_t retired_bytes_ = 0;
   std::map<msg::TaskId, std::unique_ptr<Task>> tasks_;

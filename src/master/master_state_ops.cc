@@ -117,12 +117,15 @@ void MasterState::DropPendingOn(const std::vector<bool>& dropping) {
 Result<msg::PutStartReply> MasterState::UpsertStart(const msg::PutStartRequest& req,
                                                       uint64_t now_us) {
   MC_RETURN_IF_ERROR(CheckPutShape(req));
+  if (!superseded_.empty()) (void)TakeSuperseded(req.key, req.client, now_us);  // writes anew
   auto it = objects_.find(req.key);
   if (it != objects_.end() && it->record.complete()) return UpsertExisting(it, req, now_us);
   if (it != objects_.end()) {
     // Taken from its writer, whose buffers stay allocated until its write
     // grants expire at its deadline; its PutEnd then fails.
     ObjectRecord& rec = it->record;
+    if (auto owner = put_owners_.find(rec.slot); owner != put_owners_.end())
+      NoteSuperseded(req.key, owner->second, req.client, rec.deadline_us);
     RetireBuffers(rec, rec.deadline_us, now_us);
     rec.SetBuffers(nullptr, 0);
     EraseObject(it, RemoveReason::kRemoved, false);
@@ -140,7 +143,10 @@ Result<msg::PutStartReply> MasterState::UpsertExisting(ObjectIt it,
   if (!placed.ok()) return placed.status();
   it = objects_.find(req.key);  // placing may have evicted the old version
   if (it == objects_.end()) return InsertPut(req, *placed, now_us);
-  DiscardPendingUpsert(it->record.slot);  // an earlier upsert not ended: superseded
+  // An earlier upsert not ended: superseded, and its writer's PutEnd fails.
+  if (auto p = pending_upserts_.find(it->record.slot); p != pending_upserts_.end())
+    NoteSuperseded(req.key, p->second->owner, req.client, p->second->rec.deadline_us);
+  DiscardPendingUpsert(it->record.slot);
   auto pending = std::make_unique<Pending>();
   pending->owner = req.client;
   SetNewVersion(pending->rec, req, *placed, now_us);
