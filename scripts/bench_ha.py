@@ -4,6 +4,7 @@
   MOONCAKE_BIN=build/src/cli/mooncake python3 scripts/bench_ha.py \
       [--cycles 20] [--ttl 2] [--seconds 5] [--threads 16,64,256] [--size-rounds 12] \
       [--entries-in-flight 1,4] [--before-bin OLD/mooncake] [--repeat 2] \
+      [--variant 'NAME=MASTER FLAGS ENV=V etcd:ETCD-FLAG etcd:ENV=V' ...] \
       [--parts throughput,failover,size]
 
 Prints its setup, then
@@ -17,11 +18,16 @@ Prints its setup, then
      again with that binary (masters, store and bench), so a change is
      measured against the old build in one run; with --repeat N every
      configuration N times, every other round in reverse order, and the
-     median printed (a drifting load weighs on all alike); then, per group and thread
+     median printed (a drifting load weighs on all alike); with --variant,
+     more HA groups of the new build with other master flags or
+     environment, or on an etcd of their own started with other settings;
+     then, per group and thread
      count, where the HA commit time goes: the leader's queue wait and etcd
      txn time (its /metrics), etcd's WAL fsync and backend commit times (the
-     members' /metrics), and the CPU etcd and the leader spent per log entry
-     and per put;
+     members' /metrics), entries/s and how many entries were cut at each
+     pipeline depth, and the CPU etcd, the leader, the standby, the store and
+     the bench client spent (per second, per log entry, per put; the single
+     master's per put too);
   2. failover time: kill -9 of the leader to the first successful put (a
      fresh `mooncake put` in a loop, through etcd://), over --cycles cycles,
      p50 and p99;

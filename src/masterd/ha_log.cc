@@ -165,6 +165,9 @@ bool HaLog::CanCut() const {
   // Each txn costs CPU on every etcd member (a few ms on a loaded host):
   // a handful of records rather wait for the entries in flight and go in
   // one bigger entry; a queue that outgrew them is worth a txn of its own.
+  // Cutting whenever a shipper is free (min 1) was measured against this
+  // (bench_ha.py, 16 writers, 2 cores, load 14): 2.2-3.3 records per entry
+  // instead of 7, etcd CPU per put up by a third, and fewer puts/s.
   return window_.empty() || pending_.size() >= options_.pipeline_min_records;
 }
 
