@@ -222,10 +222,18 @@ def split_words(words):
     return dict(w.split("=", 1) for w in words if is_env(w)), [w for w in words if not is_env(w)]
 
 
+GROUPS_STARTED = [0]
+
+
 def new_group(depth, cluster, variant=(), on=None):
     """An HA group on etcd `on` (the shared one by default) with `depth`
     entries in flight, its masters started with the master flags and
-    NAME=VALUE environment words of `variant`."""
+    NAME=VALUE environment words of `variant`. Each group gets a cluster
+    name of its own: a repeat under the same name would take over the last
+    round's log, whose objects (on a store now gone) its leader then
+    removes, record by record, while the bench runs."""
+    GROUPS_STARTED[0] += 1
+    cluster = f"{cluster}-{GROUPS_STARTED[0]}"
     env, flags = split_words(variant)
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
