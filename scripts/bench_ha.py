@@ -71,8 +71,10 @@ ap.add_argument("--before-bin", default="",
                 help="a mooncake binary of the old build: its HA groups are measured too")
 ap.add_argument("--variant", action="append", default=[],
                 help="LABEL=ARGS: one more HA group of the new build, its masters started with "
-                     "ARGS (master flags; NAME=VALUE words are put in their environment), e.g. "
-                     "'min1=--ha-entries-in-flight 8'; repeatable")
+                     "ARGS (master flags; NAME=VALUE words are put in their environment; words "
+                     "starting etcd: go to an etcd of the group's own, as its flags or "
+                     "environment), e.g. 'deep=--ha-entries-in-flight 8 etcd:GOMAXPROCS=1'; "
+                     "repeatable")
 ap.add_argument("--parts", default="throughput,failover,size",
                 help="which parts to run, comma separated")
 args = ap.parse_args()
