@@ -55,7 +55,7 @@ mkdir -p "$dir"
 made=$([ $# -eq 0 ] && echo yes || echo no)
 samples=$(mktemp /tmp/mc-bench-ssd-samples.XXXXXX)
 cleanup() {
-  rm -f "$dir/fio.dat" "$samples"
+  rm -f "$dir/fio.dat" "$samples" "$samples.configs" "$samples.setup"
   rm -rf "$dir/objects"
   [ "$made" = yes ] && rmdir "$dir" 2>/dev/null || true
 }
