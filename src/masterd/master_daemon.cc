@@ -1,6 +1,7 @@
 #include "masterd/master_daemon.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,6 +59,26 @@ Result<std::unique_ptr<Journal>> OpenJournal(const MasterConfig& mc) {
   return journal;
 }
 
+// The master's memory is a few large tables and many 2 MiB node chunks. By
+// default glibc raises its mmap threshold each time a mapped block is freed
+// (up to 32 MiB), after which such blocks come from the heap, and a freed
+// one in its middle stays resident: a table's old copy after each doubling,
+// a load's sort arrays. A fixed threshold keeps every large block mapped,
+// so freeing it returns its pages.
+constexpr int kMmapThresholdBytes = 256 << 10;
+void KeepLargeBlocksMapped() {
+#ifdef __GLIBC__
+  mallopt(M_MMAP_THRESHOLD, kMmapThresholdBytes);
+#endif
+}
+
+// Returns the heap's free pages (a load's scratch) to the system.
+void TrimHeap() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 // Rebuilds the service's state from the journal before anything is served.
 Status LoadState(Journal& journal, MasterService& service) {
   const uint64_t start_us = SystemClock::Instance().NowUs();
@@ -69,6 +90,7 @@ Status LoadState(Journal& journal, MasterService& service) {
                       }));
   service.AdoptLoadedSegments();
   MC_RETURN_IF_ERROR(service.LoadTier(&journal));
+  TrimHeap();
   MC_LOG(INFO) << "state loaded from " << journal.path() << ": " << stats.segments
                << " segments, " << stats.objects << " objects in "
                << (SystemClock::Instance().NowUs() - start_us) / 1000 << " ms";
@@ -88,6 +110,7 @@ int RunMaster(const Config& config) {
                          "(--enable-offload)\n");
     return 2;
   }
+  KeepLargeBlocksMapped();
   // With HA the disk replicas live in the HA log (ha_tier_records.cc).
   if (!config.ha.etcd.empty()) return RunHaMaster(config);
   InstallStopSignals();
