@@ -268,7 +268,10 @@ class MasterState {
   // overlap. The index is built then too, sorting the keys once (in any
   // order they came), and a key loaded twice is refused (OBJECT_ALREADY_EXISTS).
   // After a failed FinishBulkLoad the state must be discarded.
-  void BeginBulkLoad();
+  // `expected_objects` (an estimate; 0: unknown) sizes the per-object
+  // tables once: grown by doubling, each page of them is faulted in twice,
+  // and a fresh page costs far more than the copy on some VMs.
+  void BeginBulkLoad(size_t expected_objects = 0);
   Status FinishBulkLoad();
   // O(objects + buffers), master_state_check.cc: the index and every
   // segment's allocator hold their own invariants; the slot table, the
