@@ -48,6 +48,8 @@
 #include "masterd/disk_replica_listener.h"
 #include "rpc/server.h"
 
+struct sqlite3_stmt;
+
 namespace mc::storage {
 class SqliteDb;
 }
@@ -172,6 +174,8 @@ class Journal final : public master::StateListener, public DiskReplicaListener {
                       std::map<uint32_t, std::string>* names);
   Status LoadObjects(master::MasterState& state, uint64_t now_us, LoadStats* stats,
                      const std::map<uint32_t, std::string>& names);
+  Status DecodeObjectRow(sqlite3_stmt* s, const std::map<uint32_t, std::string>& names,
+                         master::ObjectDump* o) const;
 
   std::unique_ptr<storage::SqliteDb> db_;  // writer thread only (after LoadInto)
   const std::string path_;
