@@ -82,6 +82,9 @@ struct Options {
   // Collect the ranges of removed and replaced objects for TakeStaleRanges
   // (the master process retires them on the stores; see stale_ranges.h).
   bool track_stale_ranges = false;
+  // The object index's nodes on hugetlb pages while the pool has free ones
+  // (ObjectIndex's huge_pages).
+  bool index_hugepages = false;
 };
 
 struct TickReport {

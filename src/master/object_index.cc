@@ -1,5 +1,7 @@
 #include "master/object_index.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -18,11 +20,27 @@ namespace {
 uint64_t Mix(uint64_t x) { return eviction::MixBits(x); }
 }  // namespace
 
-ObjectIndex::ObjectIndex() : free_(kMaxNodeBytes / 8 + 1, nullptr) {}
+ObjectIndex::ObjectIndex(bool huge_pages)
+    : free_(kMaxNodeBytes / 8 + 1, nullptr), try_huge_pages_(huge_pages) {}
 
 ObjectIndex::~ObjectIndex() {
   clear();
-  for (char* c : chunks_) ::operator delete(c, std::align_val_t{kChunkBytes});
+  for (size_t i = 0; i < chunks_.size(); ++i) {
+    if (huge_chunks_[i])
+      ::munmap(chunks_[i], kChunkBytes);
+    else
+      ::operator delete(chunks_[i], std::align_val_t{kChunkBytes});
+  }
+}
+
+// One 2 MiB hugetlb page (aligned to its size, as a chunk must be), or
+// nullptr when the pool has none free (mmap reserves the page up front, so
+// a later touch cannot fail).
+static char* MapHugeChunk() {
+  static_assert(ObjectIndex::kChunkBytes == size_t{2} << 20, "a chunk is one 2 MiB huge page");
+  void* p = ::mmap(nullptr, ObjectIndex::kChunkBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (21 << MAP_HUGE_SHIFT), -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
 }
 
 void ObjectIndex::NewChunk() {
@@ -30,10 +48,14 @@ void ObjectIndex::NewChunk() {
   // byte is lost for good.
   if (bump_left_ >= sizeof(FreeBlock)) PushFree(bump_, bump_left_);
   if (chunks_.size() >= kMaxChunks) throw std::bad_alloc();  // kMaxNodeArenaBytes
-  char* chunk = static_cast<char*>(::operator new(kChunkBytes, std::align_val_t{kChunkBytes}));
+  char* chunk = try_huge_pages_ ? MapHugeChunk() : nullptr;
+  if (try_huge_pages_ && chunk == nullptr) try_huge_pages_ = false;  // the pool ran dry
+  const bool huge = chunk != nullptr;
+  if (!huge) chunk = static_cast<char*>(::operator new(kChunkBytes, std::align_val_t{kChunkBytes}));
   const uint64_t number = chunks_.size();
   std::memcpy(chunk, &number, sizeof number);
   chunks_.push_back(chunk);
+  huge_chunks_.push_back(huge);
   bump_ = chunk + sizeof number;  // a handle is never 0
   bump_left_ = kChunkBytes - sizeof number;
 }

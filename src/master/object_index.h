@@ -26,6 +26,7 @@
 // kMaxNodeArenaBytes (32 GiB: some 350 million 40-byte keys).
 #pragma once
 
+#include <algorithm>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
@@ -95,7 +96,12 @@ class ObjectIndex {
     Node* n_ = nullptr;
   };
 
-  ObjectIndex();
+  // `huge_pages`: carve nodes from reserved huge pages (hugetlb, 2 MiB)
+  // while the system has free ones, ordinary memory after. A chunk is one
+  // such page; on this kind of VM a fresh 4 KiB or THP page costs a
+  // host-side fault and zeroing that a page already in the reserved pool
+  // does not, which is most of a large master's start-up.
+  explicit ObjectIndex(bool huge_pages = false);
   ~ObjectIndex();  // frees every node and chunk
   ObjectIndex(const ObjectIndex&) = delete;
   ObjectIndex& operator=(const ObjectIndex&) = delete;
@@ -157,6 +163,8 @@ class ObjectIndex {
   void erase(iterator it);
   void clear();
 
+  // Chunks carved from hugetlb pages (not in the process's VmRSS).
+  size_t huge_chunks() const { return static_cast<size_t>(std::count(huge_chunks_.begin(), huge_chunks_.end(), true)); }
   // Heap bytes of the nodes: the chunks up to the newest one's unused tail
   // (free blocks included), and the chunk and free-list tables.
   size_t memory_bytes() const {
@@ -232,6 +240,8 @@ class ObjectIndex {
   char* bump_ = nullptr;  // the rest of the newest chunk
   size_t bump_left_ = 0;
   std::vector<char*> chunks_;  // by number
+  std::vector<bool> huge_chunks_;  // by number: mapped from hugetlb pages
+  bool try_huge_pages_;  // false after the pool ran dry (or when not asked)
   size_t node_bytes_ = 0;      // every node
 };
 

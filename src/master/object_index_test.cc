@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <map>
 #include <random>
 #include <string>
@@ -210,6 +211,38 @@ TEST_CASE("nodes of every size are reused after erase, and their handles find th
     }
   }
   CheckSame(index, model);
+}
+
+// Free 2 MiB pages in the hugetlb pool, from /proc/meminfo (0 if unknown).
+long FreeHugePages() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    if (line.rfind("HugePages_Free:", 0) == 0) return std::stol(line.substr(15));
+  }
+  return 0;
+}
+
+TEST_CASE("an index asked for huge pages matches the model whether the pool has pages or not") {
+  const long free_pages = FreeHugePages();
+  std::mt19937_64 rng(TestSeed("object index huge pages"));
+  ObjectIndex index(/*huge_pages=*/true);
+  std::map<std::string, uint64_t> model;
+  // About 60k nodes of ~100 bytes: three chunks.
+  for (int step = 0; step < 60000; ++step) {
+    std::string key = "k" + std::to_string(rng() % 100000) + std::string(40, 'x');
+    if (model.count(key) == 0) {
+      index.insert(key)->record.size_bytes = step;
+      model[key] = step;
+    }
+  }
+  CheckSame(index, model);
+  // The pool is the machine's: the chunks come from it only if it had
+  // pages (and another process did not take them first).
+  MESSAGE("hugetlb pages free at start: " << free_pages << "; chunks on them: "
+                                           << index.huge_chunks());
+  if (free_pages == 0) CHECK(index.huge_chunks() == 0);
+  CHECK(index.huge_chunks() * ObjectIndex::kChunkBytes <= index.memory_bytes() + ObjectIndex::kChunkBytes);
 }
 
 TEST_CASE("node levels follow the key: about 3 in 4 keys have one level") {

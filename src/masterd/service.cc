@@ -31,6 +31,7 @@ master::Options MasterOptions(const MasterConfig& c) {
   o.stripe_size_bytes = c.stripe_size_bytes;
   o.max_batch = c.max_batch;
   o.max_key_bytes = c.max_key_bytes;
+  o.index_hugepages = c.hugepages;
   // With the disk tier the tick offloads (TierService) instead of dropping.
   o.background_eviction = !(c.enable_offload || c.offload_on_evict);
   return o;
