@@ -189,6 +189,8 @@ int RunMaster(const Config& config) {
   (*rpc)->Stop();
   admin.Stop();
   if (meta) meta->Stop();
+  // The journal, destroyed after the service, still commits what is queued.
+  service.LeaveStateToExit();
   return exit_code;
 }
 
