@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/debug_check.h"
+#include "common/parallel_sort.h"
 #include "eviction/table.h"
 
 namespace mc::master {
@@ -25,12 +26,8 @@ ObjectIndex::ObjectIndex(bool huge_pages)
 
 ObjectIndex::~ObjectIndex() {
   clear();
-  for (size_t i = 0; i < chunks_.size(); ++i) {
-    if (huge_chunks_[i])
-      ::munmap(chunks_[i], kChunkBytes);
-    else
-      ::operator delete(chunks_[i], std::align_val_t{kChunkBytes});
-  }
+  for (size_t i = 0; i < chunks_.size(); ++i) FreeChunk({chunks_[i], huge_chunks_[i]});
+  SetPrefaulter(nullptr);
 }
 
 // One 2 MiB hugetlb page (aligned to its size, as a chunk must be), or
@@ -43,15 +40,48 @@ static char* MapHugeChunk() {
   return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
 }
 
+ObjectIndex::Chunk ObjectIndex::AllocateChunk() {
+  char* chunk = try_huge_pages_ ? MapHugeChunk() : nullptr;
+  if (try_huge_pages_ && chunk == nullptr) try_huge_pages_ = false;  // the pool ran dry
+  if (chunk != nullptr) return {chunk, true};
+  return {static_cast<char*>(::operator new(kChunkBytes, std::align_val_t{kChunkBytes})), false};
+}
+
+void ObjectIndex::FreeChunk(Chunk c) {
+  if (c.huge)
+    ::munmap(c.at, kChunkBytes);
+  else
+    ::operator delete(c.at, std::align_val_t{kChunkBytes});
+}
+
+void ObjectIndex::SetPrefaulter(Prefaulter* prefaulter) {
+  prefaulter_ = prefaulter;
+  if (prefaulter_ == nullptr) {
+    for (Chunk c : spare_) FreeChunk(c);
+    spare_.clear();
+  }
+}
+
 void ObjectIndex::NewChunk() {
   // The tail of the old chunk goes to the free list of its size, so no
   // byte is lost for good.
   if (bump_left_ >= sizeof(FreeBlock)) PushFree(bump_, bump_left_);
   if (chunks_.size() >= kMaxChunks) throw std::bad_alloc();  // kMaxNodeArenaBytes
-  char* chunk = try_huge_pages_ ? MapHugeChunk() : nullptr;
-  if (try_huge_pages_ && chunk == nullptr) try_huge_pages_ = false;  // the pool ran dry
-  const bool huge = chunk != nullptr;
-  if (!huge) chunk = static_cast<char*>(::operator new(kChunkBytes, std::align_val_t{kChunkBytes}));
+  // With a prefaulter the chunks are allocated kPrefaultChunks ahead of
+  // their use and faulted in by its thread meanwhile.
+  while (prefaulter_ != nullptr && spare_.size() < kPrefaultChunks) {
+    spare_.push_back(AllocateChunk());
+    prefaulter_->Add(spare_.back().at, kChunkBytes);
+  }
+  Chunk next;
+  if (!spare_.empty()) {
+    next = spare_.front();
+    spare_.pop_front();
+  } else {
+    next = AllocateChunk();
+  }
+  char* chunk = next.at;
+  const bool huge = next.huge;
   const uint64_t number = chunks_.size();
   std::memcpy(chunk, &number, sizeof number);
   chunks_.push_back(chunk);
@@ -226,7 +256,7 @@ bool ObjectIndex::Build(std::vector<Node*> nodes, std::string* duplicate,
     entries.emplace_back(word, reinterpret_cast<uintptr_t>(n));
   }
   std::vector<Node*>().swap(nodes);
-  std::sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
+  ParallelSort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
     return a.first != b.first ? a.first < b.first : node_of(a)->key() < node_of(b)->key();
   });
   for (size_t i = 1; i < entries.size(); ++i) {

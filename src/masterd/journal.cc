@@ -752,6 +752,7 @@ Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadSta
       db_->Prepare("SELECT key, size_bytes, soft_pin, replicas, buffers, row_check, id"
                    " FROM objects ORDER BY id",
                    &s));
+  const auto started = std::chrono::steady_clock::now();
   state.BeginBulkLoad(ExpectedObjects(*db_));
   BatchPipe<master::ObjectDump> pipe(kLoadBatches, kLoadBatchRows);
   Status read_status;
@@ -791,10 +792,16 @@ Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadSta
   if (st.ok()) st = read_status;
   // next_row_ stays past every loaded row.
   next_row_ = std::max(next_row_, last_row + 1);
+  const auto built = std::chrono::steady_clock::now();
+  stats->rows_us = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(built - started).count());
   if (st.ok()) {
     st = state.FinishBulkLoad();
     if (!st.ok()) st = Error(ErrorCode::INTERNAL_ERROR, path_ + ": " + st.message());
   }
+  stats->build_us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                              std::chrono::steady_clock::now() - built)
+                                              .count());
   return st;
 }
 

@@ -97,6 +97,8 @@ class Journal final : public master::StateListener, public DiskReplicaListener {
   struct LoadStats {
     uint64_t segments = 0;
     uint64_t objects = 0;
+    uint64_t rows_us = 0;   // reading the rows into the state (two threads)
+    uint64_t build_us = 0;  // building the index and the used lists (FinishBulkLoad)
   };
   // Rebuilds a fresh `state` from the file. A row that does not decode, or
   // that the state refuses (overlap, unknown segment, ...), fails the load
