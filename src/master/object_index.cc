@@ -267,7 +267,14 @@ bool ObjectIndex::Build(std::vector<Node*> nodes, std::string* duplicate,
       return false;
     }
   }
-  for (const Entry& e : entries) Append(node_of(e));
+  // In key order the nodes are scattered over the chunks: fetching a few
+  // ahead hides most of a cache miss a node (tens of seconds at 50M).
+  constexpr size_t kPrefetchAhead = 8;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i + kPrefetchAhead < entries.size())
+      __builtin_prefetch(node_of(entries[i + kPrefetchAhead]), 1);
+    Append(node_of(entries[i]));
+  }
   MC_DEBUG_CHECK_OK(CheckInvariants());
   return true;
 }
