@@ -160,10 +160,14 @@ TEST_CASE("an index built from nodes in any order matches the model, and refuses
     std::vector<ObjectIndex::Node*> nodes;
     // Keys share a long prefix (as a bench's or an engine's do), some are
     // prefixes of others, some differ only past the first 8 bytes after it.
-    const std::string prefix = round % 2 ? "model/0000000123/block-" : "";
-    const size_t n = rng() % 300;
+    // Every third round mixes engines' prefixes that share a start and tie
+    // for many bytes after it, in groups of thousands.
+    const std::string prefix = round % 3 == 1 ? "model/0000000123/block-" : "";
+    const char* groups[] = {"vllm@llama-3-8b@tp0@", "vllm@llama-3-70b@tp1@",
+                            "vllm@llama-3-8b@tp0@0000000000000000", "vllm@llama-3-8b@tp0"};
+    const size_t n = round % 3 == 2 ? rng() % 3000 : rng() % 300;
     for (size_t i = 0; i < n; ++i) {
-      std::string key = prefix + RandomKey(rng);
+      std::string key = (round % 3 == 2 ? std::string(groups[rng() % 4]) : prefix) + RandomKey(rng);
       if (rng() % 3 == 0) key += "0123456789" + RandomKey(rng);
       if (model.count(key)) continue;
       model[key] = i;
@@ -188,6 +192,14 @@ TEST_CASE("an index built from nodes in any order matches the model, and refuses
   std::string duplicate;
   CHECK(!index.Build(twice, &duplicate));
   CHECK(duplicate == "b");
+  CHECK(index.empty());
+  // A duplicate among long keys that tie for many words.
+  const std::string shared = "tenant/" + std::string(40, 'x');
+  std::vector<ObjectIndex::Node*> long_twice = {
+      index.NewNode(shared + "1"), index.NewNode(shared), index.NewNode(shared + "2"),
+      index.NewNode(shared + "1")};
+  CHECK(!index.Build(long_twice, &duplicate));
+  CHECK(duplicate == shared + "1");
   CHECK(index.empty());
 }
 
