@@ -19,6 +19,11 @@
 #    prints the seconds from exec to its /health answering (which it does
 #    only once the journal is loaded and RPC serves), and its VmRSS then,
 #    divided by OBJECTS.
+# 3. HUGEPAGES=auto (the default; "no" skips it), as root: grows the
+#    hugetlb pool by what the index needs and restarts once more with
+#    --hugepages ([master] hugepages), side by side with step 2; the pool is
+#    restored on exit. Memory figures add the master's HugetlbPages, which
+#    VmRSS leaves out.
 # MASTER_BIN runs the master from another binary (a before/after comparison
 # with the same bench). Every process it starts is stopped by its pid; the
 # data directory lives in the work directory (TMPDIR) and is removed.
@@ -37,6 +42,7 @@ MASTER_START_POLLS=${MASTER_START_POLLS:-100000}  # a journal of 50M objects loa
 BENCH_BIN=$BIN
 BIN=${MASTER_BIN:-$BIN}  # start_master runs $BIN
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+huge_kib() { awk '/^HugetlbPages:/ {print $2}' "/proc/$1/status"; }  # not in VmRSS
 per_object() { python3 -c "print(f'{($1) * 1024 / $OBJECTS:.1f}')"; }
 data="$work/data"
 
@@ -70,19 +76,46 @@ echo "memory: master VmRSS ${before} KiB -> ${after} KiB after $OBJECTS puts:" \
 
 # The master first: a store that stops first unmounts its segment, and the
 # master would drop (and unjournal) every object on it.
+t0=$EPOCHREALTIME
 kill "$master"
 wait "$master" 2>/dev/null || true
+stop_s=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f", b - a}')
 kill "$store"
 wait "$store" 2>/dev/null || true
+echo "stop: the master exited ${stop_s} s after SIGTERM"
 echo "journal: $(du -sh "$data" | cut -f1) in $data"
-echo "uptime: $(uptime)"
-start_master "$data"
-up=$master_up_s
-rss=$(rss_kib "$master")
-keys=$(curl -fs "http://127.0.0.1:$mport/metrics" | awk '/^master_key_count / {print $2}')
-loaded=$(grep -o 'state loaded from .*' "$work/master.log" | tail -1 || true)
-echo "restart: serving (/health) ${up} s after exec with master_key_count $keys;" \
-  "VmRSS ${rss} KiB: $(per_object "$rss") B/object"
-[ -z "$loaded" ] || echo "master log: $loaded"
-kill "$master"
-wait "$master" 2>/dev/null || true
+# A restart on ordinary pages (the default), then, with HUGEPAGES=auto
+# (the default) as root, one with --hugepages: the pool grown by what the
+# index needs (restored after), each measured from exec to /health.
+restart() {
+  echo "uptime: $(uptime)"
+  start_master "$data" "$@"
+  local up=$master_up_s rss keys loaded huge
+  rss=$(rss_kib "$master")
+  huge=$(huge_kib "$master")
+  keys=$(curl -fs "http://127.0.0.1:$mport/metrics" | awk '/^master_key_count / {print $2}')
+  loaded=$(grep -o 'state loaded from .*' "$work/master.log" | tail -1 || true)
+  echo "restart${1:+ $1}: serving (/health) ${up} s after exec with master_key_count $keys;" \
+    "VmRSS ${rss} KiB + hugetlb ${huge} KiB: $(per_object "$rss + $huge") B/object"
+  [ -z "$loaded" ] || echo "  master log: $loaded"
+  kill "$master"
+  wait "$master" 2>/dev/null || true
+}
+restart
+hugepages_before=""
+restore_hugepages() {
+  [ -z "$hugepages_before" ] || echo "$hugepages_before" >/proc/sys/vm/nr_hugepages 2>/dev/null || true
+}
+trap 'cleanup; restore_hugepages' EXIT
+if [ "${HUGEPAGES:-auto}" = auto ] && [ -w /proc/sys/vm/nr_hugepages ]; then
+  # About 100 bytes of node a 40-byte key, in 2 MiB pages, and some spare.
+  want=$(( OBJECTS * (KEY_BYTES + 60) / (2 << 20) + 16 ))
+  have=$(awk '/^HugePages_Free/ {print $2}' /proc/meminfo)
+  if [ "${have:-0}" -lt "$want" ]; then
+    hugepages_before=$(cat /proc/sys/vm/nr_hugepages)
+    echo $(( hugepages_before + want - have )) >/proc/sys/vm/nr_hugepages || true
+  fi
+  echo "huge pages: $(awk '/^HugePages_Free/ {print $2}' /proc/meminfo) of 2 MiB free" \
+    "(asked for $want)"
+  restart --hugepages
+fi

@@ -58,6 +58,7 @@ struct MasterConfig {
   uint32_t max_connections = kDefaultMasterMaxConnections;
   uint32_t max_batch = kDefaultMaxBatch;
   uint32_t max_key_bytes = kDefaultMaxKeyBytes;
+  bool hugepages = false;  // the object index on reserved huge pages, while free ones last
   uint64_t metrics_log_interval_us = 10000000;        // plain numbers: s
   // The disk tier (issue 31): stores with ssd_offload_path hold disk replicas.
   bool enable_offload = false;      // record disk replicas stores announce

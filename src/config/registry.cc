@@ -119,6 +119,10 @@ const Setting kSettings[] = {
     {.section = kMaster, .key = "max_key_size", .type = Type::kSize32,
      .field = MC_FIELD(master.max_key_bytes), .help = "Longest object key", .zero_ok = false,
      .max = kMaxStringBytes},
+    {.section = kMaster, .key = "hugepages", .type = Type::kBool,
+     .field = MC_FIELD(master.hugepages),
+     .help = "Keep the object index on reserved huge pages (vm.nr_hugepages) while free ones"
+             " last; off: stores on this host may have reserved them for their segments"},
     {.section = kMaster, .key = "metrics_log_interval", .type = Type::kDuration,
      .field = MC_FIELD(master.metrics_log_interval_us),
      .help = "Period of the \"Master Metrics:\" log line; 0: never",

@@ -41,7 +41,10 @@ std::string Quoted(std::string_view key) { return "'" + std::string(key) + "'"; 
 
 MasterState::MasterState(const Options& options, std::unique_ptr<EvictionPolicy> policy,
                          StateListener* listener)
-    : options_(options), policy_(std::move(policy)), listener_(listener) {
+    : options_(options),
+      policy_(std::move(policy)),
+      listener_(listener),
+      objects_(options.index_hugepages) {
   assert(policy_ != nullptr);
   assert(options_.stripe_size_bytes >= SegmentAllocator::kAlignmentBytes);
   policy_->UseFacts(&policy_facts_);

@@ -82,6 +82,9 @@ struct Options {
   // Collect the ranges of removed and replaced objects for TakeStaleRanges
   // (the master process retires them on the stores; see stale_ranges.h).
   bool track_stale_ranges = false;
+  // The object index's nodes on hugetlb pages while the pool has free ones
+  // (ObjectIndex's huge_pages).
+  bool index_hugepages = false;
 };
 
 struct TickReport {
@@ -507,6 +510,9 @@ class MasterState {
   bool bulk_loading_ = false;
   size_t bulk_buffers_ = 0;  // buffers of the objects in bulk_nodes_
   std::vector<ObjectIndex::Node*> bulk_nodes_;  // loaded, linked by FinishBulkLoad
+  // During a bulk load: faults in the tables and the index's chunks ahead
+  // of the loading thread (common/prefault.h).
+  std::unique_ptr<Prefaulter> bulk_prefaulter_;
 
   std::unordered_map<uint32_t, std::unique_ptr<Pending>> pending_upserts_;  // by slot
   std::vector<Retired> retired_;  // min-heap by free_at_us

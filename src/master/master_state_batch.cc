@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "common/debug_check.h"
+#include "common/parallel_sort.h"
 #include "master/master_state.h"
 #include "master/master_state_internal.h"
 
@@ -225,10 +226,19 @@ void MasterState::BeginBulkLoad(size_t expected_objects) {
   slot_nodes_.reserve(expected_objects);
   slot_generations_.reserve(expected_objects);
   policy_->Reserve(expected_objects);
+  bulk_prefaulter_ = std::make_unique<Prefaulter>();
+  auto prefault = [&](const auto& v) {
+    bulk_prefaulter_->Add(v.data(), v.capacity() * sizeof(v[0]));
+  };
+  prefault(bulk_nodes_);
+  prefault(slot_nodes_);
+  prefault(slot_generations_);
+  objects_.SetPrefaulter(bulk_prefaulter_.get());
 }
 
 Status MasterState::FinishBulkLoad() {
   bulk_loading_ = false;
+  objects_.SetPrefaulter(nullptr);  // every node is made
   // Every buffer as (segment << 40 | offset / 64, aligned size), read from
   // the nodes in the order they were made, which is the order of their
   // memory: one exactly sized array of 16 bytes a buffer, sorted once, that
@@ -238,6 +248,7 @@ Status MasterState::FinishBulkLoad() {
   static_assert(kSegmentIdBits + 40 == 64);
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   ranges.reserve(bulk_buffers_);
+  if (bulk_prefaulter_) bulk_prefaulter_->Add(ranges.data(), ranges.capacity() * sizeof(ranges[0]));
   for (const ObjectIndex::Node* n : bulk_nodes_) {
     const ObjectRecord& rec = n->record;
     for (uint32_t i = 0; i < rec.buffer_count; ++i) {
@@ -246,7 +257,8 @@ Status MasterState::FinishBulkLoad() {
                           SegmentAllocator::AlignUp(BufferSize(rec, i)));
     }
   }
-  std::sort(ranges.begin(), ranges.end());
+  bulk_prefaulter_.reset();
+  ParallelSort(ranges.begin(), ranges.end());
   auto segment_of = [](uint64_t at) { return static_cast<uint32_t>(at >> 40); };
   auto offset_of = [](uint64_t at) {
     return (at & ((uint64_t{1} << 40) - 1)) * SegmentAllocator::kAlignmentBytes;

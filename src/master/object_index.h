@@ -26,10 +26,12 @@
 // kMaxNodeArenaBytes (32 GiB: some 350 million 40-byte keys).
 #pragma once
 
+#include <algorithm>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <iterator>
 #include <string>
 #include <string_view>
@@ -37,6 +39,7 @@
 #include <vector>
 
 #include "common/ceilings.h"
+#include "common/prefault.h"
 #include "common/result.h"
 #include "master/object_record.h"
 
@@ -95,7 +98,12 @@ class ObjectIndex {
     Node* n_ = nullptr;
   };
 
-  ObjectIndex();
+  // `huge_pages`: carve nodes from reserved huge pages (hugetlb, 2 MiB)
+  // while the system has free ones, ordinary memory after. A chunk is one
+  // such page; on this kind of VM a fresh 4 KiB or THP page costs a
+  // host-side fault and zeroing that a page already in the reserved pool
+  // does not, which is most of a large master's start-up.
+  explicit ObjectIndex(bool huge_pages = false);
   ~ObjectIndex();  // frees every node and chunk
   ObjectIndex(const ObjectIndex&) = delete;
   ObjectIndex& operator=(const ObjectIndex&) = delete;
@@ -157,6 +165,11 @@ class ObjectIndex {
   void erase(iterator it);
   void clear();
 
+  // While set (a bulk load: not null), new chunks are allocated ahead and
+  // faulted in by `prefaulter`'s thread; null frees the spare ones.
+  void SetPrefaulter(Prefaulter* prefaulter);
+  // Chunks carved from hugetlb pages (not in the process's VmRSS).
+  size_t huge_chunks() const { return static_cast<size_t>(std::count(huge_chunks_.begin(), huge_chunks_.end(), true)); }
   // Heap bytes of the nodes: the chunks up to the newest one's unused tail
   // (free blocks included), and the chunk and free-list tables.
   size_t memory_bytes() const {
@@ -189,6 +202,12 @@ class ObjectIndex {
   void Release(void* p, size_t bytes);
   void PushFree(void* p, size_t bytes);  // onto the free list of its size
   void NewChunk();
+  struct Chunk {
+    char* at = nullptr;
+    bool huge = false;  // a hugetlb page (munmap), else operator new
+  };
+  Chunk AllocateChunk();
+  static void FreeChunk(Chunk c);
   static constexpr size_t NodeBytes(uint32_t levels, size_t key_bytes) {
     const size_t length_bytes = key_bytes >= kLongKeyBytes ? sizeof(uint32_t) : 0;
     return (sizeof(Node) + levels * sizeof(Node*) + length_bytes + key_bytes + 7) & ~size_t{7};
@@ -232,6 +251,12 @@ class ObjectIndex {
   char* bump_ = nullptr;  // the rest of the newest chunk
   size_t bump_left_ = 0;
   std::vector<char*> chunks_;  // by number
+  std::vector<bool> huge_chunks_;  // by number: mapped from hugetlb pages
+  bool try_huge_pages_;  // false after the pool ran dry (or when not asked)
+  // While a prefaulter is set (a bulk load), chunks allocated ahead of use.
+  static constexpr size_t kPrefaultChunks = 16;
+  Prefaulter* prefaulter_ = nullptr;
+  std::deque<Chunk> spare_;
   size_t node_bytes_ = 0;      // every node
 };
 

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <map>
 #include <random>
 #include <string>
@@ -159,10 +160,14 @@ TEST_CASE("an index built from nodes in any order matches the model, and refuses
     std::vector<ObjectIndex::Node*> nodes;
     // Keys share a long prefix (as a bench's or an engine's do), some are
     // prefixes of others, some differ only past the first 8 bytes after it.
-    const std::string prefix = round % 2 ? "model/0000000123/block-" : "";
-    const size_t n = rng() % 300;
+    // Every third round mixes engines' prefixes that share a start and tie
+    // for many bytes after it, in groups of thousands.
+    const std::string prefix = round % 3 == 1 ? "model/0000000123/block-" : "";
+    const char* groups[] = {"vllm@llama-3-8b@tp0@", "vllm@llama-3-70b@tp1@",
+                            "vllm@llama-3-8b@tp0@0000000000000000", "vllm@llama-3-8b@tp0"};
+    const size_t n = round % 3 == 2 ? rng() % 3000 : rng() % 300;
     for (size_t i = 0; i < n; ++i) {
-      std::string key = prefix + RandomKey(rng);
+      std::string key = (round % 3 == 2 ? std::string(groups[rng() % 4]) : prefix) + RandomKey(rng);
       if (rng() % 3 == 0) key += "0123456789" + RandomKey(rng);
       if (model.count(key)) continue;
       model[key] = i;
@@ -188,6 +193,14 @@ TEST_CASE("an index built from nodes in any order matches the model, and refuses
   CHECK(!index.Build(twice, &duplicate));
   CHECK(duplicate == "b");
   CHECK(index.empty());
+  // A duplicate among long keys that tie for many words.
+  const std::string shared = "tenant/" + std::string(40, 'x');
+  std::vector<ObjectIndex::Node*> long_twice = {
+      index.NewNode(shared + "1"), index.NewNode(shared), index.NewNode(shared + "2"),
+      index.NewNode(shared + "1")};
+  CHECK(!index.Build(long_twice, &duplicate));
+  CHECK(duplicate == shared + "1");
+  CHECK(index.empty());
 }
 
 TEST_CASE("nodes of every size are reused after erase, and their handles find them") {
@@ -210,6 +223,38 @@ TEST_CASE("nodes of every size are reused after erase, and their handles find th
     }
   }
   CheckSame(index, model);
+}
+
+// Free 2 MiB pages in the hugetlb pool, from /proc/meminfo (0 if unknown).
+long FreeHugePages() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    if (line.rfind("HugePages_Free:", 0) == 0) return std::stol(line.substr(15));
+  }
+  return 0;
+}
+
+TEST_CASE("an index asked for huge pages matches the model whether the pool has pages or not") {
+  const long free_pages = FreeHugePages();
+  std::mt19937_64 rng(TestSeed("object index huge pages"));
+  ObjectIndex index(/*huge_pages=*/true);
+  std::map<std::string, uint64_t> model;
+  // About 60k nodes of ~100 bytes: three chunks.
+  for (int step = 0; step < 60000; ++step) {
+    std::string key = "k" + std::to_string(rng() % 100000) + std::string(40, 'x');
+    if (model.count(key) == 0) {
+      index.insert(key)->record.size_bytes = step;
+      model[key] = step;
+    }
+  }
+  CheckSame(index, model);
+  // The pool is the machine's: the chunks come from it only if it had
+  // pages (and another process did not take them first).
+  MESSAGE("hugetlb pages free at start: " << free_pages << "; chunks on them: "
+                                           << index.huge_chunks());
+  if (free_pages == 0) CHECK(index.huge_chunks() == 0);
+  CHECK(index.huge_chunks() * ObjectIndex::kChunkBytes <= index.memory_bytes() + ObjectIndex::kChunkBytes);
 }
 
 TEST_CASE("node levels follow the key: about 3 in 4 keys have one level") {

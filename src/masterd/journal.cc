@@ -7,7 +7,9 @@
 #include <chrono>
 #include <limits>
 #include <optional>
+#include <thread>
 
+#include "common/batch_pipe.h"
 #include "common/log.h"
 #include "masterd/service.h"
 #include "proto/byte_io.h"
@@ -81,6 +83,12 @@ thread_local OwnChange t_own;
 
 // One buffer in objects.buffers: u32 segment id, u64 offset (little endian).
 constexpr size_t kBufferRecordBytes = 12;
+// A load hands rows from its reader thread to the state in batches of this
+// many, with this many batches in the pipe: enough to ride out either
+// side's stalls (a page fault, a B-tree page read), little enough to stay
+// in cache.
+constexpr size_t kLoadBatchRows = 1024;
+constexpr size_t kLoadBatches = 4;
 
 // FNV-1a over a row's fields, so a damaged row (a flipped bit in an offset
 // would point at another object's bytes) is refused at load, not served.
@@ -679,6 +687,64 @@ Status Journal::LoadSegments(master::MasterState& state, uint64_t now_us, LoadSt
   return st;
 }
 
+// One objects row as the state loads it: checked against its row_check,
+// its buffers decoded. `o` is reused row after row: its key and buffer
+// names keep their capacity, so a row costs no heap block (10M rows at
+// start).
+Status Journal::DecodeObjectRow(sqlite3_stmt* s, const std::map<uint32_t, std::string>& names,
+                                master::ObjectDump* o) const {
+  o->key.assign(View(s, 0));
+  o->size_bytes = AsU64(s, 1);
+  o->soft_pin = sqlite3_column_int(s, 2) != 0;
+  o->complete = true;
+  const int64_t row = sqlite3_column_int64(s, 6);
+  if (row <= 0)
+    return Error(ErrorCode::INTERNAL_ERROR, path_ + ": object row '" + o->key + "': id " +
+                                                std::to_string(row) + " is not positive");
+  // ORDER BY a primary key: ids strictly increase.
+  assert(o->listener_tag < static_cast<uint64_t>(row) || o->listener_tag == 0);
+  o->listener_tag = static_cast<uint64_t>(row);
+  const int64_t replicas = sqlite3_column_int64(s, 3);
+  const std::string_view buffers = View(s, 4);
+  const size_t count = buffers.size() / kBufferRecordBytes;
+  auto bad = [&](const std::string& why) {
+    return Error(ErrorCode::INTERNAL_ERROR, path_ + ": object row '" + o->key + "': " + why);
+  };
+  if (sqlite3_column_int64(s, 5) != ObjectCheck(o->key, o->size_bytes, o->soft_pin,
+                                                static_cast<uint64_t>(replicas), buffers))
+    return bad("checksum mismatch (the file is damaged)");
+  if (replicas <= 0 || replicas > kMaxReplicas || buffers.size() % kBufferRecordBytes != 0 ||
+      count % replicas != 0 || count == 0)
+    return bad("malformed buffer list (" + std::to_string(buffers.size()) + " bytes, " +
+               std::to_string(replicas) + " replicas)");
+  const uint64_t stripes = count / static_cast<uint64_t>(replicas);
+  proto::Reader r(buffers);
+  o->replicas.resize(static_cast<size_t>(replicas));
+  for (auto& replica : o->replicas) {
+    replica.resize(stripes);
+    for (uint64_t i = 0; i < stripes; ++i) {
+      const uint32_t seg = r.U32("segment id");
+      const uint64_t offset = r.U64("offset");
+      auto name = names.find(seg);
+      if (name == names.end())
+        return bad("segment id " + std::to_string(seg) + " is not in the segments table");
+      const uint64_t size = i + 1 < stripes ? stripe_size_bytes_
+                            : o->size_bytes > i * stripe_size_bytes_
+                                ? o->size_bytes - i * stripe_size_bytes_
+                                : 0;
+      master::BufferLocation& b = replica[i];
+      b.segment_name = name->second;
+      b.offset = offset;
+      b.size_bytes = size;
+    }
+  }
+  return Status::Ok();
+}
+
+// Two threads share the load (a 50M-object start is minutes of CPU): this
+// one builds the state (MasterState is not thread-safe), a reader steps
+// SQLite and checks and decodes the rows, handing them over in batches.
+// The rows reach the state in file order, as from one thread.
 Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadStats* stats,
                             const std::map<uint32_t, std::string>& names) {
   sqlite3_stmt* s = nullptr;
@@ -686,82 +752,56 @@ Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadSta
       db_->Prepare("SELECT key, size_bytes, soft_pin, replicas, buffers, row_check, id"
                    " FROM objects ORDER BY id",
                    &s));
+  const auto started = std::chrono::steady_clock::now();
   state.BeginBulkLoad(ExpectedObjects(*db_));
-  int rc;
-  Status st;
-  master::ObjectDump o;
-  while (st.ok() && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-    // `o` is reused row after row: its key and buffer names keep their
-    // capacity, so a row costs no heap block (10M rows at start).
-    o.key.assign(View(s, 0));
-    o.size_bytes = AsU64(s, 1);
-    o.soft_pin = sqlite3_column_int(s, 2) != 0;
-    o.complete = true;
-    const int64_t row = sqlite3_column_int64(s, 6);
-    if (row <= 0) {
-      st = Error(ErrorCode::INTERNAL_ERROR,
-                 path_ + ": object row '" + o.key + "': id " + std::to_string(row) +
-                     " is not positive");
-      break;
-    }
-    // ORDER BY a primary key: ids strictly increase, so each new one is the
-    // highest yet, and next_row_ stays past every loaded row.
-    assert(o.listener_tag < static_cast<uint64_t>(row));
-    o.listener_tag = static_cast<uint64_t>(row);
-    next_row_ = std::max(next_row_, o.listener_tag + 1);
-    const int64_t replicas = sqlite3_column_int64(s, 3);
-    const std::string_view buffers = View(s, 4);
-    const size_t count = buffers.size() / kBufferRecordBytes;
-    auto bad = [&](const std::string& why) {
-      return Error(ErrorCode::INTERNAL_ERROR, path_ + ": object row '" + o.key + "': " + why);
-    };
-    if (sqlite3_column_int64(s, 5) != ObjectCheck(o.key, o.size_bytes, o.soft_pin,
-                                                  static_cast<uint64_t>(replicas), buffers)) {
-      st = bad("checksum mismatch (the file is damaged)");
-      break;
-    }
-    if (replicas <= 0 || replicas > kMaxReplicas ||
-        buffers.size() % kBufferRecordBytes != 0 || count % replicas != 0 || count == 0) {
-      st = bad("malformed buffer list (" + std::to_string(buffers.size()) + " bytes, " +
-               std::to_string(replicas) + " replicas)");
-      break;
-    }
-    const uint64_t stripes = count / static_cast<uint64_t>(replicas);
-    proto::Reader r(buffers);
-    o.replicas.resize(static_cast<size_t>(replicas));
-    for (auto& replica : o.replicas) {
-      replica.resize(stripes);
-      for (uint64_t i = 0; i < stripes && st.ok(); ++i) {
-        const uint32_t seg = r.U32("segment id");
-        const uint64_t offset = r.U64("offset");
-        auto name = names.find(seg);
-        if (name == names.end()) {
-          st = bad("segment id " + std::to_string(seg) + " is not in the segments table");
-          break;
-        }
-        const uint64_t size = i + 1 < stripes ? stripe_size_bytes_
-                              : o.size_bytes > i * stripe_size_bytes_
-                                  ? o.size_bytes - i * stripe_size_bytes_
-                                  : 0;
-        master::BufferLocation& b = replica[i];
-        b.segment_name = name->second;
-        b.offset = offset;
-        b.size_bytes = size;
+  BatchPipe<master::ObjectDump> pipe(kLoadBatches, kLoadBatchRows);
+  Status read_status;
+  uint64_t last_row = 0;
+  std::thread reader([&] {
+    int rc = SQLITE_ROW;
+    while (auto* b = pipe.TakeEmpty()) {
+      while (b->count < b->items.size() && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        read_status = DecodeObjectRow(s, names, &b->items[b->count]);
+        if (!read_status.ok()) break;
+        last_row = b->items[b->count++].listener_tag;
       }
+      pipe.PushFull(b);
+      if (!read_status.ok() || rc != SQLITE_ROW) break;
     }
-    if (st.ok()) st = state.LoadObject(o, now_us);
+    if (read_status.ok() && rc != SQLITE_DONE && rc != SQLITE_ROW)
+      read_status = db_->Failure(path_ + ": reading objects");
+    pipe.Close();
+  });
+  Status st;
+  while (auto* b = pipe.TakeFull()) {
+    for (size_t i = 0; i < b->count && st.ok(); ++i) {
+      st = state.LoadObject(b->items[i], now_us);
+      if (!st.ok() && st.code() != ErrorCode::INTERNAL_ERROR)
+        st = Error(ErrorCode::INTERNAL_ERROR,
+                   path_ + ": object row '" + b->items[i].key + "': " + st.message());
+      if (st.ok()) ++stats->objects;
+    }
+    pipe.GiveBack(b);
     if (!st.ok()) {
-      if (st.code() != ErrorCode::INTERNAL_ERROR) st = bad(st.message());
+      pipe.Cancel();
       break;
     }
-    ++stats->objects;
   }
-  if (st.ok() && rc != SQLITE_DONE) st = db_->Failure(path_ + ": reading objects");
+  reader.join();
   sqlite3_finalize(s);
+  if (st.ok()) st = read_status;
+  // next_row_ stays past every loaded row.
+  next_row_ = std::max(next_row_, last_row + 1);
+  const auto built = std::chrono::steady_clock::now();
+  stats->rows_us = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(built - started).count());
   if (st.ok()) {
     st = state.FinishBulkLoad();
     if (!st.ok()) st = Error(ErrorCode::INTERNAL_ERROR, path_ + ": " + st.message());
   }
+  stats->build_us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                              std::chrono::steady_clock::now() - built)
+                                              .count());
   return st;
 }
 

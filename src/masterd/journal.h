@@ -48,6 +48,8 @@
 #include "masterd/disk_replica_listener.h"
 #include "rpc/server.h"
 
+struct sqlite3_stmt;
+
 namespace mc::storage {
 class SqliteDb;
 }
@@ -95,6 +97,8 @@ class Journal final : public master::StateListener, public DiskReplicaListener {
   struct LoadStats {
     uint64_t segments = 0;
     uint64_t objects = 0;
+    uint64_t rows_us = 0;   // reading the rows into the state (two threads)
+    uint64_t build_us = 0;  // building the index and the used lists (FinishBulkLoad)
   };
   // Rebuilds a fresh `state` from the file. A row that does not decode, or
   // that the state refuses (overlap, unknown segment, ...), fails the load
@@ -172,6 +176,8 @@ class Journal final : public master::StateListener, public DiskReplicaListener {
                       std::map<uint32_t, std::string>* names);
   Status LoadObjects(master::MasterState& state, uint64_t now_us, LoadStats* stats,
                      const std::map<uint32_t, std::string>& names);
+  Status DecodeObjectRow(sqlite3_stmt* s, const std::map<uint32_t, std::string>& names,
+                         master::ObjectDump* o) const;
 
   std::unique_ptr<storage::SqliteDb> db_;  // writer thread only (after LoadInto)
   const std::string path_;
