@@ -33,6 +33,14 @@
 // and whose first read came after the retire and such a neighbour write
 // learnt a seal of the removed version; mooncake-protocol(7), Direct reads).
 //
+// RDMA (mooncake-protocol(7), "RDMA direct reads"): one-sided writes count
+// nowhere and clear no mark. Seals stay sound for cached reads anyway: the
+// master reuses a range only after its RETIRE was acknowledged, which moved
+// every count of the range (counts only grow, so no later seal equals an
+// earlier one) and left marks only a counted write clears. The table is
+// registered for RDMA after the data (transfer/rdma/rdma_sealed.h); an RDMA
+// reader reads the words and masks and computes SealOfWords.
+//
 // Table layout: Regions(data_bytes) epoch words, then as many retired-granule
 // masks (bit g of mask i: bytes [i * 4096 + g * 64, + 64) are retired).
 // Epoch word: low 40 bits started writes, high 24 bits writes in flight.
