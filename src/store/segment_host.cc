@@ -23,6 +23,7 @@
 #include "transfer/rdma/rdma_desc.h"
 #include "transfer/rdma/rdma_engine.h"
 #include "transfer/rdma/rdma_responder.h"
+#include "transfer/rdma/rdma_sealed.h"
 #include "transfer/segment.h"
 
 namespace mc::store {
@@ -203,14 +204,18 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Create(const Config& config, m
       return Error(responder.code(), "protocol rdma: " + responder.status().message());
     }
     h->rdma_ = std::move(*responder);
-    // One-sided writes never count in the write epochs: no reader may
-    // trust them, so direct reads of this segment ask the master.
-    h->segment_->MarkEpochsBypassed();
+    // One-sided writes count in no epoch, yet seals stay sound (retires
+    // mark what the master reuses): the table is published for RDMA
+    // readers (transfer/rdma/rdma_sealed.h, mooncake-protocol(7)).
+    const uint64_t data = h->segment_->size_bytes();
+    MC_RETURN_IF_ERROR(h->rdma_->AddEpochTable(h->segment_->base() + data,
+                                               transfer::EpochTableTailBytes(data),
+                                               transfer::NewEpochNonce()));
   }
 
   transfer::TcpDataServerOptions to;
   to.rdma = h->rdma_.get();
-  to.epochs = h->segment_->epochs();  // invalid once RDMA bypasses them
+  to.epochs = h->segment_->epochs();
   // Grants of a deposed HA leader are refused once a newer term is seen
   // (transfer/term_fence.h).
   h->fence_ = std::make_shared<transfer::TermFence>();

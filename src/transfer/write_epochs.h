@@ -72,6 +72,15 @@ class WriteEpochs {
   // Words a table for `data_bytes` of segment needs (epochs and masks).
   static uint64_t Words(uint64_t data_bytes) { return 2 * Regions(data_bytes); }
 
+  // The regions [first, first + count) that [offset, offset + len) touches
+  // (an empty range names the region it sits in).
+  static uint64_t FirstRegion(uint64_t offset) { return offset >> kRegionShift; }
+  static uint64_t RegionCount(uint64_t offset, uint64_t len);
+  // Seal() over copies of the range's epoch words and retired masks (an
+  // RDMA reader's look): words[0] and masks[0] are region FirstRegion(offset)'s.
+  static uint64_t SealOfWords(const uint64_t* words, const uint64_t* masks, uint64_t offset,
+                              uint64_t len);
+
   // Testing only: makes any write clear the retired marks of every region it
   // touches (the per-region mark this replaced), so a test can show what the
   // granule marks prevent. Process-wide.
