@@ -20,7 +20,10 @@
 // files they free. --io, --chunk and --depth default to the store's own
 // (tier::TierOptions). Prints the setup, then one line per phase: objects,
 // bytes, seconds, MB/s (10^6 bytes), and how many writes found a spare file
-// ready (tier/file_pool.h). The objects are removed at the end.
+// ready (tier/file_pool.h), and the process's CPU time over the phase as a
+// share of one core (user + system). The objects are removed at the end.
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -80,9 +83,22 @@ Args Parse(int argc, char** argv) {
   return a;
 }
 
-// Runs fn(i) for i in [0, n) over `threads` threads; seconds taken.
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
+struct Phase {
+  double seconds = 0, cpu_seconds = 0;
+};
+
+// Runs fn(i) for i in [0, n) over `threads` threads; seconds taken and the
+// process's CPU seconds meanwhile.
 template <typename Fn>
-double Timed(uint64_t n, uint32_t threads, Fn fn) {
+Phase Timed(uint64_t n, uint32_t threads, Fn fn) {
+  const double cpu = CpuSeconds();
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> pool;
   for (uint32_t t = 0; t < threads; ++t)
@@ -90,7 +106,8 @@ double Timed(uint64_t n, uint32_t threads, Fn fn) {
       for (uint64_t i = t; i < n; i += threads) fn(i);
     });
   for (auto& th : pool) th.join();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return {std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+          CpuSeconds() - cpu};
 }
 
 }  // namespace
@@ -139,13 +156,13 @@ int main(int argc, char** argv) {
     });
     (*tier)->Settle();  // the spares of the fill made, as in a store that has run a while
   }
-  const double w = Timed(n, a.threads, [&](uint64_t i) {
+  const Phase w = Timed(n, a.threads, [&](uint64_t i) {
     if (a.full && !(*tier)->Remove(old(i)).ok()) failed = true;
     auto r = (*tier)->Write("bench/" + std::to_string(i), src[i % a.threads],
                             a.object_bytes);
     if (!r.ok()) failed = true;
   });
-  const double r = Timed(n, a.threads, [&](uint64_t i) {
+  const Phase r = Timed(n, a.threads, [&](uint64_t i) {
     auto got = (*tier)->Read("bench/" + std::to_string(i), dst[i % a.threads],
                              a.object_bytes);
     if (!got.ok()) failed = true;
@@ -157,11 +174,14 @@ int main(int argc, char** argv) {
     for (uint64_t i = 0; i < n; ++i) (void)(*tier)->Remove(old(i));
   }
   const double bytes = static_cast<double>(n * a.object_bytes);
-  std::printf("tier offload   %llu objects %.0f bytes %.3f s %.1f MB/s (%s%llu into spare files)\n",
-              static_cast<unsigned long long>(n), bytes, w, bytes / w / 1e6,
-              direct ? "O_DIRECT, " : "", static_cast<unsigned long long>(after.spare_writes));
-  std::printf("tier disk-read %llu objects %.0f bytes %.3f s %.1f MB/s\n",
-              static_cast<unsigned long long>(n), bytes, r, bytes / r / 1e6);
+  std::printf("tier offload   %llu objects %.0f bytes %.3f s %.1f MB/s (%s%llu into spare files) "
+              "cpu %.0f%%\n",
+              static_cast<unsigned long long>(n), bytes, w.seconds, bytes / w.seconds / 1e6,
+              direct ? "O_DIRECT, " : "", static_cast<unsigned long long>(after.spare_writes),
+              100 * w.cpu_seconds / w.seconds);
+  std::printf("tier disk-read %llu objects %.0f bytes %.3f s %.1f MB/s cpu %.0f%%\n",
+              static_cast<unsigned long long>(n), bytes, r.seconds, bytes / r.seconds / 1e6,
+              100 * r.cpu_seconds / r.seconds);
   for (uint32_t t = 0; t < a.threads; ++t) {
     std::free(src[t] - a.misalign);
     std::free(dst[t] - a.misalign);

@@ -4,6 +4,7 @@
   MOONCAKE_BIN=build/src/cli/mooncake python3 scripts/bench_ha.py \
       [--cycles 20] [--ttl 2] [--seconds 5] [--threads 16,64,256] [--size-rounds 12] \
       [--entries-in-flight 1,4] [--before-bin OLD/mooncake] [--repeat 2] \
+      [--variant 'NAME=MASTER FLAGS ENV=V etcd:ETCD-FLAG etcd:ENV=V' ...] \
       [--parts throughput,failover,size]
 
 Prints its setup, then
@@ -17,11 +18,16 @@ Prints its setup, then
      again with that binary (masters, store and bench), so a change is
      measured against the old build in one run; with --repeat N every
      configuration N times, every other round in reverse order, and the
-     mean printed (a drifting load weighs on all alike); then, per group and thread
+     median printed (a drifting load weighs on all alike); with --variant,
+     more HA groups of the new build with other master flags or
+     environment, or on an etcd of their own started with other settings;
+     then, per group and thread
      count, where the HA commit time goes: the leader's queue wait and etcd
      txn time (its /metrics), etcd's WAL fsync and backend commit times (the
-     members' /metrics), and the CPU etcd and the leader spent per log entry
-     and per put;
+     members' /metrics), entries/s and how many entries were cut at each
+     pipeline depth, and the CPU etcd, the leader, the standby, the store and
+     the bench client spent (per second, per log entry, per put; the single
+     master's per put too);
   2. failover time: kill -9 of the leader to the first successful put (a
      fresh `mooncake put` in a loop, through etcd://), over --cycles cycles,
      p50 and p99;
@@ -63,6 +69,12 @@ ap.add_argument("--repeat", type=int, default=1,
                 help="throughput runs of every configuration, every other one in reverse order")
 ap.add_argument("--before-bin", default="",
                 help="a mooncake binary of the old build: its HA groups are measured too")
+ap.add_argument("--variant", action="append", default=[],
+                help="LABEL=ARGS: one more HA group of the new build, its masters started with "
+                     "ARGS (master flags; NAME=VALUE words are put in their environment; words "
+                     "starting etcd: go to an etcd of the group's own, as its flags or "
+                     "environment), e.g. 'deep=--ha-entries-in-flight 8 etcd:GOMAXPROCS=1'; "
+                     "repeatable")
 ap.add_argument("--parts", default="throughput,failover,size",
                 help="which parts to run, comma separated")
 args = ap.parse_args()
@@ -86,6 +98,8 @@ def bench_put(env, seconds, label, threads=None):
         print(f"{label}: bench failed: {r.stderr.decode()[-500:]}")
         return 0.0, 0.0, 0.0
     res = json.load(open(out))["results"][0]
+    if res.get("errors"):
+        print(f"{label}: {res['errors']} puts failed")
     return res["ops_per_s"], res["latency_us"]["p50"], res["latency_us"]["p99"]
 
 
@@ -94,14 +108,18 @@ def load():
 
 
 def prom(text, names):
-    """Sums of the Prometheus samples named in `names` (labels ignored)."""
+    """Sums of the Prometheus samples named in `names` (labels ignored,
+    unless a name carries them: then that sample alone)."""
     out = dict.fromkeys(names, 0.0)
     for line in text.splitlines():
         if line.startswith("#") or not line.strip():
             continue
-        name = line.split("{")[0].split()[0]
-        if name in out:
-            out[name] += float(line.split()[-1])
+        full = line.rsplit(None, 1)[0]
+        name = full.split("{")[0]
+        for n in (full, name) if full != name else (name,):
+            if n in out:
+                out[n] += float(line.split()[-1])
+                break
     return out
 
 
@@ -113,6 +131,8 @@ ETCD_METRICS = ["etcd_disk_wal_fsync_duration_seconds_sum",
 HA_METRICS = ["master_ha_log_entries_total", "master_ha_log_records_total",
               "master_ha_commit_seconds_total", "master_ha_queue_wait_seconds_total",
               "master_ha_encode_seconds_total", "master_ha_entries_in_flight_max"]
+MAX_IN_FLIGHT = 64  # kMaxHaEntriesInFlight
+CUTS = [f'master_ha_entries_cut_total{{in_flight="{n}"}}' for n in range(1, MAX_IN_FLIGHT + 1)]
 
 
 def cpu_seconds(procs):
@@ -141,13 +161,30 @@ def etcd_metrics(etcd):
 
 def ha_metrics(group):
     leader = group.leader(10)
-    return prom(group.admin(leader, "/metrics")[1].decode(), HA_METRICS) if leader is not None \
-        else dict.fromkeys(HA_METRICS, 0.0)
+    return prom(group.admin(leader, "/metrics")[1].decode(), HA_METRICS + CUTS) \
+        if leader is not None else dict.fromkeys(HA_METRICS + CUTS, 0.0)
+
+
+def children_cpu():
+    """CPU seconds of this script's finished children (the bench runs)."""
+    import resource
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def where_the_time_goes(ha0, ha1, etcd0, etcd1, cpu, puts):
-    d = {k: ha1[k] - ha0[k] for k in HA_METRICS}
+    """cpu: CPU seconds of (etcd members, leader, standbys, stores, bench client)."""
+    d = {k: ha1[k] - ha0[k] for k in HA_METRICS + CUTS}
     entries = max(d["master_ha_log_entries_total"], 1)
+    cuts = [d[c] for c in CUTS]
+    while cuts and cuts[-1] == 0:
+        cuts.pop()
+    print(f"  HA leader: {d['master_ha_log_entries_total'] / args.seconds:.0f} entries/s, "
+          f"{puts / args.seconds:.0f} puts/s; entries cut with n in flight (n=1..): "
+          f"{' '.join(f'{c:.0f}' for c in cuts) or '-'}; CPU seconds per second: etcd "
+          f"{cpu[0] / args.seconds:.2f}, leader {cpu[1] / args.seconds:.2f}, standby "
+          f"{cpu[2] / args.seconds:.2f}, store {cpu[3] / args.seconds:.2f}, bench client "
+          f"{cpu[4] / args.seconds:.2f}")
     print(f"  HA leader: {d['master_ha_log_entries_total']:.0f} entries, "
           f"{d['master_ha_log_records_total'] / entries:.1f} records/entry, "
           f"etcd txn {d['master_ha_commit_seconds_total'] * 1000 / entries:.2f} ms/entry, "
@@ -180,10 +217,39 @@ etcd = Etcd(members=3)
 depths = [int(d) for d in args.entries_in_flight.split(",")]
 
 
-def new_group(depth, cluster):
-    g = HaGroup(etcd, masters=2, ttl=args.throughput_ttl, cluster=cluster,
-                extra=["--ha-snapshot-every", str(args.snapshot_every),
-                       "--ha-entries-in-flight", str(depth)])
+def split_words(words):
+    """NAME=VALUE environment words and the flags among `words`."""
+    def is_env(w):
+        return "=" in w and not w.startswith("-")
+    return dict(w.split("=", 1) for w in words if is_env(w)), [w for w in words if not is_env(w)]
+
+
+GROUPS_STARTED = [0]
+
+
+def new_group(depth, cluster, variant=(), on=None):
+    """An HA group on etcd `on` (the shared one by default) with `depth`
+    entries in flight, its masters started with the master flags and
+    NAME=VALUE environment words of `variant`. Each group gets a cluster
+    name of its own: a repeat under the same name would take over the last
+    round's log, whose objects (on a store now gone) its leader then
+    removes, record by record, while the bench runs."""
+    GROUPS_STARTED[0] += 1
+    cluster = f"{cluster}-{GROUPS_STARTED[0]}"
+    env, flags = split_words(variant)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        g = HaGroup(on or etcd, masters=2, ttl=args.throughput_ttl, cluster=cluster,
+                    extra=["--ha-snapshot-every", str(args.snapshot_every)] +
+                    ([] if "--ha-entries-in-flight" in flags
+                     else ["--ha-entries-in-flight", str(depth)]) + flags)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     g.add_store("512mb")
     wait_until(lambda: len(g.segments()) == 1, 20)
     return g
@@ -198,43 +264,77 @@ def stop_group(g):
 def single_row(mode):
     single = Cluster(stores=1, segment="512mb", data_dir=tempdir("mc-bench-ha-single-"),
                      extra_master=["--fsync", mode])
-    out = {t: bench_put(single.env, args.seconds, "single", t) + (load(),)
-           for t in thread_counts}
+    out = {}
+    for t in thread_counts:
+        cpu0 = (cpu_seconds([single.master]), cpu_seconds(single.stores), children_cpu())
+        out[t] = bench_put(single.env, args.seconds, "single", t) + (load(),)
+        cpu = [b - a for a, b in zip(cpu0, (cpu_seconds([single.master]),
+                                            cpu_seconds(single.stores), children_cpu()))]
+        puts = max(out[t][0] * args.seconds, 1)
+        print(f"\nsingle, fsync {mode}, {t} threads ({out[t][0]:.0f} puts/s, p50 "
+              f"{out[t][1] / 1000:.1f} ms, p99 {out[t][2] / 1000:.1f} ms, {out[t][3]}): CPU "
+              f"seconds per second: master {cpu[0] / args.seconds:.2f}, store "
+              f"{cpu[1] / args.seconds:.2f}, bench client {cpu[2] / args.seconds:.2f}; per put: "
+              f"master {cpu[0] * 1e6 / puts:.0f} us")
+        sys.stdout.flush()
     single.stop()
     return out
 
 
-def ha_row(depth, label, cluster):
-    g = new_group(depth, cluster)
+def ha_row(depth, label, cluster, variant=()):
+    """A row of HA groups; `variant`'s words that start with etcd: are the
+    flags and environment of an etcd of its own (GOMAXPROCS=1,
+    --backend-batch-interval=1s), started for this row and stopped after."""
+    own = [w[len("etcd:"):] for w in variant if w.startswith("etcd:")]
+    on = etcd
+    if own:
+        env, flags = split_words(own)
+        on = Etcd(members=3, extra=flags, env=env)
+    g = new_group(depth, cluster, [w for w in variant if not w.startswith("etcd:")], on)
+    out = ha_rows(g, on, label)
+    stop_group(g)
+    if on is not etcd:
+        on.stop()
+    return out
+
+
+def ha_rows(g, etcd, label):
+    """Per thread count, the HA group `g`'s throughput on `etcd` and where its
+    time went."""
     leader = g.procs[g.leader(10)]
+    standbys = [p for p in g.procs if p is not None and p is not leader]
+
+    def cpu():
+        return (cpu_seconds(etcd.procs), cpu_seconds([leader]), cpu_seconds(standbys),
+                cpu_seconds(g.stores), children_cpu())
     out = {}
     for t in thread_counts:
         ha0, etcd0 = ha_metrics(g), etcd_metrics(etcd)
-        cpu0 = (cpu_seconds(etcd.procs), cpu_seconds([leader]))
+        cpu0 = cpu()
         ops, p50, p99 = bench_put(g.env, args.seconds, "ha", t)
         out[t] = (ops, p50, p99, load())
-        cpu1 = (cpu_seconds(etcd.procs), cpu_seconds([leader]))
+        cpu1 = cpu()
         ha1, etcd1 = ha_metrics(g), etcd_metrics(etcd)
-        print(f"\n{label}, {t} threads ({ops:.0f} puts/s, {load()}): where the time goes")
-        where_the_time_goes(ha0, ha1, etcd0, etcd1, (cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]),
+        print(f"\n{label}, {t} threads ({ops:.0f} puts/s, p50 {p50 / 1000:.1f} ms, "
+              f"p99 {p99 / 1000:.1f} ms, {load()}): where the time goes")
+        where_the_time_goes(ha0, ha1, etcd0, etcd1, tuple(b - a for a, b in zip(cpu0, cpu1)),
                             ops * args.seconds)
         sys.stdout.flush()
-    stop_group(g)
     return out
 
 
 def print_table(results):
     """results: [(label, [{threads: (ops, p50, p99, load)} per repeat])]."""
-    def mean(runs, t):
-        return statistics.mean(r[t][0] for r in runs)
-    print(f"\nput 4 KiB, ops/s per writer threads (mean of {args.repeat}: each run's ops/s and "
+    def mid(runs, t):  # the median: one run disturbed by the shared host weighs less
+        return statistics.median(r[t][0] for r in runs)
+    print(f"\nput 4 KiB, ops/s per writer threads (median of {args.repeat}: each run's ops/s and "
           f"load in brackets)")
     print(f"{'':26s}" + "".join(f"{t:>30d}" for t in thread_counts))
     for label, runs in results:
         cells = []
         for t in thread_counts:
             each = "/".join(f"{r[t][0]:.0f} L{r[t][3].split()[-1]}" for r in runs)
-            cells.append(f"{mean(runs, t):>7.0f} ({each})")
+            cells.append(f"{mid(runs, t):>7.0f} ({each})")
         print(f"{label:26s}" + "".join(f"{c:>30s}" for c in cells))
     singles = [(label, runs) for label, runs in results if label.startswith("single")]
     for label, runs in results:
@@ -242,7 +342,7 @@ def print_table(results):
             continue
         for slabel, sruns in singles:
             print(f"{label} / {slabel}: " + ", ".join(
-                f"{mean(runs, t) / mean(sruns, t):.2f} ({t} threads)" if mean(sruns, t) else "-"
+                f"{mid(runs, t) / mid(sruns, t):.2f} ({t} threads)" if mid(sruns, t) else "-"
                 for t in thread_counts))
     sys.stdout.flush()
 
@@ -259,6 +359,11 @@ if "throughput" in parts:
             label = f"HA, {tag}{depth} in flight"
             configs.append((label, lambda depth=depth, label=label, tag=tag, binary=binary: (
                 use_bin(binary), ha_row(depth, label, f"bench-{depth}-{len(tag)}"))[1]))
+    for n, spec in enumerate(args.variant):
+        name, _, words = spec.partition("=")
+        label = f"HA, {name}"
+        configs.append((label, lambda label=label, words=words.split(), n=n: ha_row(
+            depths[-1], label, f"bench-variant-{n}", words)))
     results = {label: [] for label, _ in configs}
     # Repeats run the configurations in reverse order every other time, so
     # a load that drifts over the run weighs on all of them alike.

@@ -30,7 +30,7 @@ start_master() {
     "$BIN" master --port "$port" --metrics-port "$mport" --rpc-address 127.0.0.1 \
       --data-dir "$1" --log-level warn "${@:2}" >>"$work/master.log" 2>&1 &
     master=$!; pids+=("$master")
-    for _ in $(seq 2000); do
+    for _ in $(seq "${MASTER_START_POLLS:-2000}"); do  # ~20 s at 10 ms; more for big journals
       if curl -fs "http://127.0.0.1:$mport/health" >/dev/null; then
         master_up_s=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f", b - a}')
         return 0

@@ -31,6 +31,7 @@ VALUE_BYTES=${VALUE_BYTES:-1024}
 BATCH=${BATCH:-256}
 THREADS=${THREADS:-4}
 NAME=bench_master_scale
+MASTER_START_POLLS=${MASTER_START_POLLS:-100000}  # a journal of 50M objects loads for minutes
 # shellcheck source=scripts/bench_lib.sh
 . "$here/scripts/bench_lib.sh"
 BENCH_BIN=$BIN

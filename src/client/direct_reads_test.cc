@@ -165,7 +165,7 @@ TEST_CASE("racing removals, upserts, evictions and re-puts never let a get retur
                                       << r.puts_failed << " of " << r.puts << " ("
                                       << r.PutErrors() << "), gets failed: " << r.GetErrors()
                                       << ", older than an acknowledged removal: "
-                                      << r.old);
+                                      << r.old << ", keys left at the end: " << r.final_keys);
     CHECK(r.wrong == 0);
     CHECK(r.old == 0);
     CHECK(r.served > 0);

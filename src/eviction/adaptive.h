@@ -52,6 +52,10 @@ class AdaptivePolicy final : public ShadowablePolicy {
   AdaptivePolicy& operator=(const AdaptivePolicy&) = delete;
 
   void OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_bytes) override;
+  void Reserve(size_t objects) override {
+    live_.Reserve(objects);
+    live_list_.reserve(objects);
+  }
   void OnAccess(ObjectId id) override;
   void OnRemove(ObjectId id) override;
   // A miss on a ghost adapts p at once, as a re-put would (but only once:

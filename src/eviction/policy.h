@@ -59,6 +59,9 @@ class EvictionPolicy {
 
   // `key_hash` identifies the key across remove/re-put (for ghost history).
   virtual void OnInsert(ObjectId id, uint64_t key_hash, uint64_t size_bytes) = 0;
+  // Room for about `objects` live objects (a journal load knows its size):
+  // a table grown to that size by doubling faults in every page twice.
+  virtual void Reserve(size_t /*objects*/) {}
   virtual void OnAccess(ObjectId id) = 0;
   // The object left the pool for a reason other than NextVictim.
   virtual void OnRemove(ObjectId id) = 0;

@@ -228,6 +228,7 @@ class NodePool {
   }
 
   size_t memory_bytes() const { return nodes_.capacity() * sizeof(Node); }
+  void Reserve(size_t nodes) { nodes_.reserve(nodes); }
 
  private:
   std::vector<Node> nodes_;

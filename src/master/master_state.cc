@@ -186,6 +186,7 @@ void MasterState::GrantLease(ObjectRecord& rec, uint64_t now_us, const msg::Clie
   assert(rec.complete());
   const uint64_t until = now_us + options_.default_kv_lease_ttl_us;
   if (!Leased(rec, now_us)) rec.set_readers(0);  // a new lease: no earlier read counts
+  if (reader != nullptr && !held_keys_.empty()) CheckHeldReads(*reader, rec, now_us);
   if (reader != nullptr && rec.readers() != ObjectRecord::kReadersUnknown) {
     if (rec.readers() + 1 == ObjectRecord::kReadersUnknown || reads_.size() >= kMaxTrackedReads) {
       rec.set_readers(ObjectRecord::kReadersUnknown);
@@ -355,6 +356,7 @@ Result<msg::PutStartReply> MasterState::PutStart(const msg::PutStartRequest& req
   auto placed = PlaceOrEvict(req.key, req.size_bytes, req.options.replicas, now_us,
                              req.options.placement);
   if (!placed.ok()) return fail(placed.status());
+  if (!superseded_.empty()) (void)TakeSuperseded(req.key, req.client, now_us);  // writes anew
   return Count(counters_.put_start,
                Result<msg::PutStartReply>(InsertPut(req, *placed, now_us, &where)));
 }
@@ -380,9 +382,12 @@ Status MasterState::DoPutEnd(const msg::KeyRequest& req, uint64_t now_us) {
                  "put of " + Quoted(req.key) + " is unknown (revoked, timed out or lost)");
   ObjectRecord& rec = it->record;
   if (rec.complete()) {
-    // An upsert's new version becomes the object; a retried end, or one of
-    // an upsert superseded by a later one, changes nothing.
-    (void)EndPendingUpsert(it, req, now_us);
+    // An upsert's new version becomes the object; a retried end changes
+    // nothing; one of an upsert a later one took over fails.
+    if (EndPendingUpsert(it, req, now_us)) return Status::Ok();
+    if (!superseded_.empty() && IsSuperseded(req.key, req.client, now_us))
+      return Error(ErrorCode::INVALID_WRITE, "the upsert of " + Quoted(req.key) +
+                                                 " was superseded by a later one of another client");
     return Status::Ok();
   }
   MC_RETURN_IF_ERROR(CheckPutOwner(rec, req, "end"));
@@ -474,10 +479,14 @@ Result<bool> MasterState::ExistKey(const msg::KeyRequest& req, uint64_t now_us) 
 void MasterState::ReleaseLeases(const std::vector<msg::KeyRequest>& reqs, uint64_t now_us) {
   for (const msg::KeyRequest& req : reqs) {
     auto it = objects_.find(req.key);
-    if (it == objects_.end() || !it->record.complete()) continue;
+    auto g = it == objects_.end() || !it->record.complete()
+                 ? reads_.end()
+                 : reads_.find(ReadKey{req.client, IdOf(it->record)});
+    if (g == reads_.end()) {  // perhaps a read of a version removed or replaced since
+      if (!held_keys_.empty()) ReleaseHeld(req, now_us);
+      continue;
+    }
     ObjectRecord& rec = it->record;
-    auto g = reads_.find(ReadKey{req.client, IdOf(rec)});
-    if (g == reads_.end()) continue;
     // Within its own lease, this read is still counted in the object: the
     // lease has not lapsed since (it outlasts every grant), so no newer
     // lease reset the count. Past it, it may not be.

@@ -17,8 +17,9 @@
 //   nothing evictable is left or the object can never fit.
 // - Reads (GetReplicaList, ExistKey) grant a lease; leased and in-flight
 //   objects are never evicted, and leased ones are removed only by force,
-//   which keeps their buffers allocated (retired) until the lease ends, so no
-//   read grant outlives the bytes it names.
+//   which keeps their buffers allocated (retired) until the lease ends or its
+//   reads are released (master_state_held.cc), so no read grant outlives the
+//   bytes it names.
 //   A lease ends at its TTL, or earlier once every GetReplicaList of it was
 //   released (ReleaseLeases) by its client within its own TTL. ExistKey's
 //   lease guards no bytes (it describes no replica), so a release can end it.
@@ -160,7 +161,9 @@ class MasterState {
   // lease or read of the old version counts for the new) and the old buffers
   // stay allocated until the old version's lease ends (Tick frees them).
   // PutRevoke drops the new version. A second upsert supersedes a first not
-  // ended yet; the first writer's PutEnd then succeeds as a no-op.
+  // ended yet; the first writer's PutEnd then fails with INVALID_WRITE (as
+  // the reference refuses the End of a client whose write was taken over),
+  // unless both came from one client, which a PutEnd cannot tell apart.
   Result<msg::PutStartReply> UpsertStart(const msg::PutStartRequest& req, uint64_t now_us);
   Result<std::vector<msg::BatchItem<msg::PutStartReply>>> BatchUpsertStart(
       const std::vector<msg::PutStartRequest>& reqs, uint64_t now_us);
@@ -265,7 +268,10 @@ class MasterState {
   // overlap. The index is built then too, sorting the keys once (in any
   // order they came), and a key loaded twice is refused (OBJECT_ALREADY_EXISTS).
   // After a failed FinishBulkLoad the state must be discarded.
-  void BeginBulkLoad();
+  // `expected_objects` (an estimate; 0: unknown) sizes the per-object
+  // tables once: grown by doubling, each page of them is faulted in twice,
+  // and a fresh page costs far more than the copy on some VMs.
+  void BeginBulkLoad(size_t expected_objects = 0);
   Status FinishBulkLoad();
   // O(objects + buffers), master_state_check.cc: the index and every
   // segment's allocator hold their own invariants; the slot table, the
@@ -371,6 +377,8 @@ class MasterState {
     uint32_t segment;
     uint64_t offset;
     uint64_t size_bytes;
+    // Not 0: no buffer, the deadline of held_[held] (whose buffers these are).
+    ObjectId held = 0;
     bool operator>(const Retired& o) const { return free_at_us > o.free_at_us; }
   };
   // Keeps `rec`'s buffers allocated until `free_at_us` (frees them now when
@@ -378,6 +386,33 @@ class MasterState {
   void RetireBuffers(const ObjectRecord& rec, uint64_t free_at_us, uint64_t now_us,
                      const std::vector<bool>* dropping = nullptr);
   void FreeRetired(uint64_t now_us);
+  // master_state_held.cc: a removed or replaced version with tracked reads
+  // keeps its buffers until those reads are released or its lease ends,
+  // whichever comes first. False (nothing done) when it has none to wait for.
+  struct Held;
+  bool HoldForReaders(const ObjectRecord& rec, std::string_view key, uint64_t now_us);
+  void FreeHeld(ObjectId id);
+  // A release that matched no read of the key's current version.
+  void ReleaseHeld(const msg::KeyRequest& req, uint64_t now_us);
+  // `reader` reads `rec` while it holds a read of a held version of its key.
+  void CheckHeldReads(const msg::ClientId& reader, ObjectRecord& rec, uint64_t now_us);
+  void DropHeldOn(const std::vector<bool>& dropping);
+  // master_state_supersede.cc: writers whose upsert or put of a key a later
+  // upsert by another client took over, until their put's deadline: their
+  // PutEnd fails (INVALID_WRITE) instead of answering OK for a version that
+  // never became the key's. Bounded: past kMaxSuperseded, not noted.
+  static constexpr size_t kMaxSuperseded = 1 << 16;
+  struct Superseded {
+    msg::ClientId writer;
+    uint64_t until_us;
+  };
+  void NoteSuperseded(std::string_view key, const msg::ClientId& writer,
+                      const msg::ClientId& by, uint64_t until_us);
+  // Forgets `writer`'s mark on `key` (it starts another write of it); true
+  // when it had one still in force at `now_us`.
+  bool TakeSuperseded(std::string_view key, const msg::ClientId& writer, uint64_t now_us);
+  bool IsSuperseded(std::string_view key, const msg::ClientId& writer, uint64_t now_us) const;
+  void ExpireSuperseded(uint64_t now_us);
   // Erases the object, retiring its buffers until its lease ends.
   void RetireObject(ObjectIt it, RemoveReason reason, uint64_t now_us);
   // Marks a just-written object complete: pins, policy, listener.
@@ -475,6 +510,10 @@ class MasterState {
 
   std::unordered_map<uint32_t, std::unique_ptr<Pending>> pending_upserts_;  // by slot
   std::vector<Retired> retired_;  // min-heap by free_at_us
+  std::unordered_map<ObjectId, std::unique_ptr<Held>> held_;  // see HoldForReaders
+  std::map<std::string, std::vector<ObjectId>, std::less<>> held_keys_;  // held_ by key
+  std::map<std::string, std::vector<Superseded>, std::less<>> superseded_;  // by key
+  size_t superseded_count_ = 0;
   StaleRanges stale_;             // see TakeStaleRanges
   uint64_t retired_bytes_ = 0;
   std::map<msg::TaskId, std::unique_ptr<Task>> tasks_;

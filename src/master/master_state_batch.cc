@@ -216,11 +216,15 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
   return Status::Ok();
 }
 
-void MasterState::BeginBulkLoad() {
+void MasterState::BeginBulkLoad(size_t expected_objects) {
   assert(objects_.empty() && allocated_bytes_ == 0);
   bulk_loading_ = true;
   bulk_buffers_ = 0;
   bulk_nodes_.clear();
+  bulk_nodes_.reserve(expected_objects);
+  slot_nodes_.reserve(expected_objects);
+  slot_generations_.reserve(expected_objects);
+  policy_->Reserve(expected_objects);
 }
 
 Status MasterState::FinishBulkLoad() {
@@ -262,12 +266,17 @@ Status MasterState::FinishBulkLoad() {
         std::span<const std::pair<uint64_t, uint64_t>>(ranges.data() + begin, end - begin));
     begin = end;
   }
-  std::vector<std::pair<uint64_t, uint64_t>>().swap(ranges);
   bulk_buffers_ = 0;
   std::string duplicate;
   std::vector<ObjectIndex::Node*> nodes;
   nodes.swap(bulk_nodes_);
-  if (!objects_.Build(std::move(nodes), &duplicate))
+  // BeginBulkLoad's estimate was high (a journal with removed rows): give
+  // back address space the slots will not need soon.
+  if (slot_nodes_.capacity() > 2 * slot_nodes_.size()) {
+    slot_nodes_.shrink_to_fit();
+    slot_generations_.shrink_to_fit();
+  }
+  if (!objects_.Build(std::move(nodes), &duplicate, std::move(ranges)))
     return Error(ErrorCode::OBJECT_ALREADY_EXISTS,
                  "cannot load '" + duplicate + "': it is loaded twice");
   MC_DEBUG_CHECK_OK(CheckInvariants());

@@ -134,13 +134,20 @@ Status MasterState::CheckBuffers() const {
     MC_RETURN_IF_ERROR(add(task->placed, "a copy/move task"));
   }
   uint64_t retired = 0;
-  for (const Retired& r : retired_) {
+  auto add_retired = [&](const Retired& r) -> Status {
     retired += SegmentAllocator::AlignUp(r.size_bytes);
-    if (r.segment >= segments_.size() || segments_[r.segment] == nullptr) continue;
+    if (r.segment >= segments_.size() || segments_[r.segment] == nullptr) return Status::Ok();
     if (!segments_[r.segment]->allocator.IsUsed(r.offset, r.size_bytes)) {
       return Broken("a retired buffer in free space of '" + segments_[r.segment]->desc.name + "'");
     }
     used[r.segment].emplace_back(r.offset, SegmentAllocator::AlignUp(r.size_bytes));
+    return Status::Ok();
+  };
+  for (const Retired& r : retired_) {
+    if (r.held == 0) MC_RETURN_IF_ERROR(add_retired(r));
+  }
+  for (const auto& [id, held] : held_) {
+    for (const Retired& r : held->buffers) MC_RETURN_IF_ERROR(add_retired(r));
   }
   if (retired != retired_bytes_) return Broken("retired counter is not the retired buffers' sum");
   uint64_t allocated = 0;

@@ -32,6 +32,14 @@ struct MasterState::Pending {
   msg::ClientId owner;
 };
 
+// A removed or replaced version whose tracked reads may still be released.
+struct MasterState::Held {
+  std::string key;
+  std::vector<Retired> buffers;
+  uint32_t readers = 0;    // counted reads not released yet
+  bool ambiguous = false;  // a reader also read a newer version: ends by time
+};
+
 struct MasterState::Task {
   msg::TaskInfo info;            // created_unix_ms fixed; updated_* derived
   ObjectId object = 0;           // the version it copies; another one fails it

@@ -35,7 +35,8 @@ MasterState::MemoryUse MasterState::memory_use() const {
                              sizeof(ReadKey) + sizeof(ReadGrant)) +
                 HashMapBytes(pending_upserts_.size(), pending_upserts_.bucket_count(),
                              sizeof(uint32_t) + sizeof(void*) + sizeof(Pending)) +
-                retired_.capacity() * sizeof(Retired);
+                retired_.capacity() * sizeof(Retired) +
+                held_.size() * (sizeof(Held) + 64);  // + its buffers and key
   return m;
 }
 

@@ -58,6 +58,10 @@ void MasterState::FreeRetired(uint64_t now_us) {
     std::pop_heap(retired_.begin(), retired_.end(), std::greater<>());
     const Retired r = retired_.back();
     retired_.pop_back();
+    if (r.held != 0) {
+      FreeHeld(r.held);  // its lease ended before all its reads were released
+      continue;
+    }
     segments_[r.segment]->allocator.Free(r.offset, r.size_bytes);
     allocated_bytes_ -= SegmentAllocator::AlignUp(r.size_bytes);
     retired_bytes_ -= SegmentAllocator::AlignUp(r.size_bytes);
@@ -66,15 +70,17 @@ void MasterState::FreeRetired(uint64_t now_us) {
 
 void MasterState::RetireObject(ObjectIt it, RemoveReason reason, uint64_t now_us) {
   ObjectRecord& rec = it->record;
-  RetireBuffers(rec, Leased(rec, now_us) ? rec.deadline_us : now_us, now_us);
+  if (!HoldForReaders(rec, it->key(), now_us))
+    RetireBuffers(rec, Leased(rec, now_us) ? rec.deadline_us : now_us, now_us);
   rec.SetBuffers(nullptr, 0);
   EraseObject(it, reason, true);
 }
 
 void MasterState::DropPendingOn(const std::vector<bool>& dropping) {
   const size_t before = retired_.size();
+  DropHeldOn(dropping);
   std::erase_if(retired_, [&](const Retired& r) {
-    if (!dropping[r.segment]) return false;
+    if (r.held != 0 || !dropping[r.segment]) return false;
     retired_bytes_ -= SegmentAllocator::AlignUp(r.size_bytes);
     return true;
   });
@@ -111,12 +117,15 @@ void MasterState::DropPendingOn(const std::vector<bool>& dropping) {
 Result<msg::PutStartReply> MasterState::UpsertStart(const msg::PutStartRequest& req,
                                                       uint64_t now_us) {
   MC_RETURN_IF_ERROR(CheckPutShape(req));
+  if (!superseded_.empty()) (void)TakeSuperseded(req.key, req.client, now_us);  // writes anew
   auto it = objects_.find(req.key);
   if (it != objects_.end() && it->record.complete()) return UpsertExisting(it, req, now_us);
   if (it != objects_.end()) {
     // Taken from its writer, whose buffers stay allocated until its write
     // grants expire at its deadline; its PutEnd then fails.
     ObjectRecord& rec = it->record;
+    if (auto owner = put_owners_.find(rec.slot); owner != put_owners_.end())
+      NoteSuperseded(req.key, owner->second, req.client, rec.deadline_us);
     RetireBuffers(rec, rec.deadline_us, now_us);
     rec.SetBuffers(nullptr, 0);
     EraseObject(it, RemoveReason::kRemoved, false);
@@ -134,7 +143,10 @@ Result<msg::PutStartReply> MasterState::UpsertExisting(ObjectIt it,
   if (!placed.ok()) return placed.status();
   it = objects_.find(req.key);  // placing may have evicted the old version
   if (it == objects_.end()) return InsertPut(req, *placed, now_us);
-  DiscardPendingUpsert(it->record.slot);  // an earlier upsert not ended: superseded
+  // An earlier upsert not ended: superseded, and its writer's PutEnd fails.
+  if (auto p = pending_upserts_.find(it->record.slot); p != pending_upserts_.end())
+    NoteSuperseded(req.key, p->second->owner, req.client, p->second->rec.deadline_us);
+  DiscardPendingUpsert(it->record.slot);
   auto pending = std::make_unique<Pending>();
   pending->owner = req.client;
   SetNewVersion(pending->rec, req, *placed, now_us);
@@ -175,7 +187,8 @@ bool MasterState::EndPendingUpsert(ObjectIt it, const msg::KeyRequest& req, uint
   const bool leased = Leased(rec, now_us);
   const uint64_t old_deadline = rec.deadline_us;
   const bool reads_out = leased && rec.readers() != 0;
-  RetireBuffers(rec, leased ? old_deadline : now_us, now_us);
+  if (!HoldForReaders(rec, it->key(), now_us))
+    RetireBuffers(rec, leased ? old_deadline : now_us, now_us);
   policy_->OnRemove(IdOf(rec));
   if (rec.has(ObjectRecord::kPinCounted)) --soft_pinned_count_;
   // A new ObjectId: the old version's lease, reads, timers and tasks no

@@ -124,7 +124,7 @@ TEST_CASE("a revoked or timed-out upsert leaves the old version in place") {
   CHECK(h.Get("k")->size_bytes == 1000);
 }
 
-TEST_CASE("a later upsert supersedes one not ended yet and the first writer's end is a no-op") {
+TEST_CASE("a later upsert supersedes one not ended yet and the first writer's end fails") {
   Harness h;
   REQUIRE(h.Mount(1, "s1", 64 * kMiB).ok());
   REQUIRE(h.Put("k", 1000).ok());
@@ -134,12 +134,40 @@ TEST_CASE("a later upsert supersedes one not ended yet and the first writer's en
   REQUIRE(second.ok());
   // The first writer may still be writing: its buffers wait for its deadline.
   CHECK(h.state->retired_bytes() == 2048);
+  // Before and after the later upsert ended, the first writer learns its
+  // version never became the key's (the reference refuses it too).
+  CHECK(h.state->PutEnd({Client(2), "k"}, h.now_us).code() == ErrorCode::INVALID_WRITE);
   REQUIRE(h.state->PutEnd({Client(3), "k"}, h.now_us).ok());
-  CHECK(h.state->PutEnd({Client(2), "k"}, h.now_us).ok());
+  CHECK(h.state->PutEnd({Client(2), "k"}, h.now_us).code() == ErrorCode::INVALID_WRITE);
+  CHECK(h.state->PutEnd({Client(3), "k"}, h.now_us).ok());  // a retried end
   auto got = h.Get("k");
   REQUIRE(got.ok());
   CHECK(got->size_bytes == 3000);
   CHECK(OffsetOf(*got) == OffsetOf(*second));
+  // The mark lasts until the superseded put's deadline, or until its writer
+  // writes the key again.
+  REQUIRE(Upsert(h, "k", 1000, 2).ok());
+  REQUIRE(h.state->PutEnd({Client(2), "k"}, h.now_us).ok());
+  CHECK(h.Get("k")->size_bytes == 1000);
+  REQUIRE(Upsert(h, "k", 2000, 4).ok());
+  REQUIRE(Upsert(h, "k", 3000, 5).ok());
+  REQUIRE(h.state->PutEnd({Client(5), "k"}, h.now_us).ok());
+  h.Advance(h.config.put_timeout_us);
+  h.Tick();
+  CHECK(h.state->PutEnd({Client(4), "k"}, h.now_us).ok());  // forgotten: a no-op
+  CHECK(h.Get("k")->size_bytes == 3000);
+}
+
+TEST_CASE("two upserts of one key by one client: the later one is ended by either end") {
+  // A PutEnd names the client and the key, so it cannot tell them apart.
+  Harness h;
+  REQUIRE(h.Mount(1, "s1", 64 * kMiB).ok());
+  REQUIRE(h.Put("k", 1000).ok());
+  REQUIRE(Upsert(h, "k", 2000, 2).ok());
+  REQUIRE(Upsert(h, "k", 3000, 2).ok());
+  REQUIRE(h.state->PutEnd({Client(2), "k"}, h.now_us).ok());
+  CHECK(h.Get("k")->size_bytes == 3000);
+  CHECK(h.state->PutEnd({Client(2), "k"}, h.now_us).ok());
 }
 
 TEST_CASE("an upsert takes a key still being put from its writer") {
@@ -153,6 +181,8 @@ TEST_CASE("an upsert takes a key still being put from its writer") {
   CHECK(h.state->retired_bytes() == 1024);
   CHECK(h.state->PutEnd({Client(2), "k"}, h.now_us).code() == ErrorCode::INVALID_WRITE);
   REQUIRE(h.state->PutEnd({Client(3), "k"}, h.now_us).ok());
+  // Still refused once the upsert ended: its version never became the key's.
+  CHECK(h.state->PutEnd({Client(2), "k"}, h.now_us).code() == ErrorCode::INVALID_WRITE);
   h.Advance(h.config.put_timeout_us);
   h.Tick();
   CHECK(h.state->retired_bytes() == 0);

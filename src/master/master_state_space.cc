@@ -316,6 +316,7 @@ TickReport MasterState::Tick(uint64_t now_us) {
   report.expired_clients = ExpireClients(now_us, &report.unmounted_segments);
   report.discarded_puts = DiscardZombiePuts(now_us);
   FreeRetired(now_us);
+  if (!superseded_.empty()) ExpireSuperseded(now_us);
   ExpireTasks(now_us);
   report.expired_pins = ExpirePins(now_us);
   SweepReads(now_us);

@@ -1,5 +1,7 @@
 // MasterState: the ranges of removed and replaced objects, for the master
 // process to retire on their stores (stale_ranges.h).
+#include <algorithm>
+
 #include "master/master_state.h"
 #include "master/master_state_internal.h"
 
@@ -20,11 +22,36 @@ void MasterState::NoteStale(const ObjectRecord& rec) {
 std::vector<StaleRange> MasterState::TakeStaleRanges() {
   std::vector<StaleRange> out;
   if (stale_.empty()) return out;
-  for (const StaleRanges::Raw& r : stale_.Take()) {
-    // A segment unmounted since: its store serves none of it any more.
-    if (r.segment >= segments_.size() || segments_[r.segment] == nullptr) continue;
+  std::vector<StaleRanges::Raw> raw = stale_.Take();
+  // A segment unmounted since: its store serves none of it any more.
+  std::erase_if(raw, [&](const StaleRanges::Raw& r) {
+    return r.segment >= segments_.size() || segments_[r.segment] == nullptr;
+  });
+  for (StaleRanges::Raw& r : raw) {
+    if (r.size_bytes == 0) r.size_bytes = segments_[r.segment]->desc.size_bytes;  // all of it
+  }
+  // Neighbours become one range: a batch of upserts or removals of objects
+  // put together costs the stores one RETIRE (one grant signed, one frame)
+  // instead of one per object. Only the alignment padding between two
+  // objects joins them, which no other object shares a granule with.
+  std::sort(raw.begin(), raw.end(), [](const StaleRanges::Raw& a, const StaleRanges::Raw& b) {
+    return a.segment != b.segment ? a.segment < b.segment : a.offset < b.offset;
+  });
+  size_t kept = 0;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    StaleRanges::Raw& last = raw[kept];
+    const uint64_t end = SegmentAllocator::AlignUp(last.offset + last.size_bytes);
+    if (i > 0 && raw[i].segment == last.segment && raw[i].offset <= end) {
+      last.size_bytes = std::max(last.offset + last.size_bytes, raw[i].offset + raw[i].size_bytes) -
+                        last.offset;
+    } else if (i > 0) {
+      raw[++kept] = raw[i];
+    }
+  }
+  raw.resize(raw.empty() ? 0 : kept + 1);
+  for (const StaleRanges::Raw& r : raw) {
     const msg::SegmentDesc& d = segments_[r.segment]->desc;
-    out.push_back({d.name, d.endpoint, r.offset, r.size_bytes == 0 ? d.size_bytes : r.size_bytes});
+    out.push_back({d.name, d.endpoint, r.offset, r.size_bytes});
   }
   return out;
 }

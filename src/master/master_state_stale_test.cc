@@ -2,6 +2,8 @@
 // it answers (master/stale_ranges.h).
 #include <doctest/doctest.h>
 
+#include <map>
+
 #include "master/master_state.h"
 #include "master/master_test_util.h"
 
@@ -63,4 +65,43 @@ TEST_CASE("without tracking nothing is collected") {
   REQUIRE(h.Put("a", 5000).ok());
   REQUIRE(h.state->Remove({"a", true}, h.now_us).ok());
   CHECK(h.state->TakeStaleRanges().empty());
+}
+
+TEST_CASE("neighbouring ranges are retired as one, others apart") {
+  Harness h(Tracking());
+  REQUIRE(h.Mount(1, "s1", 4 * kMiB).ok());
+  REQUIRE(h.Mount(1, "s2", 4 * kMiB).ok());
+  // Placed one after another on the emptiest segment: 4096-byte objects and
+  // 1000-byte ones with their alignment padding between them.
+  for (int i = 0; i < 4; ++i) REQUIRE(h.Put("a" + std::to_string(i), 4096).ok());
+  for (int i = 0; i < 4; ++i) REQUIRE(h.Put("b" + std::to_string(i), 1000).ok());
+  std::map<std::string, uint64_t> offsets;
+  std::map<std::string, std::string> segments;
+  for (const char* p : {"a", "b"}) {
+    for (int i = 0; i < 4; ++i) {
+      const std::string k = p + std::to_string(i);
+      const auto got = h.Get(k);
+      offsets[k] = OffsetOf(*got);
+      segments[k] = got->replicas.at(0).buffers.at(0).segment_name;
+    }
+  }
+  h.Advance(60 * 1000000ull);  // leases end
+  REQUIRE(h.state->TakeStaleRanges().empty());
+  for (const auto& [k, off] : offsets) REQUIRE(h.state->Remove({k, false}, h.now_us).ok());
+  const auto stale = h.state->TakeStaleRanges();
+  // Every object's range is covered, and each range covers only removed
+  // objects: their bytes add up to the ranges' without the padding.
+  uint64_t covered = 0;
+  for (const auto& s : stale) covered += s.size_bytes;
+  for (const auto& [k, off] : offsets) {
+    const uint64_t size = k[0] == 'a' ? 4096 : 1000;
+    bool in = false;
+    for (const auto& s : stale) {
+      in |= s.segment == segments[k] && s.offset <= off && off + size <= s.offset + s.size_bytes;
+    }
+    CHECK_MESSAGE(in, k);
+  }
+  CHECK(stale.size() < offsets.size());  // neighbours merged
+  CHECK(stale.size() >= 2);              // never across segments
+  CHECK(covered <= 4 * 4096 + 4 * 1024);
 }

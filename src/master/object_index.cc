@@ -170,7 +170,8 @@ void ObjectIndex::Append(Node* n) {
   ++size_;
 }
 
-bool ObjectIndex::Build(std::vector<Node*> nodes, std::string* duplicate) {
+bool ObjectIndex::Build(std::vector<Node*> nodes, std::string* duplicate,
+                        std::vector<std::pair<uint64_t, uint64_t>> scratch) {
   assert(empty());
   if (nodes.empty()) return true;
   // Sort by the 8 bytes after the prefix every key shares (zero-padded past
@@ -186,11 +187,12 @@ bool ObjectIndex::Build(std::vector<Node*> nodes, std::string* duplicate) {
     while (i < limit && k[i] == first[i]) ++i;
     common = i;
   }
-  struct Entry {
-    uint64_t word;
-    Node* node;
-  };
-  std::vector<Entry> entries;
+  // (word, node address): the scratch array's element type, so its pages,
+  // already faulted in, hold the sort.
+  using Entry = std::pair<uint64_t, uint64_t>;
+  auto node_of = [](const Entry& e) { return reinterpret_cast<Node*>(e.second); };
+  std::vector<Entry> entries = std::move(scratch);
+  entries.clear();
   entries.reserve(nodes.size());
   for (Node* n : nodes) {
     const std::string_view k = n->key();
@@ -199,21 +201,21 @@ bool ObjectIndex::Build(std::vector<Node*> nodes, std::string* duplicate) {
       const size_t at = common + i;
       word = word << 8 | (at < k.size() ? static_cast<unsigned char>(k[at]) : 0u);
     }
-    entries.push_back({word, n});
+    entries.emplace_back(word, reinterpret_cast<uintptr_t>(n));
   }
   std::vector<Node*>().swap(nodes);
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return a.word != b.word ? a.word < b.word : a.node->key() < b.node->key();
+  std::sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
+    return a.first != b.first ? a.first < b.first : node_of(a)->key() < node_of(b)->key();
   });
   for (size_t i = 1; i < entries.size(); ++i) {
-    if (entries[i].word == entries[i - 1].word &&
-        entries[i].node->key() == entries[i - 1].node->key()) {
-      duplicate->assign(entries[i].node->key());
-      for (const Entry& e : entries) DeleteNode(e.node);
+    if (entries[i].first == entries[i - 1].first &&
+        node_of(entries[i])->key() == node_of(entries[i - 1])->key()) {
+      duplicate->assign(node_of(entries[i])->key());
+      for (const Entry& e : entries) DeleteNode(node_of(e));
       return false;
     }
   }
-  for (const Entry& e : entries) Append(e.node);
+  for (const Entry& e : entries) Append(node_of(e));
   MC_DEBUG_CHECK_OK(CheckInvariants());
   return true;
 }

@@ -33,6 +33,7 @@
 #include <iterator>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/ceilings.h"
@@ -149,7 +150,10 @@ class ObjectIndex {
   // node and leaves the index empty.
   Node* NewNode(std::string_view key);
   void DeleteNode(Node* n);
-  bool Build(std::vector<Node*> nodes, std::string* duplicate);
+  // `scratch`: an array Build may reuse for its sort (its contents are
+  // lost), so that a load faults in no fresh pages for it.
+  bool Build(std::vector<Node*> nodes, std::string* duplicate,
+             std::vector<std::pair<uint64_t, uint64_t>> scratch = {});
   void erase(iterator it);
   void clear();
 

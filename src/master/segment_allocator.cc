@@ -8,8 +8,10 @@
 
 namespace mc::master {
 
-SegmentAllocator::SegmentAllocator(uint64_t size_bytes)
-    : capacity_bytes_(size_bytes & ~(kAlignmentBytes - 1)), free_bytes_(0) {
+SegmentAllocator::SegmentAllocator(uint64_t size_bytes, uint64_t page_align_from)
+    : page_align_from_(page_align_from),
+      capacity_bytes_(size_bytes & ~(kAlignmentBytes - 1)),
+      free_bytes_(0) {
   if (capacity_bytes_ > 0) InsertFree(0, capacity_bytes_);
   assert(free_bytes_ == capacity_bytes_);
 }
@@ -28,9 +30,32 @@ void SegmentAllocator::EraseFree(std::map<uint64_t, uint64_t>::iterator it) {
   by_offset_.erase(it);
 }
 
+std::optional<std::pair<uint64_t, uint64_t>> SegmentAllocator::PageFit(uint64_t size) const {
+  // By size from the smallest that holds `size`: the first that holds it
+  // at a page boundary. Only ranges shorter than size + kPageBytes - 64 can
+  // miss, so the walk ends there at the latest.
+  for (auto it = by_size_.lower_bound({size, 0}); it != by_size_.end(); ++it) {
+    const auto [range, offset] = *it;
+    const uint64_t page = (offset + kPageBytes - 1) / kPageBytes * kPageBytes;
+    if (page - offset <= range && range - (page - offset) >= size) return std::make_pair(page, offset);
+  }
+  return std::nullopt;
+}
+
 std::optional<uint64_t> SegmentAllocator::Allocate(uint64_t size_bytes) {
   assert(size_bytes > 0);
   const uint64_t size = AlignUp(size_bytes);
+  if (size_bytes >= page_align_from_) {
+    auto fit = PageFit(size);
+    if (!fit) return std::nullopt;
+    const auto [page, offset] = *fit;
+    auto range = by_offset_.find(offset);
+    const uint64_t end = offset + range->second;
+    EraseFree(range);
+    if (page > offset) InsertFree(offset, page - offset);
+    if (page + size < end) InsertFree(page + size, end - page - size);
+    return page;
+  }
   auto fit = by_size_.lower_bound({size, 0});
   if (fit == by_size_.end()) return std::nullopt;
   const uint64_t offset = fit->second;

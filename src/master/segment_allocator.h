@@ -11,7 +11,16 @@
 // wasting at most 63 bytes per buffer (4 KiB would quadruple the footprint of
 // 1 KiB objects). It also lets a buffer's offset be stored as offset / 64.
 //
-// Allocate and Free are O(log n) in the number of free ranges.
+// Objects of kPageAlignFromBytes or more start on a kPageBytes boundary of
+// the segment (page-aligned memory, the segment being mapped at a page): the
+// store's disk tier offloads and reads them back with O_DIRECT straight from
+// and into the segment, where one 64 bytes past a page goes through bounce
+// chunks (tier/object_io.h). The gap before such an object stays free for
+// smaller ones; at most kPageBytes - 64 bytes of it per object.
+//
+// Allocate and Free are O(log n) in the number of free ranges, plus for a
+// large object the ranges that hold it but only off a page (those shorter
+// than its size + kPageBytes - 64, passed over in size order).
 // Not thread-safe: the master state machine owns it under its lock.
 #pragma once
 
@@ -30,6 +39,8 @@ namespace mc::master {
 class SegmentAllocator {
  public:
   static constexpr uint64_t kAlignmentBytes = 64;
+  static constexpr uint64_t kPageBytes = 4096;
+  static constexpr uint64_t kPageAlignFromBytes = 64u << 10;
 
   // Rounds `a` up to the allocation unit.
   static constexpr uint64_t AlignUp(uint64_t a) {
@@ -37,10 +48,13 @@ class SegmentAllocator {
   }
 
   // The usable size is `size_bytes` rounded down to the alignment.
-  explicit SegmentAllocator(uint64_t size_bytes);
+  // `page_align_from`: the size from which objects start on a page (a
+  // test's comparison turns it off with UINT64_MAX).
+  explicit SegmentAllocator(uint64_t size_bytes, uint64_t page_align_from = kPageAlignFromBytes);
 
   // Best fit (smallest free range that holds AlignUp(size_bytes), lowest
-  // offset among equals); nullopt when no free range is large enough.
+  // offset among equals; from page_align_from bytes: at a page boundary
+  // inside it); nullopt when no free range is large enough.
   std::optional<uint64_t> Allocate(uint64_t size_bytes);
 
   // Returns a range from Allocate or Reserve (same size as asked). Returns
@@ -79,7 +93,11 @@ class SegmentAllocator {
  private:
   void InsertFree(uint64_t offset, uint64_t size);
   void EraseFree(std::map<uint64_t, uint64_t>::iterator it);
+  // The best-fitting free range that holds `size` at a page boundary, as
+  // (the boundary, the range's offset); nullopt when none does.
+  std::optional<std::pair<uint64_t, uint64_t>> PageFit(uint64_t size) const;
 
+  uint64_t page_align_from_;
   uint64_t capacity_bytes_;
   uint64_t free_bytes_;
   std::map<uint64_t, uint64_t> by_offset_;          // offset -> size

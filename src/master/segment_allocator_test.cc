@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -147,4 +148,115 @@ TEST_CASE("randomized allocate, free and reserve agree with a bitmap model") {
       REQUIRE(a.largest_free_bytes() == model.LongestRun() * kUnit);
     }
   }
+}
+
+TEST_CASE("objects of 64 KiB or more start on a page and the gap before them stays free") {
+  constexpr uint64_t kPage = SegmentAllocator::kPageBytes;
+  SegmentAllocator a(1 << 20);
+  REQUIRE(a.Allocate(100) == 0u);
+  const uint64_t big = SegmentAllocator::kPageAlignFromBytes + 5;
+  auto x = a.Allocate(big);
+  REQUIRE(x);
+  CHECK(*x == kPage);
+  CHECK(a.IsFree(128, kPage - 128));
+  CHECK(a.used_bytes() == 128 + SegmentAllocator::AlignUp(big));
+  // A small object takes the best fit: the gap before the large one.
+  CHECK(a.Allocate(200) == 128u);
+  // One byte under the threshold: the next 64 bytes.
+  const uint64_t end = *x + SegmentAllocator::AlignUp(big);
+  CHECK(a.Allocate(SegmentAllocator::kPageAlignFromBytes - 1) == end);
+  // A hole that holds the size but not at a page is passed over for one that does.
+  const uint64_t t = SegmentAllocator::kPageAlignFromBytes;
+  SegmentAllocator b(2 * t + 2 * kPage);
+  REQUIRE(b.Reserve(0, 64));
+  REQUIRE(b.Reserve(t + 64, 64));  // [64, t + 64) holds t, but only at 64
+  CHECK(b.Allocate(t) == t + kPage);
+  CHECK(b.IsFree(64, t));
+  CHECK_FALSE(b.Allocate(t));
+  CHECK(b.CheckInvariants().ok());
+  // Turned off, the same object goes right behind the small one.
+  SegmentAllocator c(1 << 20, UINT64_MAX);
+  REQUIRE(c.Allocate(100) == 0u);
+  CHECK(c.Allocate(big) == 128u);
+}
+
+TEST_CASE("randomized large and small objects: pages for the large, and a refusal only when no hole holds one") {
+  const uint64_t seed = mc::TestSeed("allocator page test");
+  std::mt19937_64 rng(seed);
+  constexpr uint64_t kPageUnits = SegmentAllocator::kPageBytes / kUnit;
+  const uint64_t units = 16384;  // 1 MiB
+  SegmentAllocator a(units * kUnit);
+  BitmapModel model(units);
+  auto page_fit = [&](uint64_t n) {  // a free run that holds n units from a page
+    for (uint64_t first = 0; first + n <= units; first += kPageUnits)
+      if (model.AllFree(first, n)) return true;
+    return false;
+  };
+  std::vector<std::pair<uint64_t, uint64_t>> live;
+  for (int step = 0; step < 4000; ++step) {
+    CAPTURE(seed);
+    CAPTURE(step);
+    if (rng() % 10 < 6) {
+      const bool large = rng() % 3 == 0;
+      const uint64_t size = large ? SegmentAllocator::kPageAlignFromBytes + rng() % (64 * kUnit * 16)
+                                  : 1 + rng() % (16 * kUnit);
+      const uint64_t n = (size + kUnit - 1) / kUnit;
+      auto got = a.Allocate(size);
+      if (!got) {
+        REQUIRE((large ? !page_fit(n) : model.LongestRun() < n));
+        continue;
+      }
+      if (large) REQUIRE(*got % SegmentAllocator::kPageBytes == 0);
+      REQUIRE(model.AllFree(*got / kUnit, n));
+      model.Set(*got / kUnit, n, true);
+      live.emplace_back(*got, size);
+    } else if (!live.empty()) {
+      const size_t i = rng() % live.size();
+      a.Free(live[i].first, live[i].second);
+      model.Set(live[i].first / kUnit, (live[i].second + kUnit - 1) / kUnit, false);
+      live[i] = live.back();
+      live.pop_back();
+    }
+    if (step % 16 == 0) {
+      REQUIRE(a.free_bytes() == model.FreeUnits() * kUnit);
+      REQUIRE(a.CheckInvariants().ok());
+    }
+  }
+}
+
+namespace {
+// A churned segment's fill at each refusal: large (KV blocks, not page
+// multiples) and small objects put until one is refused, then a tenth of
+// them removed at random, `rounds` times. The mean used share at a refusal.
+double FillAtRefusal(uint64_t page_align_from, uint64_t seed, int rounds) {
+  std::mt19937_64 rng(seed);
+  SegmentAllocator a(256ull << 20, page_align_from);
+  std::vector<std::pair<uint64_t, uint64_t>> live;
+  double sum = 0;
+  for (int r = 0; r < rounds; ++r) {
+    for (;;) {
+      const uint64_t size = rng() % 4 == 0 ? 64 + rng() % (16u << 10)
+                                           : (64u << 10) + rng() % (2u << 20);
+      auto got = a.Allocate(size);
+      if (!got) break;
+      live.emplace_back(*got, size);
+    }
+    sum += static_cast<double>(a.used_bytes()) / static_cast<double>(a.capacity_bytes());
+    std::shuffle(live.begin(), live.end(), rng);
+    for (size_t k = live.size() / 10; k > 0; --k) {
+      a.Free(live.back().first, live.back().second);
+      live.pop_back();
+    }
+  }
+  return sum / rounds;
+}
+}  // namespace
+
+TEST_CASE("large objects on pages cost little space in a churned segment") {
+  const uint64_t seed = mc::TestSeed("allocator page fill");
+  const double paged = FillAtRefusal(SegmentAllocator::kPageAlignFromBytes, seed, 200);
+  const double packed = FillAtRefusal(UINT64_MAX, seed, 200);
+  MESSAGE("used share of a 256 MiB segment at a refusal: large objects on pages "
+          << paged * 100 << "%, on 64 bytes " << packed * 100 << "% (seed " << seed << ")");
+  CHECK(paged > packed - 0.02);
 }

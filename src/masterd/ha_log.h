@@ -129,6 +129,9 @@ class HaLog final : public master::StateListener,
     uint64_t snapshot_index = 0;
     uint64_t retries = 0;    // entries sent again after etcd did not answer
     uint64_t in_flight_max = 0;  // most entries in etcd's hands at once
+    // Entries cut with n entries in the window (itself included) at
+    // cuts_by_in_flight[n - 1]; entries_in_flight of them.
+    std::vector<uint64_t> cuts_by_in_flight;
     double commit_seconds = 0;  // etcd txn time, summed over entries
     double last_commit_seconds = 0;
     double queue_wait_seconds = 0;  // an entry's first record queued to the entry sent
@@ -172,6 +175,7 @@ class HaLog final : public master::StateListener,
   mutable std::mutex mu_;
   std::condition_variable work_cv_;  // the sequencer: records queued, entries committed
   std::condition_variable ship_cv_;  // shippers: an entry to send
+  std::condition_variable backoff_cv_;  // a shipper waiting to send an entry again
   std::condition_variable done_cv_;
   std::vector<HaRecord> pending_;   // under mu_
   uint64_t pending_since_us_ = 0;   // under mu_: when pending_ last became non-empty

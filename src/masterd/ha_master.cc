@@ -107,6 +107,11 @@ class HaNode final : public HaStatusSource {
               s.encode_seconds);
     p.Gauge("master_ha_entries_in_flight_max", "Most HA log entries in etcd's hands at once",
             static_cast<double>(s.in_flight_max));
+    for (size_t n = 0; n < s.cuts_by_in_flight.size(); ++n) {
+      p.Counter("master_ha_entries_cut_total",
+                "HA log entries cut while n entries (this one included) were in etcd's hands",
+                static_cast<double>(s.cuts_by_in_flight[n]), {{"in_flight", std::to_string(n + 1)}});
+    }
     p.Counter("master_ha_commit_retries_total", "Log entries sent again after etcd did not answer",
               static_cast<double>(s.retries));
     p.Counter("master_ha_snapshots_total", "Snapshots this leader published (each trims the log)",

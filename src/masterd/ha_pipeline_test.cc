@@ -291,6 +291,8 @@ TEST_CASE("a deposed leader's entries in flight are refused by etcd") {
 TEST_CASE("while every shipper is busy the queue grows into one bigger entry") {
   Pipeline p(2);
   p.HoldTwoInFlight();
+  // Entry 1 was cut alone in etcd's hands, entry 2 beside it.
+  CHECK(p.log.stats().cuts_by_in_flight == std::vector<uint64_t>{1, 1});
   for (int i = 2; i < 22; ++i) p.Mount(i);
   p.gate.Release(EntryKey(1));
   p.gate.Release(EntryKey(2));

@@ -1,6 +1,7 @@
 #include "masterd/master_daemon.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,6 +59,17 @@ Result<std::unique_ptr<Journal>> OpenJournal(const MasterConfig& mc) {
   return journal;
 }
 
+// Returns the heap's free pages to the system: a load's scratch arrays and
+// tables' old copies freed in the middle of a heap stay resident otherwise.
+// (A fixed M_MMAP_THRESHOLD instead, every large block mapped, was measured
+// worse: 136.5 vs 126.4 B/object after a 10M fill, and stalls from fresh
+// page faults.)
+void TrimHeap() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 // Rebuilds the service's state from the journal before anything is served.
 Status LoadState(Journal& journal, MasterService& service) {
   const uint64_t start_us = SystemClock::Instance().NowUs();
@@ -69,6 +81,7 @@ Status LoadState(Journal& journal, MasterService& service) {
                       }));
   service.AdoptLoadedSegments();
   MC_RETURN_IF_ERROR(service.LoadTier(&journal));
+  TrimHeap();
   MC_LOG(INFO) << "state loaded from " << journal.path() << ": " << stats.segments
                << " segments, " << stats.objects << " objects in "
                << (SystemClock::Instance().NowUs() - start_us) / 1000 << " ms";

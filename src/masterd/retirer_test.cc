@@ -78,3 +78,25 @@ TEST_CASE("a store that cannot be reached delays a removal's answer by a bounded
   CHECK(c.retirer.stats().failed == 1);
   CHECK(c.retirer.stats().retired == 0);
 }
+
+TEST_CASE("a batch upsert over neighbouring objects retires their old versions with one RETIRE") {
+  Cluster c;
+  constexpr int kKeys = 32;
+  msg::Batch<msg::PutStartRequest> put;
+  msg::Batch<msg::PutStartExRequest> up(kKeys);
+  msg::Batch<msg::KeyRequest> end;
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string k = "k" + std::to_string(i);
+    put.push_back({{1, 2}, k, 4000, {}});  // 4000 bytes: padding between neighbours
+    up[i].start = {{1, 2}, k, 4000, {}};
+    end.push_back({{1, 2}, k});
+  }
+  REQUIRE(c.svc.BatchPutStart(put).ok());
+  REQUIRE(c.svc.BatchPutEnd(end).ok());
+  REQUIRE(c.svc.BatchUpsertStart(up).ok());
+  auto ended = c.svc.BatchPutEnd(end);
+  REQUIRE(ended.ok());
+  for (const Status& s : *ended) CHECK(s.ok());
+  CHECK(c.retirer.stats().retired == 1);
+  CHECK(c.store.server->stats().retires == 1);
+}

@@ -77,7 +77,8 @@ TEST_CASE("over TCP, racing removals, upserts, evictions and re-puts never let a
                                 << ", puts failed: " << r.puts_failed << " of " << r.puts << " ("
                                 << r.PutErrors() << "), gets failed: " << r.GetErrors() << ", retires: " << retires
                                 << ", stale direct reads: " << stale
-                                << ", older than an acknowledged removal: " << r.old);
+                                << ", older than an acknowledged removal: " << r.old
+                                << ", keys left at the end: " << r.final_keys);
     CHECK(c.retire_failures == 0);
     CHECK(r.wrong == 0);
     CHECK(r.old == 0);

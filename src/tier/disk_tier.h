@@ -13,11 +13,11 @@
 // it (else buffered), through one of `max_inflight` lanes (tier/object_io.h):
 // each moves an object in chunks of `io_chunk_bytes`, `chunks_in_flight` of
 // them at once through io_uring, with the checksum computed while the disk
-// works; the lanes' bounce buffers (chunks_in_flight x io_chunk_bytes each)
-// bound the memory the tier stages, and callers beyond `max_inflight` wait.
-// Block-aligned memory (a segment's page-aligned object) moves straight to or
-// from the file; other memory is copied through the bounce chunks in the
-// checksum's pass. A write goes to a
+// works; the lanes' bounce buffers ((chunks_in_flight + 1) x io_chunk_bytes
+// each) bound the memory the tier stages, and callers beyond `max_inflight`
+// wait. Block-aligned memory (a segment's page-aligned object) moves straight
+// to or from the file; other memory is copied through the bounce chunks in
+// the checksum's pass. A write goes to a
 // temporary file and is renamed into place once complete: a reader or a
 // restart sees the whole object or nothing.
 //

@@ -91,11 +91,11 @@ Result<std::unique_ptr<ObjectIo>> ObjectIo::Make(const IoShape& shape) {
     return posix_memalign(&p, kBlockBytes, bytes) == 0 ? static_cast<uint8_t*>(p) : nullptr;
   };
   io->head_ = alloc(kHeadAreaBytes);
-  for (uint32_t i = 0; io->head_ != nullptr && i < shape.depth; ++i) {
+  for (uint32_t i = 0; io->head_ != nullptr && i < shape.depth + 1; ++i) {
     io->slots_.push_back(alloc(shape.chunk_bytes));
     if (io->slots_.back() == nullptr) break;
   }
-  if (io->head_ == nullptr || io->slots_.size() != shape.depth || io->slots_.back() == nullptr)
+  if (io->head_ == nullptr || io->slots_.size() != shape.depth + 1 || io->slots_.back() == nullptr)
     return Error(ErrorCode::INTERNAL_ERROR, "disk tier: cannot allocate bounce buffers");
   if (!shape.use_uring) return io;
   auto ring = std::make_unique<Ring>();
@@ -211,21 +211,22 @@ std::vector<ObjectIo::Chunk> ObjectIo::Plan(const ObjectHeader& h, uint8_t* user
     c.bytes = h.size_bytes - straight;
     c.io = head_ + kHeadBytes;
     c.io_bytes = kBlockBytes;
-    c.fixed = static_cast<int>(shape_.depth);
+    c.fixed = HeadIndex();
     chunks.push_back(c);
     return chunks;
   }
   for (uint64_t at = straight; at < h.size_bytes; at += chunks.back().bytes) {
-    Chunk c;  // through bounce slot i % depth
+    Chunk c;  // through bounce slot i % slots
     const auto i = static_cast<uint32_t>(chunks.size());
+    const auto slot = static_cast<uint32_t>(i % slots_.size());
     c.file_offset = data_at + at;
     c.user = user + at;
     const uint64_t most =
         write && i == 0 ? std::min(shape_.chunk_bytes, kFirstBounceBytes) : shape_.chunk_bytes;
     c.bytes = std::min(most, h.size_bytes - at);
-    c.io = slots_[i % shape_.depth];
+    c.io = slots_[slot];
     c.io_bytes = AlignToBlock(c.bytes);
-    c.fixed = static_cast<int>(i % shape_.depth);
+    c.fixed = static_cast<int>(slot);
     chunks.push_back(c);
   }
   return chunks;
@@ -235,7 +236,7 @@ ObjectIo::Chunk ObjectIo::HeadChunk(const ObjectHeader& h) {
   Chunk head;
   head.io = head.user = head_;
   head.io_bytes = head.bytes = h.data_offset();
-  head.fixed = static_cast<int>(shape_.depth);
+  head.fixed = HeadIndex();
   return head;
 }
 
@@ -247,15 +248,19 @@ Status ObjectIo::Write(int fd, ObjectHeader h, const uint8_t* src,
   Status st;
   size_t next = 0;  // the chunks before it are done
   for (size_t i = 0; i < chunks.size(); ++i) {
-    // A slot (and a place in the ring) is free once the chunk `depth`
-    // before this one is done.
-    while (st.ok() && i - next >= shape_.depth) st = WaitFor(chunks[next++]);
-    if (!st.ok()) break;
     Chunk& c = chunks[i];
     if (c.bounced()) {
+      // Its slot was chunk i - depth - 1's, done before chunk i - 1 went
+      // into the ring: the copy runs while the `depth` chunks before it
+      // are on their way to the disk.
+      if (i - next >= shape_.depth) ++stats_.copies_behind_full_queue;
+      ++stats_.bounced_chunks;
       crc = CopyWithCrc(c.io, c.user, c.bytes, crc);
       std::memset(c.io + c.bytes, 0, c.io_bytes - c.bytes);
     }
+    // A place in the ring once the chunk `depth` before this one is done.
+    while (st.ok() && i - next >= shape_.depth) st = WaitFor(chunks[next++]);
+    if (!st.ok()) break;
     st = Submit(true, fd, c);
     if (!st.ok()) break;
     if (!c.bounced()) crc = Crc32c(crc, c.user, c.bytes);  // while the disk writes it
@@ -292,9 +297,17 @@ Status ObjectIo::Read(int fd, const ObjectHeader& expect, uint8_t* dst) {
     for (; st.ok() && submitted < chunks.size() && submitted < i + shape_.depth; ++submitted)
       st = Submit(false, fd, chunks[submitted]);
     if (st.ok()) st = WaitFor(chunks[i]);
+    // Chunk i is in: the next takes its place in the ring (and the slot of
+    // chunk i - 1, copied out already) while chunk i is copied out.
+    if (st.ok() && submitted < chunks.size() && submitted == i + shape_.depth)
+      st = Submit(false, fd, chunks[submitted++]);
     if (!st.ok()) break;
     // In order, while the chunks after it are still on their way.
     const Chunk& c = chunks[i];
+    if (c.bounced()) {
+      ++stats_.bounced_chunks;
+      if (submitted - i - 1 >= shape_.depth) ++stats_.copies_behind_full_queue;
+    }
     crc = c.bounced() ? CopyWithCrc(c.user, c.io, c.bytes, crc) : Crc32c(crc, c.user, c.bytes);
   }
   if (ring_) Drain();

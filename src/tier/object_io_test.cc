@@ -102,6 +102,34 @@ TEST_CASE("a bounced write starts with a short chunk and reads back whole at the
   }
 }
 
+TEST_CASE("a bounced chunk is copied while depth chunks of its object are in the ring") {
+  // One bounce chunk more than the depth: a write copies chunk i while
+  // chunks i - depth .. i - 1 are queued, a read copies chunk i out while
+  // i + 1 .. i + depth are; only the first (write) or last (read) `depth`
+  // chunks of an object see a shorter queue.
+  constexpr uint64_t kChunks = 6;
+  for (bool uring : {true, false}) {
+    for (uint32_t depth : {1u, 2u, 4u}) {
+      CAPTURE(uring); CAPTURE(depth);
+      auto lane = Lane(depth, uring);
+      File f;
+      Memory src(kChunks * kChunk, 64), dst(kChunks * kChunk, 64);
+      std::memset(src.at, 0x4c, kChunks * kChunk);
+      const ObjectHeader h{"queued", kChunks * kChunk, 1, 0};
+      REQUIRE(lane->Write(f.fd, h, src.at).ok());
+      CHECK(lane->stats().bounced_chunks == kChunks);
+      CHECK(lane->stats().copies_behind_full_queue == kChunks - depth);
+      REQUIRE(lane->Read(f.fd, h, dst.at).ok());
+      CHECK(std::memcmp(src.at, dst.at, kChunks * kChunk) == 0);
+      CHECK(lane->stats().bounced_chunks == 2 * kChunks);
+      CHECK(lane->stats().copies_behind_full_queue == 2 * (kChunks - depth));
+      Memory aligned(kChunks * kChunk, 0);  // page-aligned memory is never copied
+      REQUIRE(lane->Read(f.fd, h, aligned.at).ok());
+      CHECK(lane->stats().bounced_chunks == 2 * kChunks);
+    }
+  }
+}
+
 TEST_CASE("a read refuses a flipped data byte, another generation and a file cut short") {
   auto lane = Lane(2, true);
   File f;

@@ -18,8 +18,11 @@ ETCD = shutil.which("etcd") or "/usr/bin/etcd"
 class Etcd:
     """An etcd cluster of `members` members, each restartable with its data."""
 
-    def __init__(self, members=3, logdir=None):
+    def __init__(self, members=3, logdir=None, extra=(), env=None):
+        """`extra`: more etcd flags; `env`: more environment (GOMAXPROCS...)."""
         self.logdir = logdir or tempdir("mooncake-ha-etcd-")
+        self.extra = list(extra)
+        self.env = dict(os.environ, **(env or {}))
         self.names = [f"e{i}" for i in range(members)]
         self.client_ports = [free_port() for _ in self.names]
         self.peer_ports = [free_port() for _ in self.names]
@@ -48,8 +51,8 @@ class Etcd:
                 "--listen-peer-urls", f"http://127.0.0.1:{self.peer_ports[i]}",
                 "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.peer_ports[i]}",
                 "--initial-cluster", self.initial, "--initial-cluster-state", "new",
-                "--heartbeat-interval", "50", "--election-timeout", "500"]
-        p = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+                "--heartbeat-interval", "50", "--election-timeout", "500"] + self.extra
+        p = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=self.env)
         harness._procs.append(p)
         self.procs[i] = p
         return p

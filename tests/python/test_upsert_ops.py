@@ -14,7 +14,7 @@ from conftest import Buf, pattern
 from mooncake.store import (FAILED, PENDING, PROCESSING, REPLICA_COPY, REPLICA_MOVE, SUCCESS,
                             QueryTaskResponse, ReplicateConfig, TaskStatus, TaskType)
 
-INVALID_PARAMS = -600
+INVALID_PARAMS, INVALID_WRITE = -600, -700
 OBJECT_NOT_FOUND = -704
 TASK_NOT_FOUND = -1400
 
@@ -132,18 +132,22 @@ def test_upsert_under_concurrent_gets_never_shows_a_mix(engine):
     assert engine.get(k) == version(249)
 
 
-def test_two_upserters_of_one_key_both_succeed_and_one_whole_object_stays(store, engine):
+def test_two_upserters_of_one_key_stay_whole_and_only_a_stored_version_is_acknowledged(store, engine):
+    # An upsert that another client's later upsert took over before it ended
+    # fails with INVALID_WRITE (as the reference refuses its End); the key
+    # holds one writer's whole value, from a writer that was told 0.
     k = key("writers")
     a, b = b"A" * 50000, b"B" * 70000
     results = []
-    ts = [threading.Thread(target=lambda s=s, v=v: results.append(s.upsert(k, v)))
+    ts = [threading.Thread(target=lambda s=s, v=v: results.append((v, s.upsert(k, v))))
           for s, v in ((store, a), (engine, b)) for _ in range(5)]
     for t in ts:
         t.start()
     for t in ts:
         t.join(60)
-    assert results == [0] * 10
-    assert store.get(k) in (a, b)
+    assert len(results) == 10
+    assert all(rc in (0, INVALID_WRITE) for _, rc in results), [rc for _, rc in results]
+    assert store.get(k) in {v for v, rc in results if rc == 0}
 
 
 def wait_task(s, task_id, timeout=10):
