@@ -1,0 +1,103 @@
+// A range whose RETIRE failed goes to no new object until a later retire
+// succeeded, the old seals expired, or its segment went
+// (master_state_quarantine.cc).
+#include <doctest/doctest.h>
+
+#include "common/defaults.h"
+#include "master/master_state.h"
+#include "master/master_test_util.h"
+
+using namespace mc;
+using namespace mc::master;
+using namespace mc::master::testing;
+
+namespace {
+// One object fills the segment: where it may go again is unambiguous.
+constexpr uint64_t kSeg = 64 * 1024;
+
+struct Quarantined {
+  Harness h;
+  uint64_t until_us = 0;
+  Quarantined() {
+    REQUIRE(h.Mount(1, "s1", kSeg).ok());
+    REQUIRE(h.Put("old", kSeg).ok());
+    REQUIRE(h.state->Remove({"old", false}, h.now_us).ok());
+    // The retirer reports the old object's retire failed.
+    until_us = h.now_us + kSealedReadGrantTtlUs;
+    REQUIRE(h.state->QuarantineRange("s1", 0, kSeg, until_us).ok());
+  }
+  Status PutNew() { return h.Put("new", kSeg); }
+};
+}  // namespace
+
+TEST_CASE("a range whose retire failed is not reused before the seals' TTL, and is after it") {
+  Quarantined q;
+  CHECK(q.h.state->quarantine_stats().bytes == kSeg);
+  CHECK(q.h.state->InQuarantine("s1", 100, 1));
+  // No hang, no reuse: the usual refusal of a full pool.
+  CHECK(q.PutNew().code() == ErrorCode::NO_AVAILABLE_HANDLE);
+  q.h.Advance(q.until_us - 1 - q.h.now_us);
+  (void)q.h.state->Tick(q.h.now_us);
+  CHECK(q.PutNew().code() == ErrorCode::NO_AVAILABLE_HANDLE);
+  q.h.Advance(1);
+  CHECK(q.PutNew().ok());  // every seal of the old object has expired
+  CHECK(q.h.state->quarantine_stats().bytes == 0);
+  CHECK(q.h.state->quarantine_stats().expired == 1);
+}
+
+TEST_CASE("a range whose retire failed is reused at once after a later retire of it succeeded") {
+  Quarantined q;
+  REQUIRE(q.PutNew().code() == ErrorCode::NO_AVAILABLE_HANDLE);
+  q.h.state->ReleaseQuarantine("s1", 0, kSeg);
+  CHECK(q.PutNew().ok());
+  CHECK(q.h.state->quarantine_stats().released == 1);
+  CHECK(q.h.state->quarantine_stats().ranges == 0);
+}
+
+TEST_CASE("an unmount takes a quarantined range with its segment") {
+  Quarantined q;
+  REQUIRE(q.h.state->UnmountSegment({Client(1), "s1"}, q.h.now_us).ok());
+  CHECK(q.h.state->quarantine_stats().ranges == 0);
+  CHECK(q.h.state->quarantine_stats().bytes == 0);
+  REQUIRE(q.h.Mount(1, "s1", kSeg).ok());  // the store's next mount: a new nonce
+  CHECK(q.PutNew().ok());
+  CHECK(q.h.state->QuarantineRange("gone", 0, 64, 1).code() == ErrorCode::SEGMENT_NOT_FOUND);
+}
+
+TEST_CASE("space placed before the failure was known is withheld when its put is revoked") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s1", kSeg).ok());
+  REQUIRE(h.Put("old", kSeg / 2).ok());
+  REQUIRE(h.state->Remove({"old", false}, h.now_us).ok());
+  auto placed = h.Start("new", kSeg / 2);  // took the old range before the failure came
+  REQUIRE(placed.ok());
+  const uint64_t at = placed->replicas.at(0).buffers.at(0).offset;
+  REQUIRE(h.state->QuarantineRange("s1", at, kSeg / 2, h.now_us + kSealedReadGrantTtlUs).ok());
+  CHECK(h.state->InQuarantine("s1", at, kSeg / 2));
+  REQUIRE(h.state->PutRevoke({Client(1), "new"}, h.now_us).ok());
+  CHECK(h.state->quarantine_stats().bytes == kSeg / 2);
+  // The other half is still free; the quarantined half goes to nobody (a
+  // second put evicts the first to find room, or fails).
+  for (const char* key : {"other", "more", "again"}) {
+    if (!h.Put(key, kSeg / 2).ok()) continue;
+    CHECK(h.Get(key)->replicas.at(0).buffers.at(0).offset != at);
+  }
+  CHECK(h.Start("whole", kSeg).status().code() == ErrorCode::NO_AVAILABLE_HANDLE);
+}
+
+TEST_CASE("overlapping quarantines: lifting one keeps what the other still covers") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s1", kSeg).ok());
+  REQUIRE(h.state->QuarantineRange("s1", 0, kSeg / 2, h.now_us + 10).ok());
+  REQUIRE(h.state->QuarantineRange("s1", kSeg / 4, kSeg / 2, h.now_us + 20).ok());
+  CHECK(h.state->quarantine_stats().bytes == 3 * kSeg / 4);
+  h.Advance(10);
+  (void)h.state->Tick(h.now_us);
+  CHECK(h.state->quarantine_stats().bytes == kSeg / 2);
+  CHECK(!h.state->InQuarantine("s1", 0, kSeg / 4));
+  CHECK(h.state->InQuarantine("s1", kSeg / 4, 64));
+  h.Advance(10);
+  (void)h.state->Tick(h.now_us);
+  CHECK(h.state->quarantine_stats().bytes == 0);
+  CHECK(h.Put("all", kSeg).ok());
+}
