@@ -38,6 +38,9 @@ Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> MasterService::BatchUpser
       }
     }
     return r;
+  }, [&](Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>>& r) {
+    if (!r.ok()) return;
+    for (size_t i = 0; i < r->size(); ++i) RefuseQuarantined(plain[i].client, plain[i].key, &(*r)[i]);
   });
 }
 

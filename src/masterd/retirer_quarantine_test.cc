@@ -1,0 +1,106 @@
+// The hole a failed RETIRE left with one-sided RDMA writers, end to end on a
+// real store's epochs (mooncake-protocol(7), "RDMA direct reads"): the
+// master could not retire a removed object's range, handed the space to the
+// next put, whose writer wrote it one-sided (no epoch moves, as an RDMA
+// WRITE), and a client's cached seal of the removed object matched the new
+// bytes. Now the range is quarantined (master/master_state_quarantine.cc).
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "common/clock.h"
+#include "dataserver/store_fixture.h"
+#include "masterd/retirer.h"
+#include "masterd/service.h"
+#include "masterd/service_test_util.h"
+#include "transfer/access.h"
+
+using namespace mc;
+using masterd::testing::Mount;
+
+namespace {
+
+constexpr uint64_t kSize = 5000;
+
+// A store whose data port refuses RETIREs while `refuse` is set (the master
+// cannot retire there: a store that timed out, a partition of the master
+// alone), and reads and writes that bypass its epochs like RDMA's.
+struct Cluster {
+  ManualClock clock;
+  std::atomic<bool> refuse{true};
+  transfer::testing::Store store = transfer::testing::Store::Make(
+      64ull << 20,
+      [this, inner = transfer::CapabilityCheck("key-1", 9, [this] { return clock.UnixMs(); })](
+          transfer::OpKind op, uint64_t offset, uint64_t len,
+          const transfer::Grant& grant) -> Status {
+        if (op == transfer::OpKind::kRetire && refuse.load()) {
+          return Error(ErrorCode::TRANSFER_FAIL, "test: retire refused");
+        }
+        return inner(op, offset, len, grant);
+      });
+  masterd::Retirer retirer{{.tcp = {}, .max_wait_us = masterd::kDefaultRetireWaitUs,
+                            .backoff_us = 1000}};
+  masterd::MasterService svc{MasterConfig{}, clock};
+
+  Cluster() {
+    auto m = Mount("s1", "key-1");
+    m.segment.endpoint = "127.0.0.1:" + std::to_string(store.endpoint.port);
+    REQUIRE(svc.MountSegment(m).ok());
+    svc.SetRetirer(&retirer);
+  }
+  // A put whose writer writes one-sided (an RDMA WRITE: no epoch moves).
+  uint64_t PutOneSided(const std::string& key, char fill) {
+    auto start = svc.PutStart({{1, 2}, key, kSize, {}});
+    REQUIRE(start.ok());
+    const uint64_t off = start->replicas.at(0).buffers.at(0).offset;
+    std::memset(store.segment->base() + off, fill, kSize);
+    REQUIRE(svc.PutEnd({{1, 2}, key}).ok());
+    return off;
+  }
+  // A cached direct read at `off` under `seal`: "" when stale.
+  std::string CachedRead(uint64_t off, uint64_t seal) {
+    std::string got(kSize, '\0');
+    const uint64_t s = store.segment->epochs().SealedRead(
+        off, kSize, seal, [&] { std::memcpy(got.data(), store.segment->base() + off, kSize); });
+    return s == 0 ? std::string() : got;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a removed object's cached seal never reads the next object written one-sided "
+          "where its retire failed") {
+  Cluster c;
+  const uint64_t off = c.PutOneSided("old", 'o');
+  const uint64_t seal = c.store.segment->epochs().Seal(off, kSize);  // a client caches it
+  REQUIRE(seal != 0);
+  REQUIRE(c.CachedRead(off, seal) == std::string(kSize, 'o'));
+  REQUIRE(c.svc.Remove({"old", false}).ok());  // its RETIRE is refused
+  CHECK(c.retirer.stats().failed >= 1);
+  CHECK(c.svc.RetireStats().quarantine.bytes > 0);
+  // The space the old object had goes to no new object while it could match.
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t at = c.PutOneSided("new" + std::to_string(i), static_cast<char>('a' + i));
+    CHECK(at != off);
+    const std::string read = c.CachedRead(off, seal);
+    CHECK((read.empty() || read == std::string(kSize, 'o')));  // stale, or the old bytes
+  }
+}
+
+TEST_CASE("a range whose retire failed is reused once a retry retired it") {
+  Cluster c;
+  const uint64_t off = c.PutOneSided("old", 'o');
+  REQUIRE(c.svc.Remove({"old", false}).ok());
+  REQUIRE(c.svc.RetireStats().quarantine.ranges == 1);
+  c.refuse = false;  // the store answers again: the sender's retry succeeds
+  for (int i = 0; i < 5000 && c.retirer.stats().recovered == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // bounded wait for a thread
+  }
+  REQUIRE(c.retirer.stats().recovered == 1);
+  (void)c.svc.Tick();  // applies the outcome: the quarantine is lifted
+  CHECK(c.svc.RetireStats().quarantine.ranges == 0);
+  CHECK(c.store.segment->epochs().Seal(off, kSize) == 0);  // retired on the store
+  CHECK(c.PutOneSided("new", 'n') == off);
+}
