@@ -368,7 +368,19 @@ void SegmentHost::Reincarnate() {
   desc_.incarnation = RandomU64();
   desc_.access_key = RandomBytes(32);
   keys_->Set(desc_.access_key, desc_.incarnation);
+  // The new keys void grants the store checks, but a one-sided RDMA read
+  // names no grant: a client's cached seal of an object the master dropped
+  // with this segment would still match once the master places a new
+  // object there and its writer writes it one-sided (no epoch moves), and
+  // the master sends no RETIRE for what it dropped. So the whole segment is
+  // retired here, before it is mounted again: every count moves and every
+  // granule is marked, and no seal from before matches again
+  // (mooncake-protocol(7), "RDMA direct reads").
+  transfer::WriteEpochs& epochs = segment_->epochs();
+  if (epochs.valid()) epochs.Retire(0, segment_->size_bytes());
 }
+
+const transfer::WriteEpochs& SegmentHost::epochs() const { return segment_->epochs(); }
 
 Status SegmentHost::failure() const {
   std::lock_guard lock(mu_);
