@@ -15,8 +15,9 @@
 //   (b) kSealedReadGrantTtlUs and a margin passed since the failure, so
 //       every grant and cached location naming the old seal has expired, or
 //   (c) its segment is dropped (unmounted, its store declared dead): the
-//       space goes away, and the store's next mount starts a new epoch
-//       nonce (store/segment_host.cc), so no old seal matches there again.
+//       space goes away; a store that mounts it again retires its whole
+//       segment in its epochs first (store/segment_host.cc, Reincarnate),
+//       and a restarted store has a new nonce, so no old seal matches.
 // Only failed ranges are quarantined; an acknowledged retire frees nothing
 // later than before. The count is bounded (kMaxQuarantinedRanges): past it
 // a new range merges with the nearest quarantined range of its segment,

@@ -59,7 +59,7 @@ TEST_CASE("an unmount takes a quarantined range with its segment") {
   REQUIRE(q.h.state->UnmountSegment({Client(1), "s1"}, q.h.now_us).ok());
   CHECK(q.h.state->quarantine_stats().ranges == 0);
   CHECK(q.h.state->quarantine_stats().bytes == 0);
-  REQUIRE(q.h.Mount(1, "s1", kSeg).ok());  // the store's next mount: a new nonce
+  REQUIRE(q.h.Mount(1, "s1", kSeg).ok());  // the store retired its whole segment first
   CHECK(q.PutNew().ok());
   CHECK(q.h.state->QuarantineRange("gone", 0, 64, 1).code() == ErrorCode::SEGMENT_NOT_FOUND);
 }

@@ -37,7 +37,9 @@
 // nowhere and clear no mark. Seals stay sound for cached reads anyway: the
 // master reuses a range only after its RETIRE was acknowledged, which moved
 // every count of the range (counts only grow, so no later seal equals an
-// earlier one) and left marks only a counted write clears. The table is
+// earlier one) and left marks only a counted write clears -- or, when the
+// RETIRE failed, only after the range's quarantine
+// (master/master_state_quarantine.cc) outlived every seal naming it. The table is
 // registered for RDMA after the data (transfer/rdma/rdma_sealed.h); an RDMA
 // reader reads the words and masks and computes SealOfWords.
 //
