@@ -11,6 +11,7 @@
 // once, bytes of it still owned (by an object placed there before the
 // failure was known) are withheld when their owner frees them.
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include "master/segment_allocator.h"
@@ -84,28 +85,30 @@ void SegmentAllocator::Quarantine(uint64_t offset, uint64_t size_bytes) {
   }
 }
 
+namespace {
+// Removes [a, e) from `intervals` (offset -> end, disjoint); returns the
+// parts it removed.
+std::vector<std::pair<uint64_t, uint64_t>> CutOut(std::map<uint64_t, uint64_t>& intervals,
+                                                  uint64_t a, uint64_t e) {
+  std::vector<std::pair<uint64_t, uint64_t>> cut;
+  auto it = intervals.upper_bound(a);
+  if (it != intervals.begin() && std::prev(it)->second > a) --it;
+  while (it != intervals.end() && it->first < e) {
+    const auto [s, t] = *it;
+    it = intervals.erase(it);
+    if (s < a) intervals.emplace(s, a);
+    if (t > e) it = std::next(intervals.emplace(e, t).first);
+    cut.emplace_back(std::max(s, a), std::min(t, e));
+  }
+  return cut;
+}
+}  // namespace
+
 void SegmentAllocator::Unquarantine(uint64_t offset, uint64_t size_bytes) {
   auto [a, e] = Span(offset, size_bytes);
   if (a >= e) return;
-  auto b = blocked_.upper_bound(a);
-  if (b != blocked_.begin() && std::prev(b)->second > a) --b;
-  while (b != blocked_.end() && b->first < e) {
-    const auto [bs, be] = *b;
-    b = blocked_.erase(b);
-    if (bs < a) blocked_.emplace(bs, a);
-    if (be > e) b = blocked_.emplace(e, be).first, ++b;
-  }
-  std::vector<std::pair<uint64_t, uint64_t>> released;
-  auto w = withheld_.upper_bound(a);
-  if (w != withheld_.begin() && std::prev(w)->second > a) --w;
-  while (w != withheld_.end() && w->first < e) {
-    const auto [ws, we] = *w;
-    w = withheld_.erase(w);
-    if (ws < a) withheld_.emplace(ws, a);
-    if (we > e) w = withheld_.emplace(e, we).first, ++w;
-    released.emplace_back(std::max(ws, a), std::min(we, e));
-  }
-  for (const auto& [s, t] : released) {
+  (void)CutOut(blocked_, a, e);
+  for (const auto& [s, t] : CutOut(withheld_, a, e)) {
     withheld_bytes_ -= t - s;
     FreeUnblocked(s, t - s);
   }

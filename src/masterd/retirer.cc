@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <map>
+#include <set>
+#include <string_view>
 #include <utility>
 
 #include "common/clock.h"
@@ -101,12 +103,7 @@ void Retirer::Run() {
     std::vector<Retry> retries;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      if (retries_.empty()) {
-        queued_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      } else {  // wake for the retries once a backoff may have ended
-        queued_cv_.wait_for(lock, std::chrono::microseconds(options_.backoff_us),
-                            [&] { return stop_ || !queue_.empty(); });
-      }
+      queued_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (stop_) return;
       const size_t n = std::min(queue_.size(), kMaxRetiresPerPass);
       pass_.assign(std::make_move_iterator(queue_.begin()),
@@ -114,7 +111,6 @@ void Retirer::Run() {
       queue_.erase(queue_.begin(), queue_.begin() + static_cast<ptrdiff_t>(n));
     }
     if (!retries_.empty()) retries = DueRetries(MonotonicNowUs());
-    if (pass_.empty() && retries.empty()) continue;
     SendPass(pass_, std::move(retries));
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -126,6 +122,11 @@ void Retirer::Run() {
 }
 
 std::vector<Retirer::Retry> Retirer::DueRetries(uint64_t now_us) {
+  // Only with a pass that goes to their store anyway: a store that stays
+  // down costs no extra connect timeout on this thread (which would delay
+  // every other store's retires), and its ranges wait for their time.
+  std::set<std::string_view> stores;
+  for (const Item& i : pass_) stores.insert(i.endpoint);
   std::vector<Retry> due;
   std::erase_if(retries_, [&](Retry& r) {
     if (r.give_up_us <= now_us) {
@@ -133,6 +134,7 @@ std::vector<Retirer::Retry> Retirer::DueRetries(uint64_t now_us) {
       ++stats_.dropped_retries;
       return true;
     }
+    if (!stores.contains(r.item.endpoint)) return false;
     auto down = down_until_us_.find(r.item.endpoint);
     if (down != down_until_us_.end() && now_us < down->second) return false;
     due.push_back(std::move(r));

@@ -23,8 +23,9 @@
 // is reported (TakeOutcomes) and the master quarantines it
 // (master/master_state_quarantine.cc): no new object gets it until a later
 // RETIRE of it succeeded (the sender retries failed ranges with its next
-// pass to that store, after the backoff, for as long as the quarantine
-// would last anyway) or the old seals expired. A reply that gave up waiting
+// pass to that store once its backoff ended, for as long as the quarantine
+// would last anyway; never on its own, so a store that stays down costs no
+// extra connect timeouts) or the old seals expired. A reply that gave up waiting
 // (Await false) presumes the ranges still in flight failed: they are
 // reported failed at once, and reported recovered if their RETIRE succeeds
 // later. Thread-safe.
@@ -85,7 +86,7 @@ class Retirer {
   struct Options {
     transfer::TcpTransportOptions tcp;  // token, TLS, connect and I/O timeouts
     uint64_t max_wait_us = kDefaultRetireWaitUs;
-    uint64_t backoff_us = kRetireBackoffUs;  // tests shorten it to see a retry
+    uint64_t backoff_us = kRetireBackoffUs;  // tests shorten it to retry at once
   };
   struct Stats {
     uint64_t retired = 0;     // ranges the stores acknowledged
