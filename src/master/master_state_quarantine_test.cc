@@ -3,7 +3,11 @@
 // (master_state_quarantine.cc).
 #include <doctest/doctest.h>
 
+#include <random>
+#include <vector>
+
 #include "common/defaults.h"
+#include "common/test_seed.h"
 #include "master/master_state.h"
 #include "master/master_test_util.h"
 
@@ -100,4 +104,66 @@ TEST_CASE("overlapping quarantines: lifting one keeps what the other still cover
   (void)h.state->Tick(h.now_us);
   CHECK(h.state->quarantine_stats().bytes == 0);
   CHECK(h.Put("all", kSeg).ok());
+}
+
+TEST_CASE("the allocator's quarantine matches a granule model under random allocs, frees, "
+          "quarantines and lifts") {
+  constexpr uint64_t kG = SegmentAllocator::kAlignmentBytes;
+  constexpr uint64_t kGranules = kSeg / kG;
+  enum class G { kFree, kOwned, kWithheld };
+  std::mt19937_64 rng(TestSeed("allocator quarantine model"));
+  SegmentAllocator a(kSeg);
+  std::vector<G> model(kGranules, G::kFree);
+  std::vector<bool> blocked(kGranules, false);
+  std::vector<std::pair<uint64_t, uint64_t>> owned;  // (offset, size)
+  auto range = [&] {
+    const uint64_t g = rng() % kGranules;
+    return std::make_pair(g * kG, (1 + rng() % std::min<uint64_t>(64, kGranules - g)) * kG);
+  };
+  for (int step = 0; step < 2000; ++step) {
+    const int op = static_cast<int>(rng() % 4);
+    if (op == 0) {
+      const uint64_t size = 1 + rng() % 4096;
+      auto off = a.Allocate(size);
+      if (!off) continue;
+      for (uint64_t g = *off / kG; g < (*off + SegmentAllocator::AlignUp(size)) / kG; ++g) {
+        REQUIRE(model[g] == G::kFree);
+        REQUIRE(!blocked[g]);
+        model[g] = G::kOwned;
+      }
+      owned.emplace_back(*off, size);
+    } else if (op == 1 && !owned.empty()) {
+      const size_t i = rng() % owned.size();
+      const auto [off, size] = owned[i];
+      owned.erase(owned.begin() + static_cast<ptrdiff_t>(i));
+      a.Free(off, size);
+      for (uint64_t g = off / kG; g < (off + SegmentAllocator::AlignUp(size)) / kG; ++g) {
+        model[g] = blocked[g] ? G::kWithheld : G::kFree;
+      }
+    } else if (op == 2) {
+      const auto [off, len] = range();
+      a.Quarantine(off, len);
+      for (uint64_t g = off / kG; g < (off + len) / kG; ++g) {
+        blocked[g] = true;
+        if (model[g] == G::kFree) model[g] = G::kWithheld;
+      }
+    } else if (op == 3) {
+      const auto [off, len] = range();
+      a.Unquarantine(off, len);
+      for (uint64_t g = off / kG; g < (off + len) / kG; ++g) {
+        blocked[g] = false;
+        if (model[g] == G::kWithheld) model[g] = G::kFree;
+      }
+    }
+    REQUIRE(a.CheckInvariants().ok());
+    uint64_t free = 0, withheld = 0;
+    for (uint64_t g = 0; g < kGranules; ++g) {
+      free += model[g] == G::kFree;
+      withheld += model[g] == G::kWithheld;
+      REQUIRE(a.IsFree(g * kG, kG) == (model[g] == G::kFree));
+      REQUIRE(a.Quarantined(g * kG, kG) == blocked[g]);
+    }
+    REQUIRE(a.free_bytes() == free * kG);
+    REQUIRE(a.withheld_bytes() == withheld * kG);
+  }
 }
