@@ -188,6 +188,8 @@ class MasterService final : public rpc::Handler {
                          Result<msg::PutStartReply>* reply);
   void RefuseQuarantined(const msg::ClientId& client, const std::string& key,
                          msg::BatchItem<msg::PutStartReply>* item);
+  // A copy or move's targets in quarantine: the task fails instead.
+  void RefuseQuarantined(const msg::TaskRequest& req, Result<msg::TaskStartReply>* reply);
   // Runs `fn` under mu_, then waits for the retires of what it removed.
   // `unsafe(reply)` runs under mu_ only when a retire failed meanwhile: a
   // reply that hands out space fixes itself there (RefuseQuarantined).

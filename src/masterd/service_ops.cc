@@ -72,7 +72,7 @@ Result<msg::TaskStartReply> MasterService::TaskStart(const msg::TaskRequest& req
       SignAll(&r->targets, true, wall_ms);
     }
     return r;
-  });
+  }, [&](Result<msg::TaskStartReply>& r) { RefuseQuarantined(req, &r); });
 }
 
 Status MasterService::TaskEnd(const msg::TaskEndRequest& req) {

@@ -74,8 +74,8 @@ void MasterService::ApplyRetireOutcomesLocked() {
 }
 
 namespace {
-bool AnyQuarantined(const master::MasterState& state, const msg::PutStartReply& reply) {
-  for (const msg::ReplicaDesc& rep : reply.replicas) {
+bool AnyQuarantined(const master::MasterState& state, const std::vector<msg::ReplicaDesc>& reps) {
+  for (const msg::ReplicaDesc& rep : reps) {
     for (const msg::BufferDesc& b : rep.buffers) {
       if (state.InQuarantine(b.segment_name, b.offset, b.size_bytes)) return true;
     }
@@ -92,16 +92,25 @@ Status QuarantineRefusal(const std::string& key) {
 
 void MasterService::RefuseQuarantined(const msg::ClientId& client, const std::string& key,
                                       Result<msg::PutStartReply>* reply) {
-  if (!reply->ok() || !AnyQuarantined(*state_, **reply)) return;
+  if (!reply->ok() || !AnyQuarantined(*state_, (*reply)->replicas)) return;
   (void)state_->PutRevoke({client, key}, clock_.NowUs());  // its space joins the quarantine
   *reply = QuarantineRefusal(key);
 }
 
 void MasterService::RefuseQuarantined(const msg::ClientId& client, const std::string& key,
                                       msg::BatchItem<msg::PutStartReply>* item) {
-  if (!item->status.ok() || !AnyQuarantined(*state_, item->value)) return;
+  if (!item->status.ok() || !AnyQuarantined(*state_, item->value.replicas)) return;
   (void)state_->PutRevoke({client, key}, clock_.NowUs());
   *item = {QuarantineRefusal(key), {}};
+}
+
+void MasterService::RefuseQuarantined(const msg::TaskRequest& req,
+                                      Result<msg::TaskStartReply>* reply) {
+  if (!reply->ok() || !AnyQuarantined(*state_, (*reply)->targets)) return;
+  // The task fails: its targets' space joins the quarantine.
+  (void)state_->TaskEnd({req.client, req.task, false, "target space quarantined"},
+                        clock_.NowUs());
+  *reply = QuarantineRefusal((*reply)->key);
 }
 
 MasterService::RetireReport MasterService::RetireStats() const {
