@@ -162,13 +162,9 @@ void Retirer::SendPass(const std::vector<Item>& items, std::vector<Retry> retrie
     b.from.push_back(items.size() + i);
   }
   uint64_t retired = 0, failed = 0;
-  std::vector<Item> failed_items, recovered;
+  std::vector<Item> recovered;
+  std::vector<size_t> ok_new, failed_new;  // indexes into items
   std::vector<Retry> again;
-  const uint64_t presumed_upto = [&] {
-    std::lock_guard<std::mutex> lock(mu_);
-    return presumed_upto_;
-  }();
-  const uint64_t first_seq = finished_ + 1;  // only this thread moves finished_
   for (const auto& [endpoint, batch] : by_store) {
     const uint64_t now_us = MonotonicNowUs();
     auto down = down_until_us_.find(endpoint);
@@ -190,11 +186,13 @@ void Retirer::SendPass(const std::vector<Item>& items, std::vector<Retry> retrie
     }
     for (size_t f : batch.from) {
       const bool retry = f >= items.size();
-      const Item& item = retry ? retries[f - items.size()].item : items[f];
-      const bool presumed = !retry && first_seq + f <= presumed_upto;
       if (st.ok()) {
         ++retired;
-        if (retry || presumed) recovered.push_back(item);
+        if (retry) {
+          recovered.push_back(retries[f - items.size()].item);
+        } else {
+          ok_new.push_back(f);
+        }
         continue;
       }
       ++failed;
@@ -202,8 +200,8 @@ void Retirer::SendPass(const std::vector<Item>& items, std::vector<Retry> retrie
         again.push_back(std::move(retries[f - items.size()]));
         continue;
       }
-      if (!presumed) failed_items.push_back(item);  // a presumed one was reported
-      again.push_back({item, now_us + kRetireQuarantineUs});
+      failed_new.push_back(f);
+      again.push_back({items[f], now_us + kRetireQuarantineUs});
     }
   }
   for (Retry& r : again) retries_.push_back(std::move(r));
@@ -213,6 +211,19 @@ void Retirer::SendPass(const std::vector<Item>& items, std::vector<Retry> retrie
     retries_.erase(retries_.begin(), retries_.begin() + static_cast<ptrdiff_t>(dropped));
   }
   std::lock_guard<std::mutex> lock(mu_);
+  // Ranges a reply presumed failed (Await) were reported then: a success
+  // now is a recovery, a failure is not reported twice. Decided under mu_,
+  // where Await presumes, before these ranges count as finished.
+  const uint64_t first_seq = finished_ + 1;
+  std::vector<Item> failed_items;
+  for (size_t f : failed_new) {
+    if (first_seq + f > presumed_upto_) failed_items.push_back(items[f]);
+  }
+  if (presumed_upto_ >= first_seq) {
+    for (size_t f : ok_new) {
+      if (first_seq + f <= presumed_upto_) recovered.push_back(items[f]);
+    }
+  }
   Report(std::move(failed_items), std::move(recovered));
   stats_.retired += retired;
   stats_.failed += failed;
