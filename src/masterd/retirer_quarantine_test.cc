@@ -131,3 +131,29 @@ TEST_CASE("a reply that gave up waiting for a retire quarantines the range still
   CHECK(c.PutOneSided("new", 'n') != off);
   ::close(*fd);
 }
+
+TEST_CASE("a put that evicts where the victims' retire fails is never handed their space") {
+  // The put evicts and places in one call, before the RETIRE of what it
+  // evicted was even sent: its reply is checked once the failure is known.
+  Cluster c;
+  constexpr uint64_t kBig = 16ull << 20;  // four fill the 64 MiB segment
+  std::vector<std::pair<std::string, uint64_t>> olds;
+  for (int i = 0; i < 4; ++i) {
+    const std::string key = "v" + std::to_string(i);
+    auto start = c.svc.PutStart({{1, 2}, key, kBig, {}});
+    REQUIRE(start.ok());
+    olds.emplace_back(key, start->replicas.at(0).buffers.at(0).offset);
+    REQUIRE(c.svc.PutEnd({{1, 2}, key}).ok());
+  }
+  auto next = c.svc.PutStart({{1, 2}, "next", kBig, {}});
+  CHECK(c.svc.RetireStats().quarantine.bytes >= kBig);  // the victims'
+  if (!next.ok()) {
+    CHECK(next.status().code() == ErrorCode::NO_AVAILABLE_HANDLE);
+    return;
+  }
+  const uint64_t at = next->replicas.at(0).buffers.at(0).offset;
+  for (const auto& [key, off] : olds) {
+    if (c.svc.GetReplicaList({{1, 2}, key}).ok()) continue;  // not evicted
+    CHECK((at + kBig <= off || off + kBig <= at));
+  }
+}
