@@ -955,10 +955,9 @@ std::unique_ptr<transfer::Transport> DataPath(const Config& config,
   if (rdma != nullptr) {
     // One-sided WRITE/READ; a store that serves no RDMA answers
     // NOT_SUPPORTED and its ops go over TCP.
-    // A sealed read naming a seal is not RDMA's: a one-sided read cannot
-    // prove its bytes (mooncake-store(1)), so it goes to the store over TCP.
-    layers.push_back({std::move(rdma),
-                      [](const transfer::TransferOp& op) { return !op.sealed || op.seal == 0; },
+    // Sealed reads too, checked against the store's epochs read one-sided
+    // (transfer/rdma/rdma_sealed.h): stale is stale on every path.
+    layers.push_back({std::move(rdma), nullptr,
                       [](const Status& st) { return st.code() == ErrorCode::NOT_SUPPORTED; }});
   }
   layers.push_back(

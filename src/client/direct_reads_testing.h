@@ -173,7 +173,7 @@ class Link final : public MasterLink {
 };
 
 // A value stamped with its key and version in every 16 bytes.
-std::vector<uint8_t> Stamped(uint64_t key, uint64_t version, size_t bytes) {
+inline std::vector<uint8_t> Stamped(uint64_t key, uint64_t version, size_t bytes) {
   std::vector<uint8_t> v(bytes);
   for (size_t i = 0; i + 16 <= bytes; i += 16) {
     StoreLe64(&v[i], key);
@@ -183,7 +183,7 @@ std::vector<uint8_t> Stamped(uint64_t key, uint64_t version, size_t bytes) {
 }
 
 // The version `v` is uniformly stamped with for `key`; 0 when it is not.
-uint64_t VersionOf(const std::vector<uint8_t>& v, uint64_t key) {
+inline uint64_t VersionOf(const std::vector<uint8_t>& v, uint64_t key) {
   if (v.size() < 16 || v.size() % 16 != 0) return 0;
   const uint64_t version = LoadLe64(&v[8]);
   for (size_t i = 0; i < v.size(); i += 16) {

@@ -539,9 +539,13 @@ bool TcpDataServer::Handle(ConnIo& io, uint64_t conn_id, const wire::Request& re
   // Counters move before the reply so a client that saw the reply also sees them.
   if (is_write) {
     if (!io.BeforeSegmentWrite().ok()) return false;
-    // Counted in the epochs before the first byte lands (write_epochs.h).
-    EpochWrite counted(options_.epochs, req.offset, req.length);
-    if (!io.Read(range, req.length).ok()) return false;
+    {
+      // Counted in the epochs before the first byte lands (write_epochs.h),
+      // and finished before the reply: a reader that saw the reply must not
+      // find the write still in flight (a false "stale", seal 0).
+      EpochWrite counted(options_.epochs, req.offset, req.length);
+      if (!io.Read(range, req.length).ok()) return false;
+    }
     counters_->bytes_written.fetch_add(req.length);
     counters_->served.fetch_add(1);
     return io.Reply(req.request_id, Status::Ok(), nullptr, 0).ok();

@@ -209,6 +209,27 @@ class MasterState {
   std::vector<StaleRange> TakeStaleRanges();
   void set_track_stale_ranges(bool on) { options_.track_stale_ranges = on; }
 
+  // master_state_quarantine.cc: ranges whose RETIRE failed (masterd/retirer.h)
+  // go to no new object until `until_us` (the old object's seals expired)
+  // or ReleaseQuarantine of the same range (a later retire succeeded), or
+  // until their segment is dropped. NOT_FOUND when no such segment is
+  // mounted: its space went with it. `size_bytes` 0: the whole segment.
+  Status QuarantineRange(std::string_view segment, uint64_t offset, uint64_t size_bytes,
+                         uint64_t until_us);
+  void ReleaseQuarantine(std::string_view segment, uint64_t offset, uint64_t size_bytes);
+  // True when some byte of the range is quarantined (a reply about to hand
+  // it to a writer must not).
+  bool InQuarantine(std::string_view segment, uint64_t offset, uint64_t size_bytes) const;
+  struct QuarantineStats {
+    uint64_t bytes = 0;     // withheld from the free space now
+    uint64_t ranges = 0;    // quarantined ranges now
+    uint64_t added = 0;     // ranges ever quarantined
+    uint64_t merged = 0;    // of them, merged into a neighbour at the bound
+    uint64_t expired = 0;   // lifted by time
+    uint64_t released = 0;  // lifted by a later successful retire
+  };
+  QuarantineStats quarantine_stats() const;
+
   // ---- master_state_tier.cc: offload to the stores' disk tiers ----
   struct OffloadVictim {
     std::string key;
@@ -438,6 +459,10 @@ class MasterState {
   // DropSegments' part: forget retired buffers, pending upserts and task
   // targets on the dropped segments.
   void DropPendingOn(const std::vector<bool>& dropping);
+  // master_state_quarantine.cc
+  void ExpireQuarantine(uint64_t now_us);
+  void DropQuarantineOn(const std::vector<bool>& dropping);
+  void LiftQuarantine(size_t index);
   bool HasRunningTask(ObjectId id) const;
 
   // What the policy reads of a live object instead of keeping copies.
@@ -521,6 +546,12 @@ class MasterState {
   std::map<std::string, std::vector<Superseded>, std::less<>> superseded_;  // by key
   size_t superseded_count_ = 0;
   StaleRanges stale_;             // see TakeStaleRanges
+  struct QuarantineEntry {
+    uint32_t segment;
+    uint64_t offset, size_bytes, until_us;
+  };
+  std::vector<QuarantineEntry> quarantine_;  // see QuarantineRange
+  QuarantineStats quarantine_counts_;         // bytes, ranges: computed
   uint64_t retired_bytes_ = 0;
   std::map<msg::TaskId, std::unique_ptr<Task>> tasks_;
   uint64_t next_task_ = 0;

@@ -79,6 +79,7 @@ void MasterState::RetireObject(ObjectIt it, RemoveReason reason, uint64_t now_us
 void MasterState::DropPendingOn(const std::vector<bool>& dropping) {
   const size_t before = retired_.size();
   DropHeldOn(dropping);
+  if (!quarantine_.empty()) DropQuarantineOn(dropping);
   std::erase_if(retired_, [&](const Retired& r) {
     if (r.held != 0 || !dropping[r.segment]) return false;
     retired_bytes_ -= SegmentAllocator::AlignUp(r.size_bytes);

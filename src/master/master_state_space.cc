@@ -96,6 +96,7 @@ Result<std::vector<uint64_t>> MasterState::PlaceOrEvict(std::string_view key,
                                                         const msg::PutPlacement& placement) {
   std::vector<uint64_t> packed;
   if (!retired_.empty()) FreeRetired(now_us);
+  if (!quarantine_.empty()) ExpireQuarantine(now_us);
   if (TryPlace(size_bytes, replicas, now_us, placement, &packed)) return packed;
   // Refuse without evicting when even an empty pool could not hold it.
   const std::vector<uint32_t> cands = CandidateSegments(now_us);
@@ -316,6 +317,7 @@ TickReport MasterState::Tick(uint64_t now_us) {
   report.expired_clients = ExpireClients(now_us, &report.unmounted_segments);
   report.discarded_puts = DiscardZombiePuts(now_us);
   FreeRetired(now_us);
+  if (!quarantine_.empty()) ExpireQuarantine(now_us);
   if (!superseded_.empty()) ExpireSuperseded(now_us);
   ExpireTasks(now_us);
   report.expired_pins = ExpirePins(now_us);

@@ -67,6 +67,11 @@ std::optional<uint64_t> SegmentAllocator::Allocate(uint64_t size_bytes) {
 }
 
 uint64_t SegmentAllocator::Free(uint64_t offset, uint64_t size_bytes) {
+  if (!blocked_.empty()) return FreeQuarantined(offset, size_bytes);
+  return FreeUnblocked(offset, size_bytes);
+}
+
+uint64_t SegmentAllocator::FreeUnblocked(uint64_t offset, uint64_t size_bytes) {
   uint64_t size = AlignUp(size_bytes);
   assert(size > 0 && offset % kAlignmentBytes == 0 && offset + size <= capacity_bytes_);
   auto next = by_offset_.lower_bound(offset);

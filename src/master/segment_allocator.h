@@ -61,6 +61,19 @@ class SegmentAllocator {
   // the size of the free range it became part of after coalescing.
   uint64_t Free(uint64_t offset, uint64_t size_bytes);
 
+  // Quarantine (segment_allocator_quarantine.cc; masterd/retirer.h): no
+  // byte of [offset, offset + AlignUp(size_bytes)) is handed out until
+  // Unquarantine of it. Its free bytes leave the free ranges now, bytes of
+  // it freed later go there too ("withheld": neither free nor owned).
+  // `size_bytes` 0: to the segment's end. Cost while nothing is
+  // quarantined: one empty() test per Free.
+  void Quarantine(uint64_t offset, uint64_t size_bytes);
+  // Lifts the quarantine of the range; its withheld bytes become free.
+  void Unquarantine(uint64_t offset, uint64_t size_bytes);
+  // True when some byte of the range is quarantined.
+  bool Quarantined(uint64_t offset, uint64_t size_bytes) const;
+  uint64_t withheld_bytes() const { return withheld_bytes_; }
+
   // Marks exactly [offset, offset + AlignUp(size_bytes)) as used, for
   // rebuilding state from a journal. False (nothing changed) if the range is
   // misaligned, outside the segment or not entirely free.
@@ -86,12 +99,17 @@ class SegmentAllocator {
 
   uint64_t capacity_bytes() const { return capacity_bytes_; }
   uint64_t free_bytes() const { return free_bytes_; }
-  uint64_t used_bytes() const { return capacity_bytes_ - free_bytes_; }
+  // Owned bytes: neither free nor withheld by a quarantine.
+  uint64_t used_bytes() const { return capacity_bytes_ - free_bytes_ - withheld_bytes_; }
   uint64_t largest_free_bytes() const;
   size_t free_range_count() const { return by_offset_.size(); }
 
  private:
   void InsertFree(uint64_t offset, uint64_t size);
+  uint64_t FreeUnblocked(uint64_t offset, uint64_t size);  // Free without quarantine
+  uint64_t FreeQuarantined(uint64_t offset, uint64_t size);  // Free with some
+  void Withhold(uint64_t offset, uint64_t end);
+  std::pair<uint64_t, uint64_t> Span(uint64_t offset, uint64_t size_bytes) const;
   void EraseFree(std::map<uint64_t, uint64_t>::iterator it);
   // The best-fitting free range that holds `size` at a page boundary, as
   // (the boundary, the range's offset); nullopt when none does.
@@ -102,6 +120,9 @@ class SegmentAllocator {
   uint64_t free_bytes_;
   std::map<uint64_t, uint64_t> by_offset_;          // offset -> size
   std::set<std::pair<uint64_t, uint64_t>> by_size_;  // (size, offset)
+  std::map<uint64_t, uint64_t> blocked_;   // quarantined: offset -> end, disjoint
+  std::map<uint64_t, uint64_t> withheld_;  // freed inside blocked_: offset -> end
+  uint64_t withheld_bytes_ = 0;
 };
 
 }  // namespace mc::master

@@ -103,6 +103,19 @@ std::string RenderMetrics(const MasterService& service, const Journal* journal,
   p.Counter("master_leases_ended_by_release_total",
             "Read leases that ended before their TTL because every counted get released them",
             static_cast<double>(c.leases_ended_by_release));
+  if (const MasterService::RetireReport r = service.RetireStats(); r.retirer != nullptr) {
+    // Ranges whose RETIRE failed stay out of new objects (mooncake-protocol(7)).
+    p.Gauge("master_retire_quarantined_bytes",
+            "Bytes withheld from new objects because their RETIRE on the store failed",
+            static_cast<double>(r.quarantine.bytes));
+    p.Gauge("master_retire_quarantined_ranges", "Ranges withheld for a failed RETIRE",
+            static_cast<double>(r.quarantine.ranges));
+    p.Counter("master_retire_failed_total", "Ranges a store did not retire when asked",
+              static_cast<double>(r.failed));
+    p.Counter("master_retire_recovered_total",
+              "Failed ranges retired later by a retry (their quarantine lifted)",
+              static_cast<double>(r.recovered));
+  }
   if (journal != nullptr) {
     // commit_seconds over commits, the mean commit time, is the least a
     // durable PutEnd waits; with fsync=always most of it is the disk's flush.

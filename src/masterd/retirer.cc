@@ -2,6 +2,9 @@
 
 #include <chrono>
 #include <map>
+#include <set>
+#include <string_view>
+#include <utility>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -56,8 +59,24 @@ bool Retirer::Await(uint64_t ticket) {
   if (finished_ >= ticket) return true;
   const bool done = done_cv_.wait_for(lock, std::chrono::microseconds(options_.max_wait_us),
                                       [&] { return stop_ || finished_ >= ticket; });
-  if (!done) ++stats_.late_replies;
-  return done && finished_ >= ticket;
+  if (done && finished_ >= ticket) return true;
+  ++stats_.late_replies;
+  // The reply goes out before these ranges' outcome is known: presume they
+  // failed (the caller quarantines them), recover them if they succeed.
+  if (ticket > presumed_upto_) {
+    std::vector<Item> presumed;
+    uint64_t seq = finished_;
+    for (const Item& i : pass_) {
+      if (++seq > presumed_upto_ && seq <= ticket) presumed.push_back(i);
+    }
+    for (const Item& i : queue_) {
+      if (++seq > ticket) break;
+      if (seq > presumed_upto_) presumed.push_back(i);
+    }
+    presumed_upto_ = ticket;
+    Report(std::move(presumed), {});
+  }
+  return false;
 }
 
 Retirer::Stats Retirer::stats() const {
@@ -65,54 +84,151 @@ Retirer::Stats Retirer::stats() const {
   return stats_;
 }
 
+Retirer::Outcomes Retirer::TakeOutcomes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(outcomes_, {});
+}
+
+void Retirer::Report(std::vector<Item> failed, std::vector<Item> recovered) {
+  const uint64_t n = failed.size() + recovered.size();
+  if (n == 0) return;
+  for (Item& i : failed) outcomes_.failed.push_back(std::move(i));
+  for (Item& i : recovered) outcomes_.recovered.push_back(std::move(i));
+  stats_.recovered += recovered.size();
+  reported_.fetch_add(n, std::memory_order_release);
+}
+
 void Retirer::Run() {
-  std::vector<Item> pass;
   for (;;) {
+    std::vector<Retry> retries;
     {
       std::unique_lock<std::mutex> lock(mu_);
       queued_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (stop_) return;
       const size_t n = std::min(queue_.size(), kMaxRetiresPerPass);
-      pass.assign(std::make_move_iterator(queue_.begin()),
-                  std::make_move_iterator(queue_.begin() + static_cast<ptrdiff_t>(n)));
+      pass_.assign(std::make_move_iterator(queue_.begin()),
+                   std::make_move_iterator(queue_.begin() + static_cast<ptrdiff_t>(n)));
       queue_.erase(queue_.begin(), queue_.begin() + static_cast<ptrdiff_t>(n));
     }
-    SendPass(pass);
+    if (!retries_.empty()) retries = DueRetries(MonotonicNowUs());
+    SendPass(pass_, std::move(retries));
     {
       std::lock_guard<std::mutex> lock(mu_);
-      finished_ += pass.size();
+      finished_ += pass_.size();
+      pass_.clear();
     }
     done_cv_.notify_all();
   }
 }
 
-void Retirer::SendPass(std::vector<Item>& items) {
-  std::map<std::string, std::vector<transfer::RetireRange>> by_store;
-  for (Item& i : items) by_store[i.endpoint].push_back(std::move(i.range));
+std::vector<Retirer::Retry> Retirer::DueRetries(uint64_t now_us) {
+  // Only with a pass that goes to their store anyway: a store that stays
+  // down costs no extra connect timeout on this thread (which would delay
+  // every other store's retires), and its ranges wait for their time.
+  std::set<std::string_view> stores;
+  for (const Item& i : pass_) stores.insert(i.endpoint);
+  std::vector<Retry> due;
+  std::erase_if(retries_, [&](Retry& r) {
+    if (r.give_up_us <= now_us) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.dropped_retries;
+      return true;
+    }
+    if (!stores.contains(r.item.endpoint)) return false;
+    auto down = down_until_us_.find(r.item.endpoint);
+    if (down != down_until_us_.end() && now_us < down->second) return false;
+    due.push_back(std::move(r));
+    return true;
+  });
+  return due;
+}
+
+void Retirer::SendPass(const std::vector<Item>& items, std::vector<Retry> retries) {
+  // By store: the ranges, and for each its source (index into items, or
+  // into retries past items.size()).
+  struct Batch {
+    std::vector<transfer::RetireRange> ranges;
+    std::vector<size_t> from;
+  };
+  std::map<std::string, Batch> by_store;
+  for (size_t i = 0; i < items.size(); ++i) {
+    Batch& b = by_store[items[i].endpoint];
+    b.ranges.push_back(items[i].range);
+    b.from.push_back(i);
+  }
+  for (size_t i = 0; i < retries.size(); ++i) {
+    Batch& b = by_store[retries[i].item.endpoint];
+    b.ranges.push_back(retries[i].item.range);
+    b.from.push_back(items.size() + i);
+  }
   uint64_t retired = 0, failed = 0;
-  for (const auto& [endpoint, ranges] : by_store) {
+  std::vector<Item> recovered;
+  std::vector<size_t> ok_new, failed_new;  // indexes into items
+  std::vector<Retry> again;
+  for (const auto& [endpoint, batch] : by_store) {
     const uint64_t now_us = MonotonicNowUs();
     auto down = down_until_us_.find(endpoint);
+    Status st = Status::Ok();
     if (down != down_until_us_.end() && now_us < down->second) {
-      failed += ranges.size();
-      continue;
+      st = Error(ErrorCode::TRANSFER_FAIL, "backing off");
+    } else {
+      auto hp = net::ParseHostPort(endpoint);
+      st = hp.ok() ? sender_.Retire({hp->host, hp->port, ""}, batch.ranges) : hp.status();
+      if (!st.ok()) {
+        down_until_us_[endpoint] = MonotonicNowUs() + options_.backoff_us;
+        MC_LOG(WARN) << "retiring " << batch.ranges.size() << " ranges on store " << endpoint
+                     << " failed: " << st.ToString()
+                     << " (quarantined: no new object gets them until a retry succeeds or "
+                     << kRetireQuarantineUs / 1000000 << " s passed)";
+      } else if (down != down_until_us_.end()) {
+        down_until_us_.erase(down);
+      }
     }
-    auto hp = net::ParseHostPort(endpoint);
-    Status st = hp.ok() ? sender_.Retire({hp->host, hp->port, ""}, ranges) : hp.status();
-    if (st.ok()) {
-      retired += ranges.size();
-      if (down != down_until_us_.end()) down_until_us_.erase(down);
-      continue;
+    for (size_t f : batch.from) {
+      const bool retry = f >= items.size();
+      if (st.ok()) {
+        ++retired;
+        if (retry) {
+          recovered.push_back(retries[f - items.size()].item);
+        } else {
+          ok_new.push_back(f);
+        }
+        continue;
+      }
+      ++failed;
+      if (retry) {
+        again.push_back(std::move(retries[f - items.size()]));
+        continue;
+      }
+      failed_new.push_back(f);
+      again.push_back({items[f], now_us + kRetireQuarantineUs});
     }
-    failed += ranges.size();
-    down_until_us_[endpoint] = MonotonicNowUs() + kRetireBackoffUs;
-    MC_LOG(WARN) << "retiring " << ranges.size() << " ranges on store " << endpoint
-                 << " failed: " << st.ToString()
-                 << " (direct reads of them may return the old version until their TTL)";
+  }
+  for (Retry& r : again) retries_.push_back(std::move(r));
+  size_t dropped = 0;
+  if (retries_.size() > kMaxRetiresRetried) {  // the oldest go: their quarantine ends by time
+    dropped = retries_.size() - kMaxRetiresRetried;
+    retries_.erase(retries_.begin(), retries_.begin() + static_cast<ptrdiff_t>(dropped));
   }
   std::lock_guard<std::mutex> lock(mu_);
+  // Ranges a reply presumed failed (Await) were reported then: a success
+  // now is a recovery, a failure is not reported twice. Decided under mu_,
+  // where Await presumes, before these ranges count as finished.
+  const uint64_t first_seq = finished_ + 1;
+  std::vector<Item> failed_items;
+  for (size_t f : failed_new) {
+    if (first_seq + f > presumed_upto_) failed_items.push_back(items[f]);
+  }
+  if (presumed_upto_ >= first_seq) {
+    for (size_t f : ok_new) {
+      if (first_seq + f <= presumed_upto_) recovered.push_back(items[f]);
+    }
+  }
+  Report(std::move(failed_items), std::move(recovered));
   stats_.retired += retired;
   stats_.failed += failed;
+  stats_.retried += retries.size();
+  stats_.dropped_retries += dropped;
   ++stats_.passes;
 }
 

@@ -154,7 +154,7 @@ Result<msg::PutStartReply> MasterService::PutStart(const msg::PutStartRequest& r
     auto r = state_->PutStart(req, clock_.NowUs());
     if (r.ok()) SignAll(&r->replicas, true, wall_ms);
     return r;
-  });
+  }, [&](Result<msg::PutStartReply>& r) { RefuseQuarantined(req.client, req.key, &r); });
 }
 
 Status MasterService::PutEnd(const msg::KeyRequest& req) {
@@ -243,6 +243,9 @@ Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> MasterService::BatchPutSt
       }
     }
     return r;
+  }, [&](Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>>& r) {
+    if (!r.ok()) return;
+    for (size_t i = 0; i < r->size(); ++i) RefuseQuarantined(req[i].client, req[i].key, &(*r)[i]);
   });
 }
 
@@ -337,6 +340,7 @@ master::TickReport MasterService::Tick() {
   master::TickReport r = state_->Tick(now_us);
   TierTick(now_us);
   (void)RetireLocked();  // expired leases' forced removals etc.; nobody waits
+  ApplyRetireOutcomesLocked();  // failures nobody waited for, retries that succeeded
   if (r.unmounted_segments > 0) {
     // Forget keys of segments that are gone, so a stale capability cannot be
     // minted for a name a new store reuses.

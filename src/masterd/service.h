@@ -150,6 +150,15 @@ class MasterService final : public rpc::Handler {
   // (the default): nothing is retired. `retirer` must outlive this.
   void SetRetirer(class Retirer* retirer);
 
+  // The retirer's counts and the state's quarantine (metrics; zeros
+  // without a retirer).
+  struct RetireReport {
+    class Retirer* retirer = nullptr;
+    uint64_t failed = 0, recovered = 0, late_replies = 0;
+    master::MasterState::QuarantineStats quarantine;
+  };
+  RetireReport RetireStats() const;
+
   // The term every grant is signed with from now on (the HA leader's, set
   // before its RPC port opens; 0 without HA). See common/capability.h.
   void SetGrantTerm(uint64_t term) { grant_term_.store(term, std::memory_order_release); }
@@ -168,22 +177,47 @@ class MasterService final : public rpc::Handler {
   void SignAll(std::vector<msg::ReplicaDesc>* replicas, bool write, uint64_t wall_before_ms);
   Status RemoveLocked(const msg::RemoveRequest& req);
   // service_retire.cc. Under mu_: hands the state's stale ranges, signed, to
-  // the retirer; returns the ticket to await (0 without a retirer).
-  uint64_t RetireLocked();
-  // Without mu_: waits (bounded) until the ranges up to `ticket` were retired.
-  void AwaitRetired(uint64_t ticket);
+  // the retirer; returns the ticket to await (0 without a retirer) and sets
+  // `seen` (if given) to the retirer's outcomes reported so far.
+  uint64_t RetireLocked(uint64_t* seen = nullptr);
+  // Without mu_: waits (bounded) until the ranges up to `ticket` were
+  // retired. False when a retire failed since `seen` (Retirer::reported())
+  // or the wait gave up: the caller must then ApplyRetireOutcomesLocked.
+  bool AwaitRetired(uint64_t ticket, uint64_t seen);
+  // Under mu_: the ranges whose retire failed go to the state's quarantine,
+  // those retired by a retry leave it (master/master_state_quarantine.cc).
+  void ApplyRetireOutcomesLocked();
+  // Under mu_: a reply that would hand a writer quarantined space (placed
+  // there before the retire's failure was known) is revoked and refused
+  // with NO_AVAILABLE_HANDLE instead.
+  void RefuseQuarantined(const msg::ClientId& client, const std::string& key,
+                         Result<msg::PutStartReply>* reply);
+  void RefuseQuarantined(const msg::ClientId& client, const std::string& key,
+                         msg::BatchItem<msg::PutStartReply>* item);
+  // A copy or move's targets in quarantine: the task fails instead.
+  void RefuseQuarantined(const msg::TaskRequest& req, Result<msg::TaskStartReply>* reply);
   // Runs `fn` under mu_, then waits for the retires of what it removed.
-  template <typename Fn>
-  auto Retiring(Fn&& fn) {
-    uint64_t ticket = 0;
+  // `unsafe(reply)` runs under mu_ only when a retire failed meanwhile: a
+  // reply that hands out space fixes itself there (RefuseQuarantined).
+  template <typename Fn, typename Check>
+  auto Retiring(Fn&& fn, Check&& unsafe) {
+    uint64_t ticket = 0, seen = 0;
     auto r = [&] {
       std::lock_guard<std::mutex> lock(mu_);
       auto out = fn();
-      ticket = RetireLocked();
+      ticket = RetireLocked(&seen);
       return out;
     }();
-    AwaitRetired(ticket);
+    if (!AwaitRetired(ticket, seen)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ApplyRetireOutcomesLocked();
+      unsafe(r);
+    }
     return r;
+  }
+  template <typename Fn>
+  auto Retiring(Fn&& fn) {
+    return Retiring(std::forward<Fn>(fn), [](auto&) {});
   }
 
   // service_tier.cc: the hooks of the disk tier in the operations above

@@ -38,6 +38,9 @@ Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>> MasterService::BatchUpser
       }
     }
     return r;
+  }, [&](Result<msg::Batch<msg::BatchItem<msg::PutStartReply>>>& r) {
+    if (!r.ok()) return;
+    for (size_t i = 0; i < r->size(); ++i) RefuseQuarantined(plain[i].client, plain[i].key, &(*r)[i]);
   });
 }
 
@@ -69,7 +72,7 @@ Result<msg::TaskStartReply> MasterService::TaskStart(const msg::TaskRequest& req
       SignAll(&r->targets, true, wall_ms);
     }
     return r;
-  });
+  }, [&](Result<msg::TaskStartReply>& r) { RefuseQuarantined(req, &r); });
 }
 
 Status MasterService::TaskEnd(const msg::TaskEndRequest& req) {

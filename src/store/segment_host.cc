@@ -23,6 +23,7 @@
 #include "transfer/rdma/rdma_desc.h"
 #include "transfer/rdma/rdma_engine.h"
 #include "transfer/rdma/rdma_responder.h"
+#include "transfer/rdma/rdma_sealed.h"
 #include "transfer/segment.h"
 
 namespace mc::store {
@@ -203,14 +204,18 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Create(const Config& config, m
       return Error(responder.code(), "protocol rdma: " + responder.status().message());
     }
     h->rdma_ = std::move(*responder);
-    // One-sided writes never count in the write epochs: no reader may
-    // trust them, so direct reads of this segment ask the master.
-    h->segment_->MarkEpochsBypassed();
+    // One-sided writes count in no epoch, yet seals stay sound (retires
+    // mark what the master reuses): the table is published for RDMA
+    // readers (transfer/rdma/rdma_sealed.h, mooncake-protocol(7)).
+    const uint64_t data = h->segment_->size_bytes();
+    MC_RETURN_IF_ERROR(h->rdma_->AddEpochTable(h->segment_->base() + data,
+                                               transfer::EpochTableTailBytes(data),
+                                               transfer::NewEpochNonce()));
   }
 
   transfer::TcpDataServerOptions to;
   to.rdma = h->rdma_.get();
-  to.epochs = h->segment_->epochs();  // invalid once RDMA bypasses them
+  to.epochs = h->segment_->epochs();
   // Grants of a deposed HA leader are refused once a newer term is seen
   // (transfer/term_fence.h).
   h->fence_ = std::make_shared<transfer::TermFence>();
@@ -363,7 +368,19 @@ void SegmentHost::Reincarnate() {
   desc_.incarnation = RandomU64();
   desc_.access_key = RandomBytes(32);
   keys_->Set(desc_.access_key, desc_.incarnation);
+  // The new keys void grants the store checks, but a one-sided RDMA read
+  // names no grant: a client's cached seal of an object the master dropped
+  // with this segment would still match once the master places a new
+  // object there and its writer writes it one-sided (no epoch moves), and
+  // the master sends no RETIRE for what it dropped. So the whole segment is
+  // retired here, before it is mounted again: every count moves and every
+  // granule is marked, and no seal from before matches again
+  // (mooncake-protocol(7), "RDMA direct reads").
+  transfer::WriteEpochs& epochs = segment_->epochs();
+  if (epochs.valid()) epochs.Retire(0, segment_->size_bytes());
 }
+
+const transfer::WriteEpochs& SegmentHost::epochs() const { return segment_->epochs(); }
 
 Status SegmentHost::failure() const {
   std::lock_guard lock(mu_);

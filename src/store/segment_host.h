@@ -36,6 +36,7 @@ class Segment;
 class SegmentKeys;
 class TermFence;
 class TcpDataServer;
+class WriteEpochs;
 }  // namespace mc::transfer
 namespace mc::rpc {
 class MasterClient;
@@ -89,12 +90,17 @@ class SegmentHost {
   // for the owner's ready line.
   std::string Describe() const;
 
+  // What the heartbeat does before mounting again after the master declared
+  // this store dead (or lost its state): a new incarnation and access key,
+  // in the data server first, and the whole segment retired in its write
+  // epochs so no seal from before matches (segment_host.cc). Public for tests.
+  void Reincarnate();
+  // The segment's write epochs (tests).
+  const transfer::WriteEpochs& epochs() const;
+
  private:
   SegmentHost() = default;
   void Heartbeat();
-  // A new incarnation and access key, in the data server first: taken before
-  // mounting again after the master declared this store dead.
-  void Reincarnate();
   // Sleeps up to `ms` or until Stop(); true when stopping.
   bool Sleep(uint64_t ms);
 

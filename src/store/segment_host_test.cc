@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "transfer/tcp_transport.h"
+#include "transfer/write_epochs.h"
 
 namespace mc::store {
 namespace {
@@ -90,6 +91,23 @@ TEST_CASE("mounting without a master retries with growing waits until told to st
   REQUIRE(waits.size() == 3);
   CHECK(waits[1] == 2 * waits[0]);
   CHECK(waits[2] == 2 * waits[1]);
+}
+
+TEST_CASE("a remount after the master dropped the segment voids every seal taken before") {
+  // The master dropped this store's objects and sends no RETIRE for them;
+  // the next object written there one-sided (RDMA) must not match a seal a
+  // client cached of the old one.
+  DeadPort master;
+  auto host = SegmentHost::Create(StoreConfig(master.port), msg::ClientId{1, 2});
+  REQUIRE(host.ok());
+  const transfer::WriteEpochs& epochs = (*host)->epochs();
+  REQUIRE(epochs.valid());
+  const uint64_t first = epochs.Seal(0, 4096), last = epochs.Seal(kSegmentBytes - 64, 64);
+  REQUIRE(first != 0);
+  REQUIRE(last != 0);
+  (*host)->Reincarnate();
+  CHECK(epochs.Seal(0, 4096) == 0);  // retired: no seal until a counted write
+  CHECK(epochs.Seal(kSegmentBytes - 64, 64) == 0);
 }
 
 }  // namespace mc::store

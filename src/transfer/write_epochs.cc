@@ -69,17 +69,41 @@ void WriteEpochs::EndWrite(uint64_t offset, uint64_t len) {
   }
 }
 
-uint64_t WriteEpochs::Seal(uint64_t offset, uint64_t len) const {
-  assert(offset + len <= data_bytes_);
+namespace {
+
+// The seal of [offset, offset + len) from `word(i)` and `mask(i)`, region i's.
+template <typename Word, typename Mask>
+uint64_t SealOf(uint64_t offset, uint64_t len, Word&& word, Mask&& mask) {
   const Span s = RegionSpan(offset, len);
   uint64_t sum = 1;
   for (uint64_t i = s.first; i < s.end; ++i) {
-    const uint64_t w = words_[i].load(std::memory_order_seq_cst);
-    if (w >= kInFlightOne) return 0;  // a write in flight
-    if ((retired_[i].load(std::memory_order_seq_cst) & Granules(i, offset, len)) != 0) return 0;
-    sum += w & kStartedMask;
+    const uint64_t w = word(i);
+    if (w >= WriteEpochs::kInFlightOne) return 0;  // a write in flight
+    if ((mask(i) & Granules(i, offset, len)) != 0) return 0;
+    sum += w & WriteEpochs::kStartedMask;
   }
   return sum == 0 ? 1 : sum;
+}
+
+}  // namespace
+
+uint64_t WriteEpochs::RegionCount(uint64_t offset, uint64_t len) {
+  const Span s = RegionSpan(offset, len);
+  return s.end - s.first;
+}
+
+uint64_t WriteEpochs::SealOfWords(const uint64_t* words, const uint64_t* masks, uint64_t offset,
+                                  uint64_t len) {
+  const uint64_t first = FirstRegion(offset);
+  return SealOf(offset, len, [&](uint64_t i) { return words[i - first]; },
+                [&](uint64_t i) { return masks[i - first]; });
+}
+
+uint64_t WriteEpochs::Seal(uint64_t offset, uint64_t len) const {
+  assert(offset + len <= data_bytes_);
+  return SealOf(
+      offset, len, [&](uint64_t i) { return words_[i].load(std::memory_order_seq_cst); },
+      [&](uint64_t i) { return retired_[i].load(std::memory_order_seq_cst); });
 }
 
 uint64_t WriteEpochs::SealedCopy(const uint8_t* base, uint64_t offset, uint64_t len, void* dst,

@@ -33,6 +33,16 @@
 // and whose first read came after the retire and such a neighbour write
 // learnt a seal of the removed version; mooncake-protocol(7), Direct reads).
 //
+// RDMA (mooncake-protocol(7), "RDMA direct reads"): one-sided writes count
+// nowhere and clear no mark. Seals stay sound for cached reads anyway: the
+// master reuses a range only after its RETIRE was acknowledged, which moved
+// every count of the range (counts only grow, so no later seal equals an
+// earlier one) and left marks only a counted write clears -- or, when the
+// RETIRE failed, only after the range's quarantine
+// (master/master_state_quarantine.cc) outlived every seal naming it. The table is
+// registered for RDMA after the data (transfer/rdma/rdma_sealed.h); an RDMA
+// reader reads the words and masks and computes SealOfWords.
+//
 // Table layout: Regions(data_bytes) epoch words, then as many retired-granule
 // masks (bit g of mask i: bytes [i * 4096 + g * 64, + 64) are retired).
 // Epoch word: low 40 bits started writes, high 24 bits writes in flight.
@@ -63,6 +73,15 @@ class WriteEpochs {
   }
   // Words a table for `data_bytes` of segment needs (epochs and masks).
   static uint64_t Words(uint64_t data_bytes) { return 2 * Regions(data_bytes); }
+
+  // The regions [first, first + count) that [offset, offset + len) touches
+  // (an empty range names the region it sits in).
+  static uint64_t FirstRegion(uint64_t offset) { return offset >> kRegionShift; }
+  static uint64_t RegionCount(uint64_t offset, uint64_t len);
+  // Seal() over copies of the range's epoch words and retired masks (an
+  // RDMA reader's look): words[0] and masks[0] are region FirstRegion(offset)'s.
+  static uint64_t SealOfWords(const uint64_t* words, const uint64_t* masks, uint64_t offset,
+                              uint64_t len);
 
   // Testing only: makes any write clear the retired marks of every region it
   // touches (the per-region mark this replaced), so a test can show what the

@@ -2,7 +2,8 @@
 guest by tests/rdma/run_guest.sh: master, stores and clients with
 --protocol rdma, put/get from 1 B to 64 MiB byte for byte, several clients at
 once, two NICs (a second rxe device on a second interface, added here) with
-traffic on both, the Python client, a dummy client and
+traffic on both, the Python client, direct (cached-location) reads over RDMA that skip the
+master and race removals and re-puts, a dummy client and
 mooncake.engine.TransferEngine (two processes) over RDMA, a mixed cluster
 with one TCP-only store, a store killed mid-transfer, and a disk-only object
 (issue 31's disk tier) staged on its store and read over RDMA. The rxe
@@ -153,6 +154,29 @@ check(py.returncode == 0 and b"OK" in py.stdout,
       f"python register_buffer/put_from/batch_get_into over rdma ({py.stdout.decode()[-400:]})")
 check(pd.get("rxe0", 0) + pd.get("rxe1", 0) >= (4 << 20) // 4096,
       f"the Python client's bytes went over RDMA {pd}")
+
+# 2b'. Direct reads over RDMA (mooncake-protocol(7), "RDMA direct reads"):
+#      repeated gets of keys read once skip the master (its get RPC count
+#      does not move) and go one-sided (packets); a writer that removes and
+#      re-puts keys while a reader gets them never makes a read return other
+#      bytes (direct_child.py; MC_RDMA_RACE_S seconds, MC_RDMA_RACE_SEED).
+before = packets()
+race_args = [os.environ.get("MC_RDMA_RACE_S", "8")]
+if os.environ.get("MC_RDMA_RACE_SEED"):
+    race_args.append(os.environ["MC_RDMA_RACE_SEED"])
+py = subprocess.run([sys.executable, os.path.join(HERE, "direct_child.py"),
+                     env["MOONCAKE_MASTER"], "rxe0,rxe1", f"http://127.0.0.1:{c.metrics_port}"]
+                    + race_args, env={**os.environ, **env}, stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT, timeout=300)
+pd = delta(before)
+out = py.stdout.decode()
+print("direct_child:", [l for l in out.splitlines() if l.startswith("{") or "seed" in l],
+      flush=True)
+check(py.returncode == 0 and "OK" in out,
+      f"direct RDMA reads skip the master and a remove/re-put race returns no other bytes "
+      f"({out[-800:]})")
+check(pd.get("rxe0", 0) + pd.get("rxe1", 0) >= 48 * 4096 // 4096,
+      f"the direct reads went over RDMA {pd}")
 
 # 2c. A dummy client of `mooncake client` (mooncake-client(1)) over RDMA:
 #     the standalone client registers the dummy's pool on the NICs at attach

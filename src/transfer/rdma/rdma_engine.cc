@@ -287,6 +287,11 @@ Result<std::shared_ptr<RdmaEngine::Link>> RdmaEngine::GetLink(const Endpoint& ep
   return *built;
 }
 
+Result<std::shared_ptr<const RdmaSegmentDesc>> RdmaEngine::PeerDescriptor(const Endpoint& ep) {
+  MC_ASSIGN_OR_RETURN(std::shared_ptr<Link> link, GetLink(ep, /*rebuild=*/false));
+  return std::shared_ptr<const RdmaSegmentDesc>(link, &link->desc);
+}
+
 Result<std::shared_ptr<RdmaEngine::Link>> RdmaEngine::BuildLink(const Endpoint& ep) {
   MC_ASSIGN_OR_RETURN(auto conn, connect_(ep));
   MC_ASSIGN_OR_RETURN(RdmaSegmentDesc desc, conn->Describe());

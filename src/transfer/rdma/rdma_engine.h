@@ -108,6 +108,10 @@ class RdmaEngine {
   // Must not race a transfer using the buffer.
   Status UnregisterBuffer(void* addr);
   Status Batch(std::span<TransferOp> ops);
+  // The descriptor of `ep`'s segment, from the link to it (built now when
+  // there is none; NOT_SUPPORTED: no RDMA there). Valid while the link is
+  // cached; a rebuilt link (a restarted peer) describes it anew.
+  Result<std::shared_ptr<const RdmaSegmentDesc>> PeerDescriptor(const Endpoint& ep);
   RdmaEngineStats stats() const;
   std::vector<std::string> device_names() const;
 

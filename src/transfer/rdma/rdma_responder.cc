@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <random>
 
+#include "transfer/rdma/rdma_sealed.h"
+
 namespace mc::transfer {
 
 Result<std::unique_ptr<RdmaResponder>> RdmaResponder::Create(
@@ -41,6 +43,25 @@ Result<std::unique_ptr<RdmaResponder>> RdmaResponder::Create(
   }
   r->desc_.buffers = std::move(seg.buffers);
   return r;
+}
+
+Status RdmaResponder::AddEpochTable(uint8_t* at, uint64_t len, uint64_t nonce) {
+  const auto addr = reinterpret_cast<uint64_t>(at);
+  if (desc_.buffers.empty() || len == 0 ||
+      desc_.buffers.back().addr + desc_.buffers.back().length != addr) {
+    return Error(ErrorCode::INVALID_PARAMS, "the epoch table must follow the segment");
+  }
+  Region table;
+  MC_RETURN_IF_ERROR(RegisterChunks(at, len, "the epoch table of " + desc_.name, &table));
+  for (size_t b = 0; b < table.buffers.size(); ++b) {
+    table.buffers[b].name = EpochTableBufferName(nonce);
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      mrs_[i].push_back(table.mrs[b * devices_.size() + i]);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  desc_.buffers.insert(desc_.buffers.end(), table.buffers.begin(), table.buffers.end());
+  return Status::Ok();
 }
 
 Status RdmaResponder::RegisterChunks(uint8_t* base, uint64_t len, const std::string& what,

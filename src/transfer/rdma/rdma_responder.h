@@ -38,6 +38,10 @@ class RdmaResponder {
   // fails); RemoveRegion deregisters the region starting at `addr`.
   Status AddRegion(uint8_t* base, uint64_t len);
   Status RemoveRegion(uint64_t addr);
+  // Registers the segment's epoch table (rdma_sealed.h): `len` bytes at
+  // `at`, which must be where the segment ends, described after the
+  // segment's buffers under EpochTableBufferName(nonce). Once, before serving.
+  Status AddEpochTable(uint8_t* at, uint64_t len, uint64_t nonce);
   Result<RdmaConnectReply> Connect(uint64_t conn_id, const RdmaConnectRequest& req);
   void Release(uint64_t conn_id);
   size_t qp_count() const;

@@ -4,7 +4,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "transfer/data_protocol.h"
+#include "transfer/rdma/rdma_sealed.h"
 #include "transfer/tcp_transport.h"
 
 namespace mc::transfer {
@@ -82,6 +85,37 @@ Result<std::unique_ptr<RdmaTransport>> RdmaTransport::Create(RdmaTransportOption
 
 RdmaTransport::~RdmaTransport() = default;
 
-Status RdmaTransport::Batch(std::span<TransferOp> ops) { return engine_->Batch(ops); }
+Status RdmaTransport::Batch(std::span<TransferOp> ops) {
+  const auto sealed = [](const TransferOp& op) { return op.sealed; };
+  if (std::none_of(ops.begin(), ops.end(), sealed)) return engine_->Batch(ops);
+  MC_RETURN_IF_ERROR(ValidateBatch(ops));
+  // Sealed reads prove their bytes by the store's epochs (rdma_sealed.h);
+  // the rest go as they are, in a batch of their own.
+  std::vector<TransferOp> part[2];
+  std::vector<size_t> where[2];
+  for (size_t i = 0; i < ops.size(); ++i) {
+    part[sealed(ops[i])].push_back(ops[i]);
+    where[sealed(ops[i])].push_back(i);
+  }
+  if (!part[0].empty()) {
+    const Status st = engine_->Batch(part[0]);
+    for (TransferOp& op : part[0]) {
+      if (!st.ok() && op.status.ok()) op.status = st;  // refused whole
+    }
+  }
+  (void)RdmaSealedReads(*engine_, part[1]);
+  Status first;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const bool s = sealed(ops[i]);
+    const size_t at = static_cast<size_t>(
+        std::lower_bound(where[s].begin(), where[s].end(), i) - where[s].begin());
+    const TransferOp& done = part[s][at];
+    ops[i].status = done.status;
+    ops[i].seal = done.seal;
+    ops[i].peer_unreachable = done.peer_unreachable;
+    if (!done.status.ok() && first.ok()) first = done.status;
+  }
+  return first;
+}
 
 }  // namespace mc::transfer

@@ -3,6 +3,9 @@
 // 4 and 5) runs on a connection that passed the port's AUTH when a token is
 // set, so rkeys reach only authenticated peers. Ops to a store that serves no
 // RDMA come back NOT_SUPPORTED for the caller to send over TCP.
+// Sealed reads (TransferOp::sealed) prove their bytes by the store's write
+// epochs, read one-sided too (rdma_sealed.h); a store that publishes no
+// epoch table fails them NOT_SUPPORTED, for TCP.
 // Thread-safe.
 #pragma once
 
