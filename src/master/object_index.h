@@ -100,9 +100,8 @@ class ObjectIndex {
 
   // `huge_pages`: carve nodes from reserved huge pages (hugetlb, 2 MiB)
   // while the system has free ones, ordinary memory after. A chunk is one
-  // such page; on this kind of VM a fresh 4 KiB or THP page costs a
-  // host-side fault and zeroing that a page already in the reserved pool
-  // does not, which is most of a large master's start-up.
+  // such page: no fault per 4 KiB and fewer TLB misses; whether a start is
+  // faster depends on the host (mooncake-master(1) has figures).
   explicit ObjectIndex(bool huge_pages = false);
   ~ObjectIndex();  // frees every node and chunk
   ObjectIndex(const ObjectIndex&) = delete;
