@@ -285,6 +285,12 @@ class MasterState {
   std::vector<ObjectDump> DumpObjects(bool complete_only) const;
   Status LoadSegment(const SegmentDump& segment, uint64_t now_us);
   Status LoadObject(const ObjectDump& object, uint64_t now_us);
+  // The id a mounted segment has in this state (BufferLocation::segment_id).
+  std::optional<uint32_t> SegmentIdOf(std::string_view name) const {
+    auto it = segment_ids_.find(name);
+    if (it == segment_ids_.end()) return std::nullopt;
+    return it->second;
+  }
   // Bulk reload (a journal at start): between the two calls LoadObject only
   // records where each buffer is; FinishBulkLoad reserves them all at once,
   // sorted per segment, instead of splitting the free lists object by

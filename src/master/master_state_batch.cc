@@ -164,27 +164,38 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
       const uint64_t want = s + 1 < stripes
                                 ? options_.stripe_size_bytes
                                 : object.size_bytes - uint64_t{s} * options_.stripe_size_bytes;
-      auto seg = segment_ids_.find(b.segment_name);
-      const SegmentAllocator* alloc = seg == segment_ids_.end() ? nullptr : &segments_[seg->second]->allocator;
+      // By id when the loader resolved the name (the journal), else by name.
+      uint32_t id = BufferLocation::kByName;
+      if (b.segment_id != BufferLocation::kByName) {
+        if (b.segment_id < segments_.size() && segments_[b.segment_id] != nullptr) id = b.segment_id;
+      } else if (auto seg = segment_ids_.find(b.segment_name); seg != segment_ids_.end()) {
+        id = seg->second;
+      }
+      const SegmentAllocator* alloc = id == BufferLocation::kByName ? nullptr : &segments_[id]->allocator;
+      auto name = [&] {
+        return id == BufferLocation::kByName ? b.segment_name : segments_[id]->desc.name;
+      };
       const bool in_range = alloc != nullptr && b.offset % SegmentAllocator::kAlignmentBytes == 0 &&
                             b.offset <= alloc->capacity_bytes() &&
                             SegmentAllocator::AlignUp(b.size_bytes) <= alloc->capacity_bytes() - b.offset;
-      if (seg == segment_ids_.end()) {
-        failure = bad("segment '" + b.segment_name + "' is not mounted");
+      if (alloc == nullptr) {
+        failure = b.segment_id != BufferLocation::kByName
+                      ? bad("segment id " + std::to_string(b.segment_id) + " is not mounted")
+                      : bad("segment '" + b.segment_name + "' is not mounted");
       } else if (b.size_bytes != want) {
         failure = bad("buffer size " + std::to_string(b.size_bytes) + " should be " +
                       std::to_string(want));
-      } else if (used_segment[seg->second]) {
-        failure = bad("two replicas share segment '" + b.segment_name + "'");
-      } else if (!in_range || (!bulk_loading_ && !segments_[seg->second]->allocator.Reserve(
+      } else if (used_segment[id]) {
+        failure = bad("two replicas share segment '" + name() + "'");
+      } else if (!in_range || (!bulk_loading_ && !segments_[id]->allocator.Reserve(
                                                      b.offset, b.size_bytes))) {
         failure = bad("range " + std::to_string(b.offset) + "+" + std::to_string(b.size_bytes) +
-                      " of segment '" + b.segment_name + "' is taken or out of range");
+                      " of segment '" + name() + "' is taken or out of range");
       } else {
-        packed.push_back(PackBuffer(seg->second, b.offset));
+        packed.push_back(PackBuffer(id, b.offset));
         sizes.push_back(b.size_bytes);
         allocated_bytes_ += SegmentAllocator::AlignUp(b.size_bytes);
-        mine.push_back(seg->second);
+        mine.push_back(id);
       }
     }
     for (uint32_t id : mine) used_segment[id] = true;

@@ -25,6 +25,11 @@ struct BufferLocation {
   std::string segment_name;
   uint64_t offset = 0;
   uint64_t size_bytes = 0;
+  // A loader that resolved the name once per segment (the journal: 50M
+  // objects' buffers) may give the state's id of the segment instead
+  // (MasterState::SegmentIdOf) and leave the name empty.
+  static constexpr uint32_t kByName = UINT32_MAX;
+  uint32_t segment_id = kByName;
 };
 
 // The durable (or, for dumps, the full) record of one object.

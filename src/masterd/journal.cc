@@ -90,17 +90,24 @@ constexpr size_t kBufferRecordBytes = 12;
 constexpr size_t kLoadBatchRows = 1024;
 constexpr size_t kLoadBatches = 4;
 
-// FNV-1a over a row's fields, so a damaged row (a flipped bit in an offset
+// A check over a row's fields, so a damaged row (a flipped bit in an offset
 // would point at another object's bytes) is refused at load, not served.
 // SQLite checks its pages' structure, not the values in them.
-class RowCheck {
+//
+// Rows are written with WordCheck. Files of mooncake before it hold rows
+// checked with FnvCheck (FNV-1a a byte at a time: a 40-byte key's row is
+// ~90 dependent multiplies, an eighth of a 50M-object start's CPU), and are
+// never rewritten for it: a row loads if its check is either function's.
+// Two 64-bit functions instead of one let a damaged row through with odds
+// of 2^-63 instead of 2^-64.
+class FnvCheck {
  public:
-  RowCheck& Bytes(std::string_view b) {
+  FnvCheck& Bytes(std::string_view b) {
     U64(b.size());
     for (unsigned char c : b) h_ = (h_ ^ c) * kPrime;
     return *this;
   }
-  RowCheck& U64(uint64_t v) {
+  FnvCheck& U64(uint64_t v) {
     for (int i = 0; i < 8; ++i) h_ = (h_ ^ ((v >> (8 * i)) & 0xff)) * kPrime;
     return *this;
   }
@@ -111,17 +118,80 @@ class RowCheck {
   uint64_t h_ = 0xcbf29ce484222325ull;
 };
 
-int64_t SegmentCheck(uint32_t id, const master::SegmentDump& s) {
+// 8 bytes a step (little-endian words; a field's length first, its last
+// word zero-padded). Each step, h = mix((h ^ w) * K), is one-to-one in h
+// for a given word and in the word for a given h, so a change confined to
+// one word of a row always changes the check, as FNV-1a's does for one byte.
+class WordCheck {
+ public:
+  WordCheck& Bytes(std::string_view b) {
+    U64(b.size());
+    size_t i = 0;
+    for (; i + 8 <= b.size(); i += 8) U64(LoadLe(b.data() + i, 8));
+    if (i < b.size()) U64(LoadLe(b.data() + i, b.size() - i));
+    return *this;
+  }
+  WordCheck& U64(uint64_t w) {
+    h_ = (h_ ^ w) * kMul;
+    h_ ^= h_ >> 32;
+    return *this;
+  }
+  int64_t value() const {
+    uint64_t h = h_ * kFinal;  // every input bit reaches the high bits too
+    h ^= h >> 29;
+    return static_cast<int64_t>(h);
+  }
+
+ private:
+  static uint64_t LoadLe(const char* p, size_t n) {
+    uint64_t w = 0;
+    for (size_t i = 0; i < n; ++i) w |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+    return w;
+  }
+  static constexpr uint64_t kMul = 0x9e3779b97f4a7c15ull;
+  static constexpr uint64_t kFinal = 0xff51afd7ed558ccdull;
+  uint64_t h_ = 0x6a09e667f3bcc909ull;
+};
+
+template <typename Check>
+int64_t SegmentCheckWith(uint32_t id, const master::SegmentDump& s) {
   const msg::SegmentDesc& d = s.desc;
-  return RowCheck()
+  return Check()
       .U64(id).Bytes(d.name).U64(s.owner.hi).U64(s.owner.lo).U64(d.incarnation)
       .U64(d.size_bytes).Bytes(d.hostname).Bytes(d.endpoint).Bytes(d.shm_path)
       .Bytes(d.access_key).value();
 }
 
+template <typename Check>
+int64_t ObjectCheckWith(std::string_view key, uint64_t size, bool pin, uint64_t replicas,
+                        std::string_view buffers) {
+  return Check().Bytes(key).U64(size).U64(pin).U64(replicas).Bytes(buffers).value();
+}
+
+// What rows are written with.
+int64_t SegmentCheck(uint32_t id, const master::SegmentDump& s) {
+  return SegmentCheckWith<WordCheck>(id, s);
+}
 int64_t ObjectCheck(std::string_view key, uint64_t size, bool pin, uint64_t replicas,
                     std::string_view buffers) {
-  return RowCheck().Bytes(key).U64(size).U64(pin).U64(replicas).Bytes(buffers).value();
+  return ObjectCheckWith<WordCheck>(key, size, pin, replicas, buffers);
+}
+
+// What rows load with: either function. `fnv_first` is which one the last
+// row matched (a file's rows are mostly of one age), updated.
+bool SegmentCheckMatches(int64_t stored, uint32_t id, const master::SegmentDump& s) {
+  return stored == SegmentCheckWith<WordCheck>(id, s) || stored == SegmentCheckWith<FnvCheck>(id, s);
+}
+bool ObjectCheckMatches(int64_t stored, std::string_view key, uint64_t size, bool pin,
+                        uint64_t replicas, std::string_view buffers, bool* fnv_first) {
+  auto word = [&] { return stored == ObjectCheckWith<WordCheck>(key, size, pin, replicas, buffers); };
+  auto fnv = [&] { return stored == ObjectCheckWith<FnvCheck>(key, size, pin, replicas, buffers); };
+  if (*fnv_first ? fnv() : word()) return true;
+  if (*fnv_first ? word() : fnv()) {
+    *fnv_first = !*fnv_first;
+    return true;
+  }
+  return false;
 }
 
 int64_t AsI64(uint64_t v) { return static_cast<int64_t>(v); }
@@ -635,19 +705,22 @@ void JournalGate::Unsubscribe() {
 
 Result<Journal::LoadStats> Journal::LoadInto(master::MasterState& state, uint64_t now_us) {
   LoadStats stats;
-  std::map<uint32_t, std::string> names;
+  // Each segment row's id -> the state's id of that segment: object rows
+  // name segments by row id, and the state takes its own ids, so that 50M
+  // objects' buffers need no name copied or looked up.
+  std::map<uint32_t, uint32_t> state_ids;
   // The writer is idle until the state changes, which it cannot before the
   // load returns, so the database is used from this thread only here.
   MC_RETURN_IF_ERROR(db_->Exec("BEGIN"));
-  Status st = LoadSegments(state, now_us, &stats, &names);
-  if (st.ok()) st = LoadObjects(state, now_us, &stats, names);
+  Status st = LoadSegments(state, now_us, &stats, &state_ids);
+  if (st.ok()) st = LoadObjects(state, now_us, &stats, state_ids);
   (void)db_->Exec("COMMIT");
   if (!st.ok()) return st;
   return stats;
 }
 
 Status Journal::LoadSegments(master::MasterState& state, uint64_t now_us, LoadStats* stats,
-                             std::map<uint32_t, std::string>* names) {
+                             std::map<uint32_t, uint32_t>* state_ids) {
   sqlite3_stmt* s = nullptr;
   MC_RETURN_IF_ERROR(db_->Prepare(
       "SELECT id, name, owner_hi, owner_lo, incarnation, size_bytes, hostname, endpoint,"
@@ -669,7 +742,7 @@ Status Journal::LoadSegments(master::MasterState& state, uint64_t now_us, LoadSt
     d.desc.endpoint = Text(s, 7);
     d.desc.shm_path = Text(s, 8);
     d.desc.access_key = Text(s, 9);
-    st = sqlite3_column_int64(s, 10) == SegmentCheck(id, d)
+    st = SegmentCheckMatches(sqlite3_column_int64(s, 10), id, d)
              ? state.LoadSegment(d, now_us)
              : Error(ErrorCode::INTERNAL_ERROR, "checksum mismatch (the file is damaged)");
     if (!st.ok()) {
@@ -677,7 +750,9 @@ Status Journal::LoadSegments(master::MasterState& state, uint64_t now_us, LoadSt
                  path_ + ": segment row " + std::to_string(id) + ": " + st.message());
       break;
     }
-    names->emplace(id, d.desc.name);
+    const std::optional<uint32_t> state_id = state.SegmentIdOf(d.desc.name);
+    assert(state_id.has_value() && "a segment just loaded is mounted");
+    state_ids->emplace(id, *state_id);
     segment_ids_[d.desc.name] = id;
     next_segment_id_ = std::max(next_segment_id_, id + 1);
     ++stats->segments;
@@ -689,10 +764,10 @@ Status Journal::LoadSegments(master::MasterState& state, uint64_t now_us, LoadSt
 
 // One objects row as the state loads it: checked against its row_check,
 // its buffers decoded. `o` is reused row after row: its key and buffer
-// names keep their capacity, so a row costs no heap block (10M rows at
+// replicas keep their capacity, so a row costs no heap block (10M rows at
 // start).
-Status Journal::DecodeObjectRow(sqlite3_stmt* s, const std::map<uint32_t, std::string>& names,
-                                master::ObjectDump* o) const {
+Status Journal::DecodeObjectRow(sqlite3_stmt* s, const std::map<uint32_t, uint32_t>& state_ids,
+                                master::ObjectDump* o, bool* fnv_first) const {
   o->key.assign(View(s, 0));
   o->size_bytes = AsU64(s, 1);
   o->soft_pin = sqlite3_column_int(s, 2) != 0;
@@ -710,8 +785,8 @@ Status Journal::DecodeObjectRow(sqlite3_stmt* s, const std::map<uint32_t, std::s
   auto bad = [&](const std::string& why) {
     return Error(ErrorCode::INTERNAL_ERROR, path_ + ": object row '" + o->key + "': " + why);
   };
-  if (sqlite3_column_int64(s, 5) != ObjectCheck(o->key, o->size_bytes, o->soft_pin,
-                                                static_cast<uint64_t>(replicas), buffers))
+  if (!ObjectCheckMatches(sqlite3_column_int64(s, 5), o->key, o->size_bytes, o->soft_pin,
+                          static_cast<uint64_t>(replicas), buffers, fnv_first))
     return bad("checksum mismatch (the file is damaged)");
   if (replicas <= 0 || replicas > kMaxReplicas || buffers.size() % kBufferRecordBytes != 0 ||
       count % replicas != 0 || count == 0)
@@ -725,15 +800,15 @@ Status Journal::DecodeObjectRow(sqlite3_stmt* s, const std::map<uint32_t, std::s
     for (uint64_t i = 0; i < stripes; ++i) {
       const uint32_t seg = r.U32("segment id");
       const uint64_t offset = r.U64("offset");
-      auto name = names.find(seg);
-      if (name == names.end())
+      auto state_id = state_ids.find(seg);
+      if (state_id == state_ids.end())
         return bad("segment id " + std::to_string(seg) + " is not in the segments table");
       const uint64_t size = i + 1 < stripes ? stripe_size_bytes_
                             : o->size_bytes > i * stripe_size_bytes_
                                 ? o->size_bytes - i * stripe_size_bytes_
                                 : 0;
       master::BufferLocation& b = replica[i];
-      b.segment_name = name->second;
+      b.segment_id = state_id->second;  // segment_name stays empty
       b.offset = offset;
       b.size_bytes = size;
     }
@@ -746,7 +821,7 @@ Status Journal::DecodeObjectRow(sqlite3_stmt* s, const std::map<uint32_t, std::s
 // SQLite and checks and decodes the rows, handing them over in batches.
 // The rows reach the state in file order, as from one thread.
 Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadStats* stats,
-                            const std::map<uint32_t, std::string>& names) {
+                            const std::map<uint32_t, uint32_t>& state_ids) {
   sqlite3_stmt* s = nullptr;
   MC_RETURN_IF_ERROR(
       db_->Prepare("SELECT key, size_bytes, soft_pin, replicas, buffers, row_check, id"
@@ -759,9 +834,10 @@ Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadSta
   uint64_t last_row = 0;
   std::thread reader([&] {
     int rc = SQLITE_ROW;
+    bool fnv_first = false;  // which row check to try first (ObjectCheckMatches)
     while (auto* b = pipe.TakeEmpty()) {
       while (b->count < b->items.size() && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        read_status = DecodeObjectRow(s, names, &b->items[b->count]);
+        read_status = DecodeObjectRow(s, state_ids, &b->items[b->count], &fnv_first);
         if (!read_status.ok()) break;
         last_row = b->items[b->count++].listener_tag;
       }

@@ -173,11 +173,11 @@ class Journal final : public master::StateListener, public DiskReplicaListener {
   void AssertSequence() const;  // under mu_
   Status Commit(const std::vector<Change>& batch);
   Status LoadSegments(master::MasterState& state, uint64_t now_us, LoadStats* stats,
-                      std::map<uint32_t, std::string>* names);
+                      std::map<uint32_t, uint32_t>* state_ids);
   Status LoadObjects(master::MasterState& state, uint64_t now_us, LoadStats* stats,
-                     const std::map<uint32_t, std::string>& names);
-  Status DecodeObjectRow(sqlite3_stmt* s, const std::map<uint32_t, std::string>& names,
-                         master::ObjectDump* o) const;
+                     const std::map<uint32_t, uint32_t>& state_ids);
+  Status DecodeObjectRow(sqlite3_stmt* s, const std::map<uint32_t, uint32_t>& state_ids,
+                         master::ObjectDump* o, bool* fnv_first) const;
 
   std::unique_ptr<storage::SqliteDb> db_;  // writer thread only (after LoadInto)
   const std::string path_;
