@@ -539,7 +539,9 @@ class MasterState {
   std::vector<uint32_t> load_mine_;
   std::vector<bool> load_used_segment_;
   bool bulk_loading_ = false;
-  size_t bulk_buffers_ = 0;  // buffers of the objects in bulk_nodes_
+  // The buffers of the objects in bulk_nodes_, as FinishBulkLoad sorts
+  // them, appended as they load (a second pass over 50M nodes cost more).
+  std::vector<std::pair<uint64_t, uint64_t>> bulk_ranges_;
   std::vector<ObjectIndex::Node*> bulk_nodes_;  // loaded, linked by FinishBulkLoad
   // During a bulk load: faults in the tables and the index's chunks ahead
   // of the loading thread (common/prefault.h).

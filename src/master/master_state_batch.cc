@@ -21,6 +21,13 @@ Status CheckBatch(const std::vector<Req>& reqs, uint32_t max_batch, OpCounter& c
                                               std::to_string(max_batch));
 }
 
+// A loaded buffer as FinishBulkLoad sorts it: (segment << 40 | offset / 64,
+// aligned size).
+std::pair<uint64_t, uint64_t> BulkRange(uint64_t packed, uint64_t size_bytes) {
+  return {uint64_t{BufferSegment(packed)} << 40 | BufferOffset(packed) / SegmentAllocator::kAlignmentBytes,
+          SegmentAllocator::AlignUp(size_bytes)};
+}
+
 }  // namespace
 
 Result<std::vector<msg::BatchItem<msg::PutStartReply>>> MasterState::BatchPutStart(
@@ -216,7 +223,9 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
   rec.flags = ObjectRecord::kComplete | (object.soft_pin ? ObjectRecord::kSoftPin : 0);
   rec.SetBuffers(packed.data(), static_cast<uint32_t>(packed.size()));
   rec.listener_tag = object.listener_tag;
-  if (bulk_loading_) bulk_buffers_ += packed.size();
+  if (bulk_loading_) {
+    for (size_t i = 0; i < packed.size(); ++i) bulk_ranges_.emplace_back(BulkRange(packed[i], sizes[i]));
+  }
   if (object.soft_pin) {  // the pin restarts: its expiry is not durable
     rec.flags |= ObjectRecord::kPinCounted;
     rec.set_pin_expiry_us(now_us + options_.default_kv_soft_pin_ttl_us);
@@ -231,9 +240,10 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
 void MasterState::BeginBulkLoad(size_t expected_objects) {
   assert(objects_.empty() && allocated_bytes_ == 0);
   bulk_loading_ = true;
-  bulk_buffers_ = 0;
   bulk_nodes_.clear();
   bulk_nodes_.reserve(expected_objects);
+  bulk_ranges_.clear();
+  bulk_ranges_.reserve(expected_objects);  // one buffer each, the common case
   slot_nodes_.reserve(expected_objects);
   slot_generations_.reserve(expected_objects);
   policy_->Reserve(expected_objects);
@@ -242,6 +252,7 @@ void MasterState::BeginBulkLoad(size_t expected_objects) {
     bulk_prefaulter_->Add(v.data(), v.capacity() * sizeof(v[0]));
   };
   prefault(bulk_nodes_);
+  prefault(bulk_ranges_);
   prefault(slot_nodes_);
   prefault(slot_generations_);
   objects_.SetPrefaulter(bulk_prefaulter_.get());
@@ -250,24 +261,14 @@ void MasterState::BeginBulkLoad(size_t expected_objects) {
 Status MasterState::FinishBulkLoad() {
   bulk_loading_ = false;
   objects_.SetPrefaulter(nullptr);  // every node is made
-  // Every buffer as (segment << 40 | offset / 64, aligned size), read from
-  // the nodes in the order they were made, which is the order of their
-  // memory: one exactly sized array of 16 bytes a buffer, sorted once, that
-  // becomes each segment's used list in place. A growing array of wider
-  // entries, and a copy of it per segment, cost a 10M-object start more
-  // in page zeroing than in sorting.
+  // Every buffer as (segment << 40 | offset / 64, aligned size), appended
+  // as the objects loaded: one array of 16 bytes a buffer, sorted once,
+  // that becomes each segment's used list in place. A growing array of
+  // wider entries, and a copy of it per segment, cost a 10M-object start
+  // more in page zeroing than in sorting.
   static_assert(kSegmentIdBits + 40 == 64);
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
-  ranges.reserve(bulk_buffers_);
-  if (bulk_prefaulter_) bulk_prefaulter_->Add(ranges.data(), ranges.capacity() * sizeof(ranges[0]));
-  for (const ObjectIndex::Node* n : bulk_nodes_) {
-    const ObjectRecord& rec = n->record;
-    for (uint32_t i = 0; i < rec.buffer_count; ++i) {
-      const uint64_t b = rec.buffers()[i];
-      ranges.emplace_back(uint64_t{BufferSegment(b)} << 40 | BufferOffset(b) / SegmentAllocator::kAlignmentBytes,
-                          SegmentAllocator::AlignUp(BufferSize(rec, i)));
-    }
-  }
+  ranges.swap(bulk_ranges_);
   bulk_prefaulter_.reset();
   ParallelSort(ranges.begin(), ranges.end());
   auto segment_of = [](uint64_t at) { return static_cast<uint32_t>(at >> 40); };
@@ -289,7 +290,6 @@ Status MasterState::FinishBulkLoad() {
         std::span<const std::pair<uint64_t, uint64_t>>(ranges.data() + begin, end - begin));
     begin = end;
   }
-  bulk_buffers_ = 0;
   std::string duplicate;
   std::vector<ObjectIndex::Node*> nodes;
   nodes.swap(bulk_nodes_);

@@ -190,8 +190,6 @@ class ObjectIndex {
 
  private:
   Node** LinksOf(Node* n) { return n == nullptr ? head_ : n->links(); }
-  // Links `n`, whose key is above every other, at the end of each level.
-  void Append(Node* n);
   // Node memory: nodes come from per-size free lists and chunks carved in
   // 8-byte steps, with no malloc header and no rounding to 16 (a 40-byte
   // key's node: 88 bytes, not a 96-byte chunk). A freed node's bytes go
@@ -237,6 +235,19 @@ class ObjectIndex {
   // The index of the first finger whose key is not below `key`.
   size_t FingerAt(std::string_view key) const;
   std::vector<Finger> fingers_;
+  // Build's linking: nodes in increasing key order make a chain of their
+  // own (no other node's links change), so two halves link at once and
+  // are joined at the seam.
+  struct Chain {
+    Node* head[kMaxLevels] = {};
+    Node* tail[kMaxLevels] = {};
+    uint32_t levels = 0;
+    size_t size = 0;
+    std::vector<Finger> fingers;
+  };
+  static void LinkChain(const std::pair<uint64_t, uint64_t>* begin,
+                        const std::pair<uint64_t, uint64_t>* end, Chain* chain);
+  void AdoptChains(Chain& first, Chain& second);
 
   Node* head_[kMaxLevels] = {};
   Node* tail_[kMaxLevels] = {};  // the last node on each level

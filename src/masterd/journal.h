@@ -58,7 +58,7 @@ namespace mc::masterd {
 
 // PRAGMA application_id of a master state file: "MCMS".
 constexpr uint32_t kJournalApplicationId = 0x4d434d53;
-constexpr int kJournalSchemaVersion = 3;
+constexpr int kJournalSchemaVersion = 4;
 // Changes written in one transaction at most; more wait for the next one.
 constexpr size_t kMaxChangesPerCommit = 1u << 16;
 // SQLite page cache of the journal's connection: a fixed cost, not one that

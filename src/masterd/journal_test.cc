@@ -198,12 +198,15 @@ TEST_CASE("rows checked with FNV-1a (files of older versions) load; new rows use
   CHECK(ExecWithFnv(db.path, fnv_segments) == 0);
   CHECK(ReloadedFingerprint(db.path, config) == before);
 
-  // The same rows as an older version wrote them load the same state.
+  // The same rows as a version 3 master wrote them load the same state
+  // (the file is upgraded to version 4 in place, its rows unchanged).
   ExecWithFnv(db.path, std::string("UPDATE objects SET row_check = ") + kFnvObjectRow +
-                           "; UPDATE segments SET row_check = " + kFnvSegmentRow);
+                           "; UPDATE segments SET row_check = " + kFnvSegmentRow +
+                           "; PRAGMA user_version = 3");
   CHECK(ExecWithFnv(db.path, fnv_objects) == 20);
   CHECK(ExecWithFnv(db.path, fnv_segments) == 2);
   CHECK(ReloadedFingerprint(db.path, config) == before);
+  CHECK(ExecWithFnv(db.path, "PRAGMA user_version") == masterd::kJournalSchemaVersion);
 
   // Mixed: new rows after old ones (a file an upgrade kept writing), both ways round.
   {
