@@ -332,7 +332,9 @@ class MasterState {
   ObjectId IdOf(const ObjectRecord& rec) const;
   ObjectIt FindById(ObjectId id);
   // `key` must be absent; `where`: a find of it (see ObjectIndex::Position).
-  ObjectIt InsertObject(std::string_view key, const ObjectIndex::Position* where = nullptr);
+  // `key_hash`: std::hash of the key, if known (a bulk load's).
+  ObjectIt InsertObject(std::string_view key, const ObjectIndex::Position* where = nullptr,
+                        std::optional<uint64_t> key_hash = std::nullopt);
   void EraseObject(ObjectIt it, RemoveReason reason, bool notify);
   void FreeBuffers(const ObjectRecord& rec, uint64_t* largest_hole);
   // master_state_stale.cc: `rec`'s buffers, or one of them, leave it.

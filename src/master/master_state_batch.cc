@@ -216,7 +216,9 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
     }
     return failure;
   }
-  ObjectIt it = InsertObject(key);
+  assert(!object.key_hash || *object.key_hash == std::hash<std::string_view>()(key));
+  const uint64_t key_hash = object.key_hash ? *object.key_hash : std::hash<std::string_view>()(key);
+  ObjectIt it = InsertObject(key, nullptr, key_hash);
   ObjectRecord& rec = it->record;
   rec.size_bytes = object.size_bytes;
   rec.replicas = static_cast<uint8_t>(object.replicas.size());
@@ -233,7 +235,7 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
     pin_expiries_.push_back({rec.pin_expiry_us(), IdOf(rec)});
     std::push_heap(pin_expiries_.begin(), pin_expiries_.end(), std::greater<>());
   }
-  policy_->OnInsert(IdOf(rec), std::hash<std::string_view>()(key), rec.size_bytes);
+  policy_->OnInsert(IdOf(rec), key_hash, rec.size_bytes);
   return Status::Ok();
 }
 
@@ -255,6 +257,7 @@ void MasterState::BeginBulkLoad(size_t expected_objects) {
   prefault(bulk_ranges_);
   prefault(slot_nodes_);
   prefault(slot_generations_);
+  policy_->PrefaultReserved(*bulk_prefaulter_);
   objects_.SetPrefaulter(bulk_prefaulter_.get());
 }
 

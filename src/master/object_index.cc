@@ -118,7 +118,11 @@ void ObjectIndex::PushFree(void* p, size_t bytes) {
 }
 
 uint32_t ObjectIndex::LevelsOf(std::string_view key) {
-  const uint64_t h = Mix(std::hash<std::string_view>()(key));
+  return LevelsOfHash(std::hash<std::string_view>()(key));
+}
+
+uint32_t ObjectIndex::LevelsOfHash(uint64_t key_hash) {
+  const uint64_t h = Mix(key_hash);
   const uint32_t levels = 1 + static_cast<uint32_t>(std::countr_zero(h | (1ull << 63))) / 2;
   return levels < kMaxLevels ? levels : kMaxLevels;
 }
@@ -186,9 +190,14 @@ ObjectIndex::iterator ObjectIndex::upper_bound(std::string_view key) const {
 }
 
 ObjectIndex::Node* ObjectIndex::NewNode(std::string_view key) {
+  return NewNode(key, std::hash<std::string_view>()(key));
+}
+
+ObjectIndex::Node* ObjectIndex::NewNode(std::string_view key, uint64_t key_hash) {
   static_assert(NodeBytes(kMaxLevels, kMaxStringBytes) == kMaxNodeBytes);
   assert(key.size() <= kMaxStringBytes);
-  const uint32_t levels = LevelsOf(key);
+  assert(key_hash == std::hash<std::string_view>()(key));
+  const uint32_t levels = LevelsOfHash(key_hash);
   Node* n = static_cast<Node*>(Allocate(NodeBytes(levels, key.size())));
   new (&n->record) ObjectRecord();
   const auto length = static_cast<uint32_t>(key.size());

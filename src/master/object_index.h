@@ -156,6 +156,8 @@ class ObjectIndex {
   // equal keys: it returns false with that key in `duplicate`, frees every
   // node and leaves the index empty.
   Node* NewNode(std::string_view key);
+  // The same, given std::hash of `key` (which picks its levels).
+  Node* NewNode(std::string_view key, uint64_t key_hash);
   void DeleteNode(Node* n);
   // `scratch`: an array Build may reuse for its sort (its contents are
   // lost), so that a load faults in no fresh pages for it.
@@ -180,6 +182,7 @@ class ObjectIndex {
 
   // The levels a key's node gets (for tests).
   static uint32_t LevelsOf(std::string_view key);
+  static uint32_t LevelsOfHash(uint64_t key_hash);
 
   // O(links): level 0 holds size() nodes in strictly increasing key order,
   // each with LevelsOf(its key) levels; level l links exactly the nodes

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,9 @@ struct ObjectDump {
   // object and hands it back, so a journal can find the record without an
   // index of its own.
   uint64_t listener_tag = 0;
+  // std::hash of `key`, when a loader computed it on a thread of its own
+  // (the journal's reader): the state then does not hash the key again.
+  std::optional<uint64_t> key_hash;
 };
 
 struct SegmentDump {

@@ -775,6 +775,8 @@ Status Journal::LoadSegments(master::MasterState& state, uint64_t now_us, LoadSt
 Status Journal::DecodeObjectRow(sqlite3_stmt* s, const std::map<uint32_t, uint32_t>& state_ids,
                                 master::ObjectDump* o, bool* fnv_first) const {
   o->key.assign(View(s, 0));
+  // Hashed here, on the reader's thread, not by the state (the busier one).
+  o->key_hash = std::hash<std::string_view>()(o->key);
   o->size_bytes = AsU64(s, 1);
   o->soft_pin = sqlite3_column_int(s, 2) != 0;
   o->complete = true;
