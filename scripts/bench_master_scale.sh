@@ -25,7 +25,8 @@
 #    restored on exit. Memory figures add the master's HugetlbPages, which
 #    VmRSS leaves out.
 # MASTER_BIN runs the master from another binary (a before/after comparison
-# with the same bench). Every process it starts is stopped by its pid; the
+# with the same bench). KEEP_JOURNAL=DIR moves the data directory there at
+# the end instead of removing it. Every process it starts is stopped by its pid; the
 # data directory lives in the work directory (TMPDIR) and is removed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -118,4 +119,9 @@ if [ "${HUGEPAGES:-auto}" = auto ] && [ -w /proc/sys/vm/nr_hugepages ]; then
   echo "huge pages: $(awk '/^HugePages_Free/ {print $2}' /proc/meminfo) of 2 MiB free" \
     "(asked for $want)"
   restart --hugepages
+fi
+if [ -n "${KEEP_JOURNAL:-}" ]; then  # for more restarts by hand (e.g. two binaries side by side)
+  rm -rf "$KEEP_JOURNAL"
+  mv "$data" "$KEEP_JOURNAL"
+  echo "journal kept in $KEEP_JOURNAL"
 fi

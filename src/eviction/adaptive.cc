@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "common/prefault.h"
+
 namespace mc::master {
 
 using eviction::kNoSlot;
@@ -25,6 +27,12 @@ uint32_t AdaptivePolicy::FindLive(ObjectId id) const {
   return slot < live_list_.size() && live_list_[slot] != kNoList && facts_->IdAt(slot) == id
              ? slot
              : kNoSlot;
+}
+
+void AdaptivePolicy::PrefaultReserved(Prefaulter& prefaulter) const {
+  const auto [nodes, bytes] = live_.reserved();
+  prefaulter.Add(nodes, bytes);
+  prefaulter.Add(live_list_.data(), live_list_.capacity());
 }
 
 uint32_t AdaptivePolicy::AddLive(ObjectId id, uint64_t key_hash, uint64_t size_bytes,

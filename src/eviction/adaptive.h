@@ -56,6 +56,7 @@ class AdaptivePolicy final : public ShadowablePolicy {
     live_.Reserve(objects);
     live_list_.reserve(objects);
   }
+  void PrefaultReserved(Prefaulter& prefaulter) const override;
   void OnAccess(ObjectId id) override;
   void OnRemove(ObjectId id) override;
   // A miss on a ghost adapts p at once, as a re-put would (but only once:

@@ -16,6 +16,10 @@
 #include <optional>
 #include <string_view>
 
+namespace mc {
+class Prefaulter;
+}
+
 namespace mc::master {
 
 // Stable handle of an object inside the master while it exists.
@@ -62,6 +66,9 @@ class EvictionPolicy {
   // Room for about `objects` live objects (a journal load knows its size):
   // a table grown to that size by doubling faults in every page twice.
   virtual void Reserve(size_t /*objects*/) {}
+  // Queues what Reserve set aside on `prefaulter` (a load's helper thread
+  // faults it in ahead of the inserts).
+  virtual void PrefaultReserved(Prefaulter& /*prefaulter*/) const {}
   virtual void OnAccess(ObjectId id) = 0;
   // The object left the pool for a reason other than NextVictim.
   virtual void OnRemove(ObjectId id) = 0;

@@ -12,6 +12,7 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace mc::master::eviction {
@@ -229,6 +230,10 @@ class NodePool {
 
   size_t memory_bytes() const { return nodes_.capacity() * sizeof(Node); }
   void Reserve(size_t nodes) { nodes_.reserve(nodes); }
+  // The vector's memory as reserved: its start and capacity in bytes.
+  std::pair<const void*, size_t> reserved() const {
+    return {nodes_.data(), nodes_.capacity() * sizeof(Node)};
+  }
 
  private:
   std::vector<Node> nodes_;

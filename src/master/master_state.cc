@@ -86,10 +86,11 @@ MasterState::ObjectIt MasterState::FindById(ObjectId id) {
 }
 
 MasterState::ObjectIt MasterState::InsertObject(std::string_view key,
-                                                const ObjectIndex::Position* where) {
+                                                const ObjectIndex::Position* where,
+                                                std::optional<uint64_t> key_hash) {
   ObjectIt it;
   if (bulk_loading_) {
-    it = ObjectIt(objects_.NewNode(key));
+    it = ObjectIt(key_hash ? objects_.NewNode(key, *key_hash) : objects_.NewNode(key));
     bulk_nodes_.push_back(it.node());
   } else {
     it = objects_.insert(key, where);

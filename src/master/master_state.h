@@ -285,6 +285,12 @@ class MasterState {
   std::vector<ObjectDump> DumpObjects(bool complete_only) const;
   Status LoadSegment(const SegmentDump& segment, uint64_t now_us);
   Status LoadObject(const ObjectDump& object, uint64_t now_us);
+  // The id a mounted segment has in this state (BufferLocation::segment_id).
+  std::optional<uint32_t> SegmentIdOf(std::string_view name) const {
+    auto it = segment_ids_.find(name);
+    if (it == segment_ids_.end()) return std::nullopt;
+    return it->second;
+  }
   // Bulk reload (a journal at start): between the two calls LoadObject only
   // records where each buffer is; FinishBulkLoad reserves them all at once,
   // sorted per segment, instead of splitting the free lists object by
@@ -326,7 +332,9 @@ class MasterState {
   ObjectId IdOf(const ObjectRecord& rec) const;
   ObjectIt FindById(ObjectId id);
   // `key` must be absent; `where`: a find of it (see ObjectIndex::Position).
-  ObjectIt InsertObject(std::string_view key, const ObjectIndex::Position* where = nullptr);
+  // `key_hash`: std::hash of the key, if known (a bulk load's).
+  ObjectIt InsertObject(std::string_view key, const ObjectIndex::Position* where = nullptr,
+                        std::optional<uint64_t> key_hash = std::nullopt);
   void EraseObject(ObjectIt it, RemoveReason reason, bool notify);
   void FreeBuffers(const ObjectRecord& rec, uint64_t* largest_hole);
   // master_state_stale.cc: `rec`'s buffers, or one of them, leave it.
@@ -533,7 +541,9 @@ class MasterState {
   std::vector<uint32_t> load_mine_;
   std::vector<bool> load_used_segment_;
   bool bulk_loading_ = false;
-  size_t bulk_buffers_ = 0;  // buffers of the objects in bulk_nodes_
+  // The buffers of the objects in bulk_nodes_, as FinishBulkLoad sorts
+  // them, appended as they load (a second pass over 50M nodes cost more).
+  std::vector<std::pair<uint64_t, uint64_t>> bulk_ranges_;
   std::vector<ObjectIndex::Node*> bulk_nodes_;  // loaded, linked by FinishBulkLoad
   // During a bulk load: faults in the tables and the index's chunks ahead
   // of the loading thread (common/prefault.h).

@@ -21,6 +21,13 @@ Status CheckBatch(const std::vector<Req>& reqs, uint32_t max_batch, OpCounter& c
                                               std::to_string(max_batch));
 }
 
+// A loaded buffer as FinishBulkLoad sorts it: (segment << 40 | offset / 64,
+// aligned size).
+std::pair<uint64_t, uint64_t> BulkRange(uint64_t packed, uint64_t size_bytes) {
+  return {uint64_t{BufferSegment(packed)} << 40 | BufferOffset(packed) / SegmentAllocator::kAlignmentBytes,
+          SegmentAllocator::AlignUp(size_bytes)};
+}
+
 }  // namespace
 
 Result<std::vector<msg::BatchItem<msg::PutStartReply>>> MasterState::BatchPutStart(
@@ -164,27 +171,38 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
       const uint64_t want = s + 1 < stripes
                                 ? options_.stripe_size_bytes
                                 : object.size_bytes - uint64_t{s} * options_.stripe_size_bytes;
-      auto seg = segment_ids_.find(b.segment_name);
-      const SegmentAllocator* alloc = seg == segment_ids_.end() ? nullptr : &segments_[seg->second]->allocator;
+      // By id when the loader resolved the name (the journal), else by name.
+      uint32_t id = BufferLocation::kByName;
+      if (b.segment_id != BufferLocation::kByName) {
+        if (b.segment_id < segments_.size() && segments_[b.segment_id] != nullptr) id = b.segment_id;
+      } else if (auto seg = segment_ids_.find(b.segment_name); seg != segment_ids_.end()) {
+        id = seg->second;
+      }
+      const SegmentAllocator* alloc = id == BufferLocation::kByName ? nullptr : &segments_[id]->allocator;
+      auto name = [&] {
+        return id == BufferLocation::kByName ? b.segment_name : segments_[id]->desc.name;
+      };
       const bool in_range = alloc != nullptr && b.offset % SegmentAllocator::kAlignmentBytes == 0 &&
                             b.offset <= alloc->capacity_bytes() &&
                             SegmentAllocator::AlignUp(b.size_bytes) <= alloc->capacity_bytes() - b.offset;
-      if (seg == segment_ids_.end()) {
-        failure = bad("segment '" + b.segment_name + "' is not mounted");
+      if (alloc == nullptr) {
+        failure = b.segment_id != BufferLocation::kByName
+                      ? bad("segment id " + std::to_string(b.segment_id) + " is not mounted")
+                      : bad("segment '" + b.segment_name + "' is not mounted");
       } else if (b.size_bytes != want) {
         failure = bad("buffer size " + std::to_string(b.size_bytes) + " should be " +
                       std::to_string(want));
-      } else if (used_segment[seg->second]) {
-        failure = bad("two replicas share segment '" + b.segment_name + "'");
-      } else if (!in_range || (!bulk_loading_ && !segments_[seg->second]->allocator.Reserve(
+      } else if (used_segment[id]) {
+        failure = bad("two replicas share segment '" + name() + "'");
+      } else if (!in_range || (!bulk_loading_ && !segments_[id]->allocator.Reserve(
                                                      b.offset, b.size_bytes))) {
         failure = bad("range " + std::to_string(b.offset) + "+" + std::to_string(b.size_bytes) +
-                      " of segment '" + b.segment_name + "' is taken or out of range");
+                      " of segment '" + name() + "' is taken or out of range");
       } else {
-        packed.push_back(PackBuffer(seg->second, b.offset));
+        packed.push_back(PackBuffer(id, b.offset));
         sizes.push_back(b.size_bytes);
         allocated_bytes_ += SegmentAllocator::AlignUp(b.size_bytes);
-        mine.push_back(seg->second);
+        mine.push_back(id);
       }
     }
     for (uint32_t id : mine) used_segment[id] = true;
@@ -198,14 +216,18 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
     }
     return failure;
   }
-  ObjectIt it = InsertObject(key);
+  assert(!object.key_hash || *object.key_hash == std::hash<std::string_view>()(key));
+  const uint64_t key_hash = object.key_hash ? *object.key_hash : std::hash<std::string_view>()(key);
+  ObjectIt it = InsertObject(key, nullptr, key_hash);
   ObjectRecord& rec = it->record;
   rec.size_bytes = object.size_bytes;
   rec.replicas = static_cast<uint8_t>(object.replicas.size());
   rec.flags = ObjectRecord::kComplete | (object.soft_pin ? ObjectRecord::kSoftPin : 0);
   rec.SetBuffers(packed.data(), static_cast<uint32_t>(packed.size()));
   rec.listener_tag = object.listener_tag;
-  if (bulk_loading_) bulk_buffers_ += packed.size();
+  if (bulk_loading_) {
+    for (size_t i = 0; i < packed.size(); ++i) bulk_ranges_.emplace_back(BulkRange(packed[i], sizes[i]));
+  }
   if (object.soft_pin) {  // the pin restarts: its expiry is not durable
     rec.flags |= ObjectRecord::kPinCounted;
     rec.set_pin_expiry_us(now_us + options_.default_kv_soft_pin_ttl_us);
@@ -213,16 +235,17 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
     pin_expiries_.push_back({rec.pin_expiry_us(), IdOf(rec)});
     std::push_heap(pin_expiries_.begin(), pin_expiries_.end(), std::greater<>());
   }
-  policy_->OnInsert(IdOf(rec), std::hash<std::string_view>()(key), rec.size_bytes);
+  policy_->OnInsert(IdOf(rec), key_hash, rec.size_bytes);
   return Status::Ok();
 }
 
 void MasterState::BeginBulkLoad(size_t expected_objects) {
   assert(objects_.empty() && allocated_bytes_ == 0);
   bulk_loading_ = true;
-  bulk_buffers_ = 0;
   bulk_nodes_.clear();
   bulk_nodes_.reserve(expected_objects);
+  bulk_ranges_.clear();
+  bulk_ranges_.reserve(expected_objects);  // one buffer each, the common case
   slot_nodes_.reserve(expected_objects);
   slot_generations_.reserve(expected_objects);
   policy_->Reserve(expected_objects);
@@ -231,32 +254,24 @@ void MasterState::BeginBulkLoad(size_t expected_objects) {
     bulk_prefaulter_->Add(v.data(), v.capacity() * sizeof(v[0]));
   };
   prefault(bulk_nodes_);
+  prefault(bulk_ranges_);
   prefault(slot_nodes_);
   prefault(slot_generations_);
+  policy_->PrefaultReserved(*bulk_prefaulter_);
   objects_.SetPrefaulter(bulk_prefaulter_.get());
 }
 
 Status MasterState::FinishBulkLoad() {
   bulk_loading_ = false;
   objects_.SetPrefaulter(nullptr);  // every node is made
-  // Every buffer as (segment << 40 | offset / 64, aligned size), read from
-  // the nodes in the order they were made, which is the order of their
-  // memory: one exactly sized array of 16 bytes a buffer, sorted once, that
-  // becomes each segment's used list in place. A growing array of wider
-  // entries, and a copy of it per segment, cost a 10M-object start more
-  // in page zeroing than in sorting.
+  // Every buffer as (segment << 40 | offset / 64, aligned size), appended
+  // as the objects loaded: one array of 16 bytes a buffer, sorted once,
+  // that becomes each segment's used list in place. A growing array of
+  // wider entries, and a copy of it per segment, cost a 10M-object start
+  // more in page zeroing than in sorting.
   static_assert(kSegmentIdBits + 40 == 64);
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
-  ranges.reserve(bulk_buffers_);
-  if (bulk_prefaulter_) bulk_prefaulter_->Add(ranges.data(), ranges.capacity() * sizeof(ranges[0]));
-  for (const ObjectIndex::Node* n : bulk_nodes_) {
-    const ObjectRecord& rec = n->record;
-    for (uint32_t i = 0; i < rec.buffer_count; ++i) {
-      const uint64_t b = rec.buffers()[i];
-      ranges.emplace_back(uint64_t{BufferSegment(b)} << 40 | BufferOffset(b) / SegmentAllocator::kAlignmentBytes,
-                          SegmentAllocator::AlignUp(BufferSize(rec, i)));
-    }
-  }
+  ranges.swap(bulk_ranges_);
   bulk_prefaulter_.reset();
   ParallelSort(ranges.begin(), ranges.end());
   auto segment_of = [](uint64_t at) { return static_cast<uint32_t>(at >> 40); };
@@ -278,7 +293,6 @@ Status MasterState::FinishBulkLoad() {
         std::span<const std::pair<uint64_t, uint64_t>>(ranges.data() + begin, end - begin));
     begin = end;
   }
-  bulk_buffers_ = 0;
   std::string duplicate;
   std::vector<ObjectIndex::Node*> nodes;
   nodes.swap(bulk_nodes_);

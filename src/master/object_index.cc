@@ -8,6 +8,7 @@
 #include <functional>
 #include <new>
 #include <string>
+#include <thread>
 
 #include "common/debug_check.h"
 #include "common/parallel_sort.h"
@@ -117,7 +118,11 @@ void ObjectIndex::PushFree(void* p, size_t bytes) {
 }
 
 uint32_t ObjectIndex::LevelsOf(std::string_view key) {
-  const uint64_t h = Mix(std::hash<std::string_view>()(key));
+  return LevelsOfHash(std::hash<std::string_view>()(key));
+}
+
+uint32_t ObjectIndex::LevelsOfHash(uint64_t key_hash) {
+  const uint64_t h = Mix(key_hash);
   const uint32_t levels = 1 + static_cast<uint32_t>(std::countr_zero(h | (1ull << 63))) / 2;
   return levels < kMaxLevels ? levels : kMaxLevels;
 }
@@ -185,9 +190,14 @@ ObjectIndex::iterator ObjectIndex::upper_bound(std::string_view key) const {
 }
 
 ObjectIndex::Node* ObjectIndex::NewNode(std::string_view key) {
+  return NewNode(key, std::hash<std::string_view>()(key));
+}
+
+ObjectIndex::Node* ObjectIndex::NewNode(std::string_view key, uint64_t key_hash) {
   static_assert(NodeBytes(kMaxLevels, kMaxStringBytes) == kMaxNodeBytes);
   assert(key.size() <= kMaxStringBytes);
-  const uint32_t levels = LevelsOf(key);
+  assert(key_hash == std::hash<std::string_view>()(key));
+  const uint32_t levels = LevelsOfHash(key_hash);
   Node* n = static_cast<Node*>(Allocate(NodeBytes(levels, key.size())));
   new (&n->record) ObjectRecord();
   const auto length = static_cast<uint32_t>(key.size());
@@ -207,19 +217,6 @@ void ObjectIndex::DeleteNode(Node* n) {
   const size_t bytes = NodeBytes(n->levels(), n->key().size());
   n->record.~ObjectRecord();
   Release(n, bytes);
-}
-
-void ObjectIndex::Append(Node* n) {
-  assert(tail_[0] == nullptr || tail_[0]->key() < n->key());
-  ++version_;
-  if (n->levels() > kFingerLevel) fingers_.push_back({PrefixOf(n->key()), n});
-  for (uint32_t l = 0; l < n->levels(); ++l) {
-    LinksOf(tail_[l])[l] = n;
-    n->links()[l] = nullptr;
-    tail_[l] = n;
-  }
-  if (n->levels() > levels_) levels_ = n->levels();
-  ++size_;
 }
 
 namespace {
@@ -283,22 +280,38 @@ bool ObjectIndex::Build(std::vector<Node*> nodes, std::string* duplicate,
   // of equal words by the next 8 (RefineRuns): the words sit in one array,
   // so most comparisons miss no cache.
   const std::string_view first = nodes[0]->key();
-  size_t common = first.size();
-  for (const Node* n : nodes) {
-    const std::string_view k = n->key();
-    size_t i = 0;
-    const size_t limit = std::min(common, k.size());
-    while (i < limit && k[i] == first[i]) ++i;
-    common = i;
-  }
   // (word, node address): the scratch array's element type, so its pages,
   // already faulted in, hold the sort.
   using Entry = SortEntry;
   auto node_of = NodeOf;
   std::vector<Entry> entries = std::move(scratch);
-  entries.clear();
-  entries.reserve(nodes.size());
-  for (Node* n : nodes) entries.emplace_back(WordAt(n->key(), common), reinterpret_cast<uintptr_t>(n));
+  entries.resize(nodes.size());  // every entry is written below: a longer scratch is not zeroed
+  // Each pass over the nodes is a stream of cache misses (50M nodes are
+  // gigabytes): large loads split each into halves, one on a thread.
+  const bool two = nodes.size() >= kParallelSortMinElements;
+  const size_t half = two ? nodes.size() / 2 : nodes.size();
+  auto in_halves = [&](auto&& pass) {
+    if (!two) return pass(size_t{0}, nodes.size());
+    std::thread other([&] { pass(size_t{0}, half); });
+    pass(half, nodes.size());
+    other.join();
+  };
+  size_t commons[2] = {first.size(), first.size()};
+  in_halves([&](size_t b, size_t e) {
+    size_t& common = commons[b == 0 ? 0 : 1];
+    for (size_t at = b; at < e; ++at) {
+      const std::string_view k = nodes[at]->key();
+      size_t i = 0;
+      const size_t limit = std::min(common, k.size());
+      while (i < limit && k[i] == first[i]) ++i;
+      common = i;
+    }
+  });
+  const size_t common = std::min(commons[0], commons[1]);
+  in_halves([&](size_t b, size_t e) {
+    for (size_t at = b; at < e; ++at)
+      entries[at] = Entry(WordAt(nodes[at]->key(), common), reinterpret_cast<uintptr_t>(nodes[at]));
+  });
   std::vector<Node*>().swap(nodes);
   ParallelSort(entries.begin(), entries.end(),
                [](const Entry& a, const Entry& b) { return a.first < b.first; });
@@ -311,16 +324,54 @@ bool ObjectIndex::Build(std::vector<Node*> nodes, std::string* duplicate,
       return false;
     }
   }
-  // In key order the nodes are scattered over the chunks: fetching a few
-  // ahead hides most of a cache miss a node (tens of seconds at 50M).
-  constexpr size_t kPrefetchAhead = 8;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (i + kPrefetchAhead < entries.size())
-      __builtin_prefetch(node_of(entries[i + kPrefetchAhead]), 1);
-    Append(node_of(entries[i]));
+  Chain chains[2];
+  const Entry* b = entries.data();
+  const Entry* e = b + entries.size();
+  if (two) {
+    std::thread other([&] { LinkChain(b, b + half, &chains[0]); });
+    LinkChain(b + half, e, &chains[1]);
+    other.join();
+  } else {
+    LinkChain(b, e, &chains[1]);
   }
+  AdoptChains(chains[0], chains[1]);
   MC_DEBUG_CHECK_OK(CheckInvariants());
   return true;
+}
+
+void ObjectIndex::LinkChain(const std::pair<uint64_t, uint64_t>* begin,
+                            const std::pair<uint64_t, uint64_t>* end, Chain* chain) {
+  // In key order the nodes are scattered over the chunks: fetching a few
+  // ahead hides most of a cache miss a node (tens of seconds at 50M).
+  constexpr ptrdiff_t kPrefetchAhead = 8;
+  for (const auto* at = begin; at < end; ++at) {
+    if (end - at > kPrefetchAhead) __builtin_prefetch(NodeOf(at[kPrefetchAhead]), 1);
+    Node* n = NodeOf(*at);
+    assert(chain->tail[0] == nullptr || chain->tail[0]->key() < n->key());
+    const uint32_t levels = n->levels();
+    if (levels > kFingerLevel) chain->fingers.push_back({PrefixOf(n->key()), n});
+    for (uint32_t l = 0; l < levels; ++l) {
+      (chain->tail[l] == nullptr ? chain->head[l] : chain->tail[l]->links()[l]) = n;
+      n->links()[l] = nullptr;
+      chain->tail[l] = n;
+    }
+    chain->levels = std::max(chain->levels, levels);
+    ++chain->size;
+  }
+}
+
+void ObjectIndex::AdoptChains(Chain& first, Chain& second) {
+  assert(empty());
+  for (uint32_t l = 0; l < kMaxLevels; ++l) {
+    if (first.tail[l] != nullptr) first.tail[l]->links()[l] = second.head[l];
+    head_[l] = first.head[l] != nullptr ? first.head[l] : second.head[l];
+    tail_[l] = second.tail[l] != nullptr ? second.tail[l] : first.tail[l];
+  }
+  levels_ = std::max({uint32_t{1}, first.levels, second.levels});
+  size_ = first.size + second.size;
+  fingers_ = std::move(first.fingers);
+  fingers_.insert(fingers_.end(), second.fingers.begin(), second.fingers.end());
+  ++version_;
 }
 
 ObjectIndex::iterator ObjectIndex::insert(std::string_view key, const Position* where) {

@@ -156,6 +156,8 @@ class ObjectIndex {
   // equal keys: it returns false with that key in `duplicate`, frees every
   // node and leaves the index empty.
   Node* NewNode(std::string_view key);
+  // The same, given std::hash of `key` (which picks its levels).
+  Node* NewNode(std::string_view key, uint64_t key_hash);
   void DeleteNode(Node* n);
   // `scratch`: an array Build may reuse for its sort (its contents are
   // lost), so that a load faults in no fresh pages for it.
@@ -180,6 +182,7 @@ class ObjectIndex {
 
   // The levels a key's node gets (for tests).
   static uint32_t LevelsOf(std::string_view key);
+  static uint32_t LevelsOfHash(uint64_t key_hash);
 
   // O(links): level 0 holds size() nodes in strictly increasing key order,
   // each with LevelsOf(its key) levels; level l links exactly the nodes
@@ -190,8 +193,6 @@ class ObjectIndex {
 
  private:
   Node** LinksOf(Node* n) { return n == nullptr ? head_ : n->links(); }
-  // Links `n`, whose key is above every other, at the end of each level.
-  void Append(Node* n);
   // Node memory: nodes come from per-size free lists and chunks carved in
   // 8-byte steps, with no malloc header and no rounding to 16 (a 40-byte
   // key's node: 88 bytes, not a 96-byte chunk). A freed node's bytes go
@@ -237,6 +238,19 @@ class ObjectIndex {
   // The index of the first finger whose key is not below `key`.
   size_t FingerAt(std::string_view key) const;
   std::vector<Finger> fingers_;
+  // Build's linking: nodes in increasing key order make a chain of their
+  // own (no other node's links change), so two halves link at once and
+  // are joined at the seam.
+  struct Chain {
+    Node* head[kMaxLevels] = {};
+    Node* tail[kMaxLevels] = {};
+    uint32_t levels = 0;
+    size_t size = 0;
+    std::vector<Finger> fingers;
+  };
+  static void LinkChain(const std::pair<uint64_t, uint64_t>* begin,
+                        const std::pair<uint64_t, uint64_t>* end, Chain* chain);
+  void AdoptChains(Chain& first, Chain& second);
 
   Node* head_[kMaxLevels] = {};
   Node* tail_[kMaxLevels] = {};  // the last node on each level

@@ -5,12 +5,15 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "common/parallel_sort.h"
 #include "common/test_seed.h"
 
 using namespace mc;
@@ -201,6 +204,72 @@ TEST_CASE("an index built from nodes in any order matches the model, and refuses
   CHECK(!index.Build(long_twice, &duplicate));
   CHECK(duplicate == shared + "1");
   CHECK(index.empty());
+}
+
+TEST_CASE("a build large enough for two threads joins its halves into one index") {
+  // Past kParallelSortMinElements Build reads the nodes and links them in
+  // two halves at once: the halves' common prefixes differ (the second
+  // half's is shorter), the seam falls between arbitrary keys, and the
+  // levels and fingers of both halves must end up in one index.
+  std::mt19937_64 rng(TestSeed("object index two-thread build"));
+  const size_t n = kParallelSortMinElements + 4096 + rng() % 4096;
+  ObjectIndex index;
+  std::vector<ObjectIndex::Node*> nodes;
+  std::vector<std::string> keys;
+  nodes.reserve(n);
+  keys.reserve(n);
+  char hex[17];
+  for (size_t i = 0; i < n; ++i) {
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(rng()));
+    std::string key = (i % 7 != 0 ? "tenant-a/model/" : "tenant-b/") + std::string(hex);
+    if (i % 5 == 0) key += "/" + std::to_string(i);
+    keys.push_back(key);
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  REQUIRE(keys.size() >= kParallelSortMinElements);
+  // Node order: every tenant-b key in the second half, each part shuffled.
+  std::vector<std::string> shuffled = keys;
+  std::stable_partition(shuffled.begin(), shuffled.end(),
+                        [](const std::string& k) { return k[7] == 'a'; });
+  auto b_keys = std::find_if(shuffled.begin(), shuffled.end(), [](const std::string& k) { return k[7] == 'b'; });
+  REQUIRE(b_keys - shuffled.begin() > static_cast<ptrdiff_t>(shuffled.size() / 2));
+  std::shuffle(shuffled.begin(), b_keys, rng);
+  std::shuffle(b_keys, shuffled.end(), rng);
+  for (const std::string& k : shuffled) nodes.push_back(index.NewNode(k));
+  std::string duplicate;
+  REQUIRE(index.Build(std::move(nodes), &duplicate));
+  REQUIRE(index.CheckInvariants().ok());
+  REQUIRE(index.size() == keys.size());
+  size_t at = 0;
+  bool in_order = true;
+  for (auto it = index.begin(); it != index.end() && at < keys.size(); ++it, ++at)
+    in_order = in_order && it->key() == keys[at];
+  CHECK(in_order);
+  CHECK(at == keys.size());
+  for (int probe = 0; probe < 2000; ++probe) {
+    const std::string& k = keys[rng() % keys.size()];
+    REQUIRE(index.find(k) != index.end());
+    CHECK(index.find(k)->key() == k);
+    CHECK(index.find(k + "\x01") == index.end());
+  }
+  // Changes around the seam and at both ends keep the index whole.
+  const std::string middle = keys[keys.size() / 2];
+  index.erase(index.find(middle));
+  index.erase(index.find(keys.front()));
+  index.insert(middle + "-again");
+  index.insert(std::string(1, '\x7f'));
+  CHECK(index.CheckInvariants().ok());
+  CHECK(index.size() == keys.size());
+  CHECK(index.lower_bound(middle)->key() == middle + "-again");
+  // A key twice, one in each half, is found and refused.
+  ObjectIndex twice;
+  std::vector<ObjectIndex::Node*> dup;
+  for (size_t i = 0; i < kParallelSortMinElements + 10; ++i) dup.push_back(twice.NewNode("k" + std::to_string(i)));
+  dup.push_back(twice.NewNode("k5"));
+  CHECK(!twice.Build(std::move(dup), &duplicate));
+  CHECK(duplicate == "k5");
+  CHECK(twice.empty());
 }
 
 TEST_CASE("nodes of every size are reused after erase, and their handles find them") {

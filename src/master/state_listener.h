@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,11 @@ struct BufferLocation {
   std::string segment_name;
   uint64_t offset = 0;
   uint64_t size_bytes = 0;
+  // A loader that resolved the name once per segment (the journal: 50M
+  // objects' buffers) may give the state's id of the segment instead
+  // (MasterState::SegmentIdOf) and leave the name empty.
+  static constexpr uint32_t kByName = UINT32_MAX;
+  uint32_t segment_id = kByName;
 };
 
 // The durable (or, for dumps, the full) record of one object.
@@ -40,6 +46,9 @@ struct ObjectDump {
   // object and hands it back, so a journal can find the record without an
   // index of its own.
   uint64_t listener_tag = 0;
+  // std::hash of `key`, when a loader computed it on a thread of its own
+  // (the journal's reader): the state then does not hash the key again.
+  std::optional<uint64_t> key_hash;
 };
 
 struct SegmentDump {

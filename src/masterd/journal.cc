@@ -9,13 +9,15 @@
 #include <optional>
 #include <thread>
 
-#include "common/batch_pipe.h"
 #include "common/log.h"
+#include "masterd/journal_rows.h"
 #include "masterd/service.h"
 #include "proto/byte_io.h"
 #include "storage/sqlite_db.h"
 
 namespace mc::masterd {
+
+using namespace journal_rows;
 
 namespace {
 
@@ -28,6 +30,8 @@ namespace {
 // which take old objects, mostly empty old pages together.
 // Version 3: disk_replicas, the objects on the stores' disk tiers (issue 31),
 // by key: the disk (host identity and tier path) and the object's size.
+// Version 4: new rows' row_check is taken a word at a time (WordCheck);
+// older rows keep their FNV-1a check and still load.
 // Upgrades: each older version has a step in kMigrations; a file of a newer
 // version is refused.
 #define MC_OBJECTS_COLUMNS                                                       \
@@ -52,6 +56,10 @@ const storage::SqliteMigration kMigrations[] = {
     // still hold the table.
     {.from = 2,
      .sql = "CREATE TABLE IF NOT EXISTS disk_replicas (" MC_DISK_REPLICAS_COLUMNS ")"},
+    // v3 -> v4: nothing moves. Rows written from version 4 on carry the
+    // word check (WordCheck below), which a version 3 master would call
+    // damage: the version makes it refuse the file by its version instead.
+    {.from = 3, .sql = ""},
 };
 
 const storage::SqliteSchema kSchema{
@@ -80,81 +88,6 @@ struct OwnChange {
   uint64_t ticketed = 0;  // `seq` when this thread last asked for a round ticket
 };
 thread_local OwnChange t_own;
-
-// One buffer in objects.buffers: u32 segment id, u64 offset (little endian).
-constexpr size_t kBufferRecordBytes = 12;
-// A load hands rows from its reader thread to the state in batches of this
-// many, with this many batches in the pipe: enough to ride out either
-// side's stalls (a page fault, a B-tree page read), little enough to stay
-// in cache.
-constexpr size_t kLoadBatchRows = 1024;
-constexpr size_t kLoadBatches = 4;
-
-// FNV-1a over a row's fields, so a damaged row (a flipped bit in an offset
-// would point at another object's bytes) is refused at load, not served.
-// SQLite checks its pages' structure, not the values in them.
-class RowCheck {
- public:
-  RowCheck& Bytes(std::string_view b) {
-    U64(b.size());
-    for (unsigned char c : b) h_ = (h_ ^ c) * kPrime;
-    return *this;
-  }
-  RowCheck& U64(uint64_t v) {
-    for (int i = 0; i < 8; ++i) h_ = (h_ ^ ((v >> (8 * i)) & 0xff)) * kPrime;
-    return *this;
-  }
-  int64_t value() const { return static_cast<int64_t>(h_); }
-
- private:
-  static constexpr uint64_t kPrime = 0x100000001b3ull;
-  uint64_t h_ = 0xcbf29ce484222325ull;
-};
-
-int64_t SegmentCheck(uint32_t id, const master::SegmentDump& s) {
-  const msg::SegmentDesc& d = s.desc;
-  return RowCheck()
-      .U64(id).Bytes(d.name).U64(s.owner.hi).U64(s.owner.lo).U64(d.incarnation)
-      .U64(d.size_bytes).Bytes(d.hostname).Bytes(d.endpoint).Bytes(d.shm_path)
-      .Bytes(d.access_key).value();
-}
-
-int64_t ObjectCheck(std::string_view key, uint64_t size, bool pin, uint64_t replicas,
-                    std::string_view buffers) {
-  return RowCheck().Bytes(key).U64(size).U64(pin).U64(replicas).Bytes(buffers).value();
-}
-
-int64_t AsI64(uint64_t v) { return static_cast<int64_t>(v); }
-uint64_t AsU64(sqlite3_stmt* s, int col) { return static_cast<uint64_t>(sqlite3_column_int64(s, col)); }
-std::string Text(sqlite3_stmt* s, int col) { return storage::SqliteDb::Column(s, col); }
-// A column's bytes in place: valid until the statement steps again.
-std::string_view View(sqlite3_stmt* s, int col) {
-  const void* p = sqlite3_column_blob(s, col);
-  const int n = sqlite3_column_bytes(s, col);
-  return p == nullptr ? std::string_view() : std::string_view(static_cast<const char*>(p), static_cast<size_t>(n));
-}
-
-int64_t QueryOne(storage::SqliteDb& db, const char* sql) {
-  sqlite3_stmt* s = nullptr;
-  if (!db.Prepare(sql, &s).ok()) return 0;
-  const int64_t v = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
-  sqlite3_finalize(s);
-  return v;
-}
-
-// About how many rows the objects table holds, without reading them: the
-// span of its ids (each a B-tree edge, O(log n)), which is exact for a log
-// that nothing was removed from, bounded by the file's bytes over 16 (no
-// row takes fewer). Only sizes tables, so an estimate is enough.
-size_t ExpectedObjects(storage::SqliteDb& db) {
-  constexpr int64_t kMinRowBytes = 16;
-  const int64_t high = QueryOne(db, "SELECT max(id) FROM objects");
-  const int64_t low = QueryOne(db, "SELECT min(id) FROM objects");
-  if (high <= 0 || low <= 0 || high < low) return 0;
-  const int64_t file_bytes =
-      QueryOne(db, "PRAGMA page_count") * QueryOne(db, "PRAGMA page_size");
-  return static_cast<size_t>(std::min(high - low + 1, file_bytes / kMinRowBytes));
-}
 
 void BindText(sqlite3_stmt* s, int i, const std::string& v) {
   sqlite3_bind_blob(s, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
@@ -629,180 +562,6 @@ void JournalGate::Unsubscribe() {
   journal_.SetCommitCallback(nullptr);
   std::lock_guard<std::mutex> lock(mu_);
   wakes_.clear();
-}
-
-// ---- load ----------------------------------------------------------------------
-
-Result<Journal::LoadStats> Journal::LoadInto(master::MasterState& state, uint64_t now_us) {
-  LoadStats stats;
-  std::map<uint32_t, std::string> names;
-  // The writer is idle until the state changes, which it cannot before the
-  // load returns, so the database is used from this thread only here.
-  MC_RETURN_IF_ERROR(db_->Exec("BEGIN"));
-  Status st = LoadSegments(state, now_us, &stats, &names);
-  if (st.ok()) st = LoadObjects(state, now_us, &stats, names);
-  (void)db_->Exec("COMMIT");
-  if (!st.ok()) return st;
-  return stats;
-}
-
-Status Journal::LoadSegments(master::MasterState& state, uint64_t now_us, LoadStats* stats,
-                             std::map<uint32_t, std::string>* names) {
-  sqlite3_stmt* s = nullptr;
-  MC_RETURN_IF_ERROR(db_->Prepare(
-      "SELECT id, name, owner_hi, owner_lo, incarnation, size_bytes, hostname, endpoint,"
-      " shm_path, access_key, row_check FROM segments ORDER BY id",
-      &s));
-  int rc;
-  Status st;
-  int64_t previous_id = std::numeric_limits<int64_t>::min();
-  while (st.ok() && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-    assert(sqlite3_column_int64(s, 0) > previous_id && "ORDER BY a primary key: ids increase");
-    previous_id = sqlite3_column_int64(s, 0);
-    const auto id = static_cast<uint32_t>(previous_id);
-    master::SegmentDump d;
-    d.desc.name = Text(s, 1);
-    d.owner = msg::ClientId{AsU64(s, 2), AsU64(s, 3)};
-    d.desc.incarnation = AsU64(s, 4);
-    d.desc.size_bytes = AsU64(s, 5);
-    d.desc.hostname = Text(s, 6);
-    d.desc.endpoint = Text(s, 7);
-    d.desc.shm_path = Text(s, 8);
-    d.desc.access_key = Text(s, 9);
-    st = sqlite3_column_int64(s, 10) == SegmentCheck(id, d)
-             ? state.LoadSegment(d, now_us)
-             : Error(ErrorCode::INTERNAL_ERROR, "checksum mismatch (the file is damaged)");
-    if (!st.ok()) {
-      st = Error(ErrorCode::INTERNAL_ERROR,
-                 path_ + ": segment row " + std::to_string(id) + ": " + st.message());
-      break;
-    }
-    names->emplace(id, d.desc.name);
-    segment_ids_[d.desc.name] = id;
-    next_segment_id_ = std::max(next_segment_id_, id + 1);
-    ++stats->segments;
-  }
-  if (st.ok() && rc != SQLITE_DONE) st = db_->Failure(path_ + ": reading segments");
-  sqlite3_finalize(s);
-  return st;
-}
-
-// One objects row as the state loads it: checked against its row_check,
-// its buffers decoded. `o` is reused row after row: its key and buffer
-// names keep their capacity, so a row costs no heap block (10M rows at
-// start).
-Status Journal::DecodeObjectRow(sqlite3_stmt* s, const std::map<uint32_t, std::string>& names,
-                                master::ObjectDump* o) const {
-  o->key.assign(View(s, 0));
-  o->size_bytes = AsU64(s, 1);
-  o->soft_pin = sqlite3_column_int(s, 2) != 0;
-  o->complete = true;
-  const int64_t row = sqlite3_column_int64(s, 6);
-  if (row <= 0)
-    return Error(ErrorCode::INTERNAL_ERROR, path_ + ": object row '" + o->key + "': id " +
-                                                std::to_string(row) + " is not positive");
-  // ORDER BY a primary key: ids strictly increase.
-  assert(o->listener_tag < static_cast<uint64_t>(row) || o->listener_tag == 0);
-  o->listener_tag = static_cast<uint64_t>(row);
-  const int64_t replicas = sqlite3_column_int64(s, 3);
-  const std::string_view buffers = View(s, 4);
-  const size_t count = buffers.size() / kBufferRecordBytes;
-  auto bad = [&](const std::string& why) {
-    return Error(ErrorCode::INTERNAL_ERROR, path_ + ": object row '" + o->key + "': " + why);
-  };
-  if (sqlite3_column_int64(s, 5) != ObjectCheck(o->key, o->size_bytes, o->soft_pin,
-                                                static_cast<uint64_t>(replicas), buffers))
-    return bad("checksum mismatch (the file is damaged)");
-  if (replicas <= 0 || replicas > kMaxReplicas || buffers.size() % kBufferRecordBytes != 0 ||
-      count % replicas != 0 || count == 0)
-    return bad("malformed buffer list (" + std::to_string(buffers.size()) + " bytes, " +
-               std::to_string(replicas) + " replicas)");
-  const uint64_t stripes = count / static_cast<uint64_t>(replicas);
-  proto::Reader r(buffers);
-  o->replicas.resize(static_cast<size_t>(replicas));
-  for (auto& replica : o->replicas) {
-    replica.resize(stripes);
-    for (uint64_t i = 0; i < stripes; ++i) {
-      const uint32_t seg = r.U32("segment id");
-      const uint64_t offset = r.U64("offset");
-      auto name = names.find(seg);
-      if (name == names.end())
-        return bad("segment id " + std::to_string(seg) + " is not in the segments table");
-      const uint64_t size = i + 1 < stripes ? stripe_size_bytes_
-                            : o->size_bytes > i * stripe_size_bytes_
-                                ? o->size_bytes - i * stripe_size_bytes_
-                                : 0;
-      master::BufferLocation& b = replica[i];
-      b.segment_name = name->second;
-      b.offset = offset;
-      b.size_bytes = size;
-    }
-  }
-  return Status::Ok();
-}
-
-// Two threads share the load (a 50M-object start is minutes of CPU): this
-// one builds the state (MasterState is not thread-safe), a reader steps
-// SQLite and checks and decodes the rows, handing them over in batches.
-// The rows reach the state in file order, as from one thread.
-Status Journal::LoadObjects(master::MasterState& state, uint64_t now_us, LoadStats* stats,
-                            const std::map<uint32_t, std::string>& names) {
-  sqlite3_stmt* s = nullptr;
-  MC_RETURN_IF_ERROR(
-      db_->Prepare("SELECT key, size_bytes, soft_pin, replicas, buffers, row_check, id"
-                   " FROM objects ORDER BY id",
-                   &s));
-  const auto started = std::chrono::steady_clock::now();
-  state.BeginBulkLoad(ExpectedObjects(*db_));
-  BatchPipe<master::ObjectDump> pipe(kLoadBatches, kLoadBatchRows);
-  Status read_status;
-  uint64_t last_row = 0;
-  std::thread reader([&] {
-    int rc = SQLITE_ROW;
-    while (auto* b = pipe.TakeEmpty()) {
-      while (b->count < b->items.size() && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        read_status = DecodeObjectRow(s, names, &b->items[b->count]);
-        if (!read_status.ok()) break;
-        last_row = b->items[b->count++].listener_tag;
-      }
-      pipe.PushFull(b);
-      if (!read_status.ok() || rc != SQLITE_ROW) break;
-    }
-    if (read_status.ok() && rc != SQLITE_DONE && rc != SQLITE_ROW)
-      read_status = db_->Failure(path_ + ": reading objects");
-    pipe.Close();
-  });
-  Status st;
-  while (auto* b = pipe.TakeFull()) {
-    for (size_t i = 0; i < b->count && st.ok(); ++i) {
-      st = state.LoadObject(b->items[i], now_us);
-      if (!st.ok() && st.code() != ErrorCode::INTERNAL_ERROR)
-        st = Error(ErrorCode::INTERNAL_ERROR,
-                   path_ + ": object row '" + b->items[i].key + "': " + st.message());
-      if (st.ok()) ++stats->objects;
-    }
-    pipe.GiveBack(b);
-    if (!st.ok()) {
-      pipe.Cancel();
-      break;
-    }
-  }
-  reader.join();
-  sqlite3_finalize(s);
-  if (st.ok()) st = read_status;
-  // next_row_ stays past every loaded row.
-  next_row_ = std::max(next_row_, last_row + 1);
-  const auto built = std::chrono::steady_clock::now();
-  stats->rows_us = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(built - started).count());
-  if (st.ok()) {
-    st = state.FinishBulkLoad();
-    if (!st.ok()) st = Error(ErrorCode::INTERNAL_ERROR, path_ + ": " + st.message());
-  }
-  stats->build_us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                              std::chrono::steady_clock::now() - built)
-                                              .count());
-  return st;
 }
 
 }  // namespace mc::masterd

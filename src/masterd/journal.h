@@ -58,7 +58,7 @@ namespace mc::masterd {
 
 // PRAGMA application_id of a master state file: "MCMS".
 constexpr uint32_t kJournalApplicationId = 0x4d434d53;
-constexpr int kJournalSchemaVersion = 3;
+constexpr int kJournalSchemaVersion = 4;
 // Changes written in one transaction at most; more wait for the next one.
 constexpr size_t kMaxChangesPerCommit = 1u << 16;
 // SQLite page cache of the journal's connection: a fixed cost, not one that
@@ -173,11 +173,11 @@ class Journal final : public master::StateListener, public DiskReplicaListener {
   void AssertSequence() const;  // under mu_
   Status Commit(const std::vector<Change>& batch);
   Status LoadSegments(master::MasterState& state, uint64_t now_us, LoadStats* stats,
-                      std::map<uint32_t, std::string>* names);
+                      std::map<uint32_t, uint32_t>* state_ids);
   Status LoadObjects(master::MasterState& state, uint64_t now_us, LoadStats* stats,
-                     const std::map<uint32_t, std::string>& names);
-  Status DecodeObjectRow(sqlite3_stmt* s, const std::map<uint32_t, std::string>& names,
-                         master::ObjectDump* o) const;
+                     const std::map<uint32_t, uint32_t>& state_ids);
+  Status DecodeObjectRow(sqlite3_stmt* s, const std::map<uint32_t, uint32_t>& state_ids,
+                         master::ObjectDump* o, bool* fnv_first) const;
 
   std::unique_ptr<storage::SqliteDb> db_;  // writer thread only (after LoadInto)
   const std::string path_;

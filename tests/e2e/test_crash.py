@@ -280,7 +280,7 @@ try:
         "PRAGMA user_version = 1; COMMIT;")
     db.close()
     c.start_master()
-    upgraded = "upgraded the mooncake master state schema from version 1 to 3" in \
+    upgraded = "upgraded the mooncake master state schema from version 1 to 4" in \
         open(c.master_log).read()
     check(upgraded and layout(c) == before,
           f"a version 1 state file is upgraded at start and loads the same {len(before)} objects")
