@@ -64,7 +64,8 @@ srcs[tier_header_fuzz]="src/tier/object_file.cc src/tier/crc32c.cc"
 srcs[config_json_fuzz]="$config"
 srcs[trace_fuzz]="src/eviction/trace.cc src/eviction/trace_replay.cc src/eviction/lru.cc
                   src/eviction/adaptive.cc src/eviction/duel.cc src/eviction/factory.cc
-                  src/eviction/probation.cc src/eviction/belady.cc src/eviction/oracle.cc src/eviction/trace_stats.cc"
+                  src/eviction/probation.cc src/eviction/belady.cc src/eviction/oracle.cc src/eviction/trace_stats.cc
+                  src/common/prefault.cc"
 
 build_dir="${FUZZ_BUILD_DIR:-/tmp/mooncake-fuzz-build-$(id -u)}"
 mkdir -p "$build_dir"
