@@ -49,12 +49,39 @@ std::string ReloadedFingerprint(const std::string& path, const Options& config) 
   return Fingerprint(*state);
 }
 
+// FNV-1a over a row's fields, as mooncake before the word-wise check wrote
+// row_check (integers as 8 little-endian bytes, text and blobs as their
+// length then their bytes), written here on its own so the old format is
+// pinned by this test, not by the code under test. As an SQL function:
+// fnv_row(column, ...).
+void FnvRow(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto byte = [&](unsigned char c) { h = (h ^ c) * 0x100000001b3ull; };
+  auto u64 = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) byte(static_cast<unsigned char>(v >> (8 * i)));
+  };
+  for (int i = 0; i < argc; ++i) {
+    if (sqlite3_value_type(argv[i]) == SQLITE_INTEGER) {
+      u64(static_cast<uint64_t>(sqlite3_value_int64(argv[i])));
+    } else {
+      const auto* p = static_cast<const unsigned char*>(sqlite3_value_blob(argv[i]));
+      const int n = sqlite3_value_bytes(argv[i]);
+      u64(static_cast<uint64_t>(n));
+      for (int k = 0; k < n; ++k) byte(p[k]);
+    }
+  }
+  sqlite3_result_int64(ctx, static_cast<int64_t>(h));
+}
+
 // Runs `sql` on the file behind the journal's back, as another program (or
 // damage) would; returns the number of rows it changed.
+// fnv_row (FnvRow) is defined for it.
 int ExecBehindJournal(const std::string& path, const char* sql,
                       std::vector<std::string>* first_column = nullptr) {
   sqlite3* raw = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
+  REQUIRE(sqlite3_create_function(raw, "fnv_row", -1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
+                                  FnvRow, nullptr, nullptr) == SQLITE_OK);
   auto collect = [](void* out, int, char** values, char**) {
     static_cast<std::vector<std::string>*>(out)->emplace_back(values[0] ? values[0] : "");
     return 0;
@@ -120,53 +147,16 @@ TEST_CASE("journal reloads segments and complete objects exactly; in-flight puts
 
 namespace {
 
-// FNV-1a over a row's fields, as mooncake before the word-wise check wrote
-// row_check (integers as 8 little-endian bytes, text and blobs as their
-// length then their bytes), written here on its own so the old format is
-// pinned by this test, not by the code under test. As an SQL function:
-// fnv_row(column, ...).
-void FnvRow(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto byte = [&](unsigned char c) { h = (h ^ c) * 0x100000001b3ull; };
-  auto u64 = [&](uint64_t v) {
-    for (int i = 0; i < 8; ++i) byte(static_cast<unsigned char>(v >> (8 * i)));
-  };
-  for (int i = 0; i < argc; ++i) {
-    if (sqlite3_value_type(argv[i]) == SQLITE_INTEGER) {
-      u64(static_cast<uint64_t>(sqlite3_value_int64(argv[i])));
-    } else {
-      const auto* p = static_cast<const unsigned char*>(sqlite3_value_blob(argv[i]));
-      const int n = sqlite3_value_bytes(argv[i]);
-      u64(static_cast<uint64_t>(n));
-      for (int k = 0; k < n; ++k) byte(p[k]);
-    }
-  }
-  sqlite3_result_int64(ctx, static_cast<int64_t>(h));
-}
-
 constexpr const char* kFnvObjectRow = "fnv_row(key, size_bytes, soft_pin, replicas, buffers)";
 constexpr const char* kFnvSegmentRow =
     "fnv_row(id, name, owner_hi, owner_lo, incarnation, size_bytes, hostname, endpoint,"
     " shm_path, access_key)";
 
-// ExecBehindJournal with fnv_row defined.
+// ExecBehindJournal's first value as an integer (-1: none).
 int64_t ExecWithFnv(const std::string& path, const std::string& sql) {
-  sqlite3* raw = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
-  REQUIRE(sqlite3_create_function(raw, "fnv_row", -1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
-                                  FnvRow, nullptr, nullptr) == SQLITE_OK);
-  int64_t first = -1;
-  auto collect = [](void* out, int, char** values, char**) {
-    *static_cast<int64_t*>(out) = values[0] ? std::stoll(values[0]) : -1;
-    return 0;
-  };
-  char* error = nullptr;
-  const int rc = sqlite3_exec(raw, sql.c_str(), collect, &first, &error);
-  if (rc != SQLITE_OK) MESSAGE(error);
-  sqlite3_free(error);
-  sqlite3_close(raw);
-  REQUIRE(rc == SQLITE_OK);
-  return first;
+  std::vector<std::string> first;
+  ExecBehindJournal(path, sql.c_str(), &first);
+  return first.empty() || first[0].empty() ? -1 : std::stoll(first[0]);
 }
 
 }  // namespace
