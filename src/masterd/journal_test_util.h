@@ -2,13 +2,18 @@
 #pragma once
 
 #include <doctest/doctest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "eviction/policy.h"
 #include "master/master_state.h"
+#include "masterd/journal.h"
 
 namespace mc::masterd::testing {
 
@@ -43,6 +48,71 @@ inline std::string Fingerprint(const master::MasterState& s) {
     out += "\n";
   }
   return out;
+}
+
+inline master::Options SmallStripes() {
+  master::Options c;
+  c.stripe_size_bytes = uint64_t{1} << 20;  // so large objects have several buffers
+  return c;
+}
+
+inline std::unique_ptr<master::MasterState> NewState(const master::Options& c,
+                                                     master::StateListener* l) {
+  return std::make_unique<master::MasterState>(c, master::MakeEvictionPolicy("lru", 0), l);
+}
+
+// Opens the file with a fresh journal and state, loads it, and returns the
+// state's fingerprint.
+inline std::string ReloadedFingerprint(const std::string& path, const master::Options& config) {
+  auto journal = masterd::Journal::Open(path, config.stripe_size_bytes);
+  REQUIRE(journal.ok());
+  auto state = NewState(config, journal->get());
+  REQUIRE((*journal)->LoadInto(*state, /*now_us=*/1000000).ok());
+  return Fingerprint(*state);
+}
+
+// FNV-1a over a row's fields, as mooncake before the word-wise check wrote
+// row_check (integers as 8 little-endian bytes, text and blobs as their
+// length then their bytes), written here on its own so the old format is
+// pinned by this test, not by the code under test. As an SQL function:
+// fnv_row(column, ...).
+inline void FnvRow(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto byte = [&](unsigned char c) { h = (h ^ c) * 0x100000001b3ull; };
+  auto u64 = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) byte(static_cast<unsigned char>(v >> (8 * i)));
+  };
+  for (int i = 0; i < argc; ++i) {
+    if (sqlite3_value_type(argv[i]) == SQLITE_INTEGER) {
+      u64(static_cast<uint64_t>(sqlite3_value_int64(argv[i])));
+    } else {
+      const auto* p = static_cast<const unsigned char*>(sqlite3_value_blob(argv[i]));
+      const int n = sqlite3_value_bytes(argv[i]);
+      u64(static_cast<uint64_t>(n));
+      for (int k = 0; k < n; ++k) byte(p[k]);
+    }
+  }
+  sqlite3_result_int64(ctx, static_cast<int64_t>(h));
+}
+
+// Runs `sql` on the file behind the journal's back, as another program (or
+// damage) would; returns the number of rows it changed.
+// fnv_row (FnvRow) is defined for it.
+inline int ExecBehindJournal(const std::string& path, const char* sql,
+                      std::vector<std::string>* first_column = nullptr) {
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
+  REQUIRE(sqlite3_create_function(raw, "fnv_row", -1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
+                                  FnvRow, nullptr, nullptr) == SQLITE_OK);
+  auto collect = [](void* out, int, char** values, char**) {
+    static_cast<std::vector<std::string>*>(out)->emplace_back(values[0] ? values[0] : "");
+    return 0;
+  };
+  REQUIRE(sqlite3_exec(raw, sql, first_column ? +collect : nullptr, first_column, nullptr) ==
+          SQLITE_OK);
+  const int changed = sqlite3_changes(raw);
+  sqlite3_close(raw);
+  return changed;
 }
 
 }  // namespace mc::masterd::testing
