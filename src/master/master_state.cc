@@ -61,7 +61,10 @@ uint64_t MasterState::PolicyFacts::SizeAt(uint32_t slot) const {
 }
 
 MasterState::~MasterState() {
-  for (ObjectIndex::Node* n : bulk_nodes_) objects_.DeleteNode(n);  // a load given up
+  if (!bulk_unlinked_) return;
+  for (uint32_t handle : slot_nodes_) {  // a load given up
+    if (handle != 0) objects_.DeleteNode(objects_.NodeAt(handle));
+  }
 }
 
 // ---- helpers -----------------------------------------------------------------
@@ -91,7 +94,6 @@ MasterState::ObjectIt MasterState::InsertObject(std::string_view key,
   ObjectIt it;
   if (bulk_loading_) {
     it = ObjectIt(key_hash ? objects_.NewNode(key, *key_hash) : objects_.NewNode(key));
-    bulk_nodes_.push_back(it.node());
   } else {
     it = objects_.insert(key, where);
   }

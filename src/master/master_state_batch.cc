@@ -242,8 +242,7 @@ Status MasterState::LoadObject(const ObjectDump& object, uint64_t now_us) {
 void MasterState::BeginBulkLoad(size_t expected_objects) {
   assert(objects_.empty() && allocated_bytes_ == 0);
   bulk_loading_ = true;
-  bulk_nodes_.clear();
-  bulk_nodes_.reserve(expected_objects);
+  bulk_unlinked_ = true;
   bulk_ranges_.clear();
   bulk_ranges_.reserve(expected_objects);  // one buffer each, the common case
   slot_nodes_.reserve(expected_objects);
@@ -253,7 +252,6 @@ void MasterState::BeginBulkLoad(size_t expected_objects) {
   auto prefault = [&](const auto& v) {
     bulk_prefaulter_->Add(v.data(), v.capacity() * sizeof(v[0]));
   };
-  prefault(bulk_nodes_);
   prefault(bulk_ranges_);
   prefault(slot_nodes_);
   prefault(slot_generations_);
@@ -294,17 +292,19 @@ Status MasterState::FinishBulkLoad() {
     begin = end;
   }
   std::string duplicate;
-  std::vector<ObjectIndex::Node*> nodes;
-  nodes.swap(bulk_nodes_);
   // BeginBulkLoad's estimate was high (a journal with removed rows): give
   // back address space the slots will not need soon.
   if (slot_nodes_.capacity() > 2 * slot_nodes_.size()) {
     slot_nodes_.shrink_to_fit();
     slot_generations_.shrink_to_fit();
   }
-  if (!objects_.Build(std::move(nodes), &duplicate, std::move(ranges)))
+  const bool built = objects_.Build(slot_nodes_, &duplicate, std::move(ranges));
+  bulk_unlinked_ = false;  // linked, or (a key twice) every node freed
+  if (!built) {
+    std::fill(slot_nodes_.begin(), slot_nodes_.end(), 0);
     return Error(ErrorCode::OBJECT_ALREADY_EXISTS,
                  "cannot load '" + duplicate + "': it is loaded twice");
+  }
   MC_DEBUG_CHECK_OK(CheckInvariants());
   return Status::Ok();
 }
@@ -318,7 +318,9 @@ void MasterState::RestartClientClocks(uint64_t now_us) {
 Status MasterState::OverlapError(uint32_t segment, uint64_t first_offset,
                                  uint64_t second_offset) const {
   auto key_at = [&](uint64_t offset) {
-    for (const ObjectIndex::Node* n : bulk_nodes_) {
+    for (uint32_t handle : slot_nodes_) {
+      const ObjectIndex::Node* n = objects_.NodeAt(handle);
+      if (n == nullptr) continue;
       for (uint32_t i = 0; i < n->record.buffer_count; ++i) {
         const uint64_t b = n->record.buffers()[i];
         if (BufferSegment(b) == segment && BufferOffset(b) == offset)

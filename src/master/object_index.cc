@@ -272,47 +272,59 @@ void RefineRuns(SortEntry* b, SortEntry* e, size_t at) {
 
 }  // namespace
 
-bool ObjectIndex::Build(std::vector<Node*> nodes, std::string* duplicate,
+bool ObjectIndex::Build(std::span<const uint32_t> handles, std::string* duplicate,
                         std::vector<std::pair<uint64_t, uint64_t>> scratch) {
   assert(empty());
-  if (nodes.empty()) return true;
   // Sort by the 8 bytes after the prefix every key shares, then each run
   // of equal words by the next 8 (RefineRuns): the words sit in one array,
   // so most comparisons miss no cache.
-  const std::string_view first = nodes[0]->key();
   // (word, node address): the scratch array's element type, so its pages,
   // already faulted in, hold the sort.
   using Entry = SortEntry;
   auto node_of = NodeOf;
-  std::vector<Entry> entries = std::move(scratch);
-  entries.resize(nodes.size());  // every entry is written below: a longer scratch is not zeroed
+  auto live = std::find_if(handles.begin(), handles.end(), [](uint32_t h) { return h != 0; });
+  if (live == handles.end()) return true;
+  const std::string_view first = NodeAt(*live)->key();
   // Each pass over the nodes is a stream of cache misses (50M nodes are
-  // gigabytes): large loads split each into halves, one on a thread.
-  const bool two = nodes.size() >= kParallelSortMinElements;
-  const size_t half = two ? nodes.size() / 2 : nodes.size();
+  // gigabytes): large loads split each into halves of the handles, one on
+  // a thread.
+  const bool two = handles.size() >= kParallelSortMinElements;
+  const size_t split = two ? handles.size() / 2 : handles.size();
   auto in_halves = [&](auto&& pass) {
-    if (!two) return pass(size_t{0}, nodes.size());
-    std::thread other([&] { pass(size_t{0}, half); });
-    pass(half, nodes.size());
+    if (!two) return pass(size_t{0}, handles.size());
+    std::thread other([&] { pass(size_t{0}, split); });
+    pass(split, handles.size());
     other.join();
   };
+  // The first pass finds the prefix every key shares and counts the nodes
+  // of each half, the second writes the entries.
   size_t commons[2] = {first.size(), first.size()};
+  size_t counts[2] = {0, 0};
   in_halves([&](size_t b, size_t e) {
     size_t& common = commons[b == 0 ? 0 : 1];
+    size_t count = 0;
     for (size_t at = b; at < e; ++at) {
-      const std::string_view k = nodes[at]->key();
+      if (handles[at] == 0) continue;
+      ++count;
+      const std::string_view k = NodeAt(handles[at])->key();
       size_t i = 0;
       const size_t limit = std::min(common, k.size());
       while (i < limit && k[i] == first[i]) ++i;
       common = i;
     }
+    counts[b == 0 ? 0 : 1] = count;
   });
   const size_t common = std::min(commons[0], commons[1]);
+  std::vector<Entry> entries = std::move(scratch);
+  entries.resize(counts[0] + counts[1]);  // every entry is written below: a longer scratch is not zeroed
   in_halves([&](size_t b, size_t e) {
-    for (size_t at = b; at < e; ++at)
-      entries[at] = Entry(WordAt(nodes[at]->key(), common), reinterpret_cast<uintptr_t>(nodes[at]));
+    Entry* out = entries.data() + (b == 0 ? 0 : counts[0]);
+    for (size_t at = b; at < e; ++at) {
+      if (handles[at] == 0) continue;
+      const Node* n = NodeAt(handles[at]);
+      *out++ = Entry(WordAt(n->key(), common), reinterpret_cast<uintptr_t>(n));
+    }
   });
-  std::vector<Node*>().swap(nodes);
   ParallelSort(entries.begin(), entries.end(),
                [](const Entry& a, const Entry& b) { return a.first < b.first; });
   RefineRuns(entries.data(), entries.data() + entries.size(), common);
@@ -327,7 +339,8 @@ bool ObjectIndex::Build(std::vector<Node*> nodes, std::string* duplicate,
   Chain chains[2];
   const Entry* b = entries.data();
   const Entry* e = b + entries.size();
-  if (two) {
+  if (entries.size() >= kParallelSortMinElements) {
+    const size_t half = entries.size() / 2;
     std::thread other([&] { LinkChain(b, b + half, &chains[0]); });
     LinkChain(b + half, e, &chains[1]);
     other.join();

@@ -34,6 +34,7 @@
 #include <deque>
 #include <iterator>
 #include <string>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -159,9 +160,11 @@ class ObjectIndex {
   // The same, given std::hash of `key` (which picks its levels).
   Node* NewNode(std::string_view key, uint64_t key_hash);
   void DeleteNode(Node* n);
-  // `scratch`: an array Build may reuse for its sort (its contents are
-  // lost), so that a load faults in no fresh pages for it.
-  bool Build(std::vector<Node*> nodes, std::string* duplicate,
+  // The nodes are given by their handles (HandleOf), in any order; 0s are
+  // skipped, so a table of handles by slot serves as it is. `scratch`: an
+  // array Build may reuse for its sort (its contents are lost), so that a
+  // load faults in no fresh pages for it.
+  bool Build(std::span<const uint32_t> handles, std::string* duplicate,
              std::vector<std::pair<uint64_t, uint64_t>> scratch = {});
   void erase(iterator it);
   void clear();

@@ -30,6 +30,18 @@ std::string RandomKey(std::mt19937_64& rng) {
   return k;
 }
 
+// The nodes' handles, as Build takes them; with `rng`, with 0s (free slots
+// of the master's table) strewn among them, more of them early on.
+std::vector<uint32_t> HandlesOf(const ObjectIndex& index, const std::vector<ObjectIndex::Node*>& nodes,
+                                std::mt19937_64* rng = nullptr) {
+  std::vector<uint32_t> handles;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    while (rng != nullptr && (*rng)() % (i < nodes.size() / 3 ? 2 : 9) == 0) handles.push_back(0);
+    handles.push_back(index.HandleOf(nodes[i]));
+  }
+  return handles;
+}
+
 void CheckSame(const ObjectIndex& index, const std::map<std::string, uint64_t>& model) {
   const Status invariants = index.CheckInvariants();
   REQUIRE_MESSAGE(invariants.ok(), invariants.message());
@@ -178,7 +190,7 @@ TEST_CASE("an index built from nodes in any order matches the model, and refuses
       nodes.back()->record.size_bytes = i;
     }
     std::string duplicate;
-    REQUIRE(index.Build(nodes, &duplicate));
+    REQUIRE(index.Build(HandlesOf(index, nodes, round % 2 ? &rng : nullptr), &duplicate));
     CheckSame(index, model);
     // Still a working index: inserts and erases go on from there.
     if (!model.empty()) {
@@ -193,7 +205,7 @@ TEST_CASE("an index built from nodes in any order matches the model, and refuses
   std::vector<ObjectIndex::Node*> twice = {index.NewNode("b"), index.NewNode("a"),
                                            index.NewNode("b")};
   std::string duplicate;
-  CHECK(!index.Build(twice, &duplicate));
+  CHECK(!index.Build(HandlesOf(index, twice), &duplicate));
   CHECK(duplicate == "b");
   CHECK(index.empty());
   // A duplicate among long keys that tie for many words.
@@ -201,7 +213,7 @@ TEST_CASE("an index built from nodes in any order matches the model, and refuses
   std::vector<ObjectIndex::Node*> long_twice = {
       index.NewNode(shared + "1"), index.NewNode(shared), index.NewNode(shared + "2"),
       index.NewNode(shared + "1")};
-  CHECK(!index.Build(long_twice, &duplicate));
+  CHECK(!index.Build(HandlesOf(index, long_twice), &duplicate));
   CHECK(duplicate == shared + "1");
   CHECK(index.empty());
 }
@@ -238,7 +250,9 @@ TEST_CASE("a build large enough for two threads joins its halves into one index"
   std::shuffle(b_keys, shuffled.end(), rng);
   for (const std::string& k : shuffled) nodes.push_back(index.NewNode(k));
   std::string duplicate;
-  REQUIRE(index.Build(std::move(nodes), &duplicate));
+  // Free slots' 0s among the handles, more of them in the first half, so
+  // the halves of the handles hold unequal numbers of nodes.
+  REQUIRE(index.Build(HandlesOf(index, nodes, &rng), &duplicate));
   REQUIRE(index.CheckInvariants().ok());
   REQUIRE(index.size() == keys.size());
   size_t at = 0;
@@ -267,7 +281,7 @@ TEST_CASE("a build large enough for two threads joins its halves into one index"
   std::vector<ObjectIndex::Node*> dup;
   for (size_t i = 0; i < kParallelSortMinElements + 10; ++i) dup.push_back(twice.NewNode("k" + std::to_string(i)));
   dup.push_back(twice.NewNode("k5"));
-  CHECK(!twice.Build(std::move(dup), &duplicate));
+  CHECK(!twice.Build(HandlesOf(twice, dup), &duplicate));
   CHECK(duplicate == "k5");
   CHECK(twice.empty());
 }

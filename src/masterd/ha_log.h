@@ -7,8 +7,9 @@
 // txn (ha::FencedLog::Append). So several entries are in etcd's hands at
 // once (etcd batches concurrent proposals into one raft round and fsync).
 // An entry is cut at once when none is in flight; while some are, only
-// once pipeline_min_records records wait, and never while every shipper is
-// busy: meanwhile the queue grows into a bigger next entry. No timer: the
+// once as many records wait as are in flight (and at least
+// pipeline_min_records), and never while every shipper is busy: meanwhile
+// the queue grows into a bigger next entry. No timer: the
 // load sizes the batches, and a txn (which costs CPU on every etcd member)
 // carries either a waiting client's change at once or many changes.
 //
@@ -67,13 +68,17 @@ constexpr uint64_t kHaRetryBackoffUs = 20000;
 constexpr uint32_t kDefaultHaEntriesInFlight = 4;
 
 // While entries are in flight, the next is cut only once at least this
-// many records wait (see CanCut).
+// many records wait, and as many as are in flight (see CanCut).
 constexpr uint32_t kDefaultHaPipelineMinRecords = 8;
 
 struct HaLogOptions {
   uint64_t snapshot_every_entries = 10000;
   uint32_t entries_in_flight = kDefaultHaEntriesInFlight;  // 1..kMaxHaEntriesInFlight
   uint32_t pipeline_min_records = kDefaultHaPipelineMinRecords;  // >= 1
+  // While entries are in flight, the next also waits for as many records
+  // as they hold (off: pipeline_min_records alone; tests that want an
+  // entry per record).
+  bool bar_in_flight = true;
 };
 
 class HaLog final : public master::StateListener,

@@ -133,11 +133,12 @@ bool Eventually(F&& done) {
 
 // A leader with `in_flight` shippers, all through the gate.
 struct Pipeline {
-  // min_records 1: an entry per record while others are in flight.
-  explicit Pipeline(uint32_t in_flight, uint32_t min_records = 1)
+  // min_records 1 and no bar of the records in flight: an entry per
+  // record while others are in flight.
+  explicit Pipeline(uint32_t in_flight, uint32_t min_records = 1, bool bar_in_flight = false)
       : log(gate, Keys(), clock,
             {.snapshot_every_entries = 1000000, .entries_in_flight = in_flight,
-             .pipeline_min_records = min_records}) {
+             .pipeline_min_records = min_records, .bar_in_flight = bar_in_flight}) {
     log.Begin(term, masterd::HaImage());
   }
   // Mounts segment `i` (one record).
@@ -314,4 +315,24 @@ TEST_CASE("with an entry in flight a few records wait for it; a longer queue get
   REQUIRE(p.log.WaitDurableFor(kWaitUs));
   CHECK(p.log.stats().entries == 2);
   CHECK(p.Follow().segments() == 5);
+}
+
+TEST_CASE("with entries in flight the next waits for as many records as they hold") {
+  // Many writers: a queue as long as what is in flight gets an entry of its
+  // own, a shorter one waits and grows (fewer, bigger etcd txns).
+  Pipeline p(4, /*min_records=*/1, /*bar_in_flight=*/true);
+  p.HoldTwoInFlight();  // entries 1 and 2, one record each
+  p.gate.Hold(EntryKey(3));
+  p.gate.Hold(EntryKey(4));
+  p.Mount(2);  // 1 waits, 2 are in flight: it waits
+  p.Mount(3);  // 2 wait: entry 3 takes both
+  REQUIRE(p.gate.WaitArrived(EntryKey(3)));
+  for (int i = 4; i < 7; ++i) p.Mount(i);  // 3 wait, 4 in flight: they wait
+  p.Mount(7);                              // 4 wait: entry 4 takes them
+  REQUIRE(p.gate.WaitArrived(EntryKey(4)));
+  for (uint64_t e = 1; e <= 4; ++e) p.gate.Release(EntryKey(e));
+  REQUIRE(p.log.WaitDurableFor(kWaitUs));
+  CHECK(p.log.stats().entries == 4);  // 1 + 1 + 2 + 4 records
+  CHECK(p.log.stats().cuts_by_in_flight == std::vector<uint64_t>{1, 1, 1, 1});
+  CHECK(p.Follow().segments() == 8);
 }
