@@ -299,10 +299,10 @@ std::vector<Result<std::vector<uint8_t>>> ClientImpl::BatchGet(const std::vector
   return out;
 }
 
-std::vector<Result<uint64_t>> ClientImpl::BatchGetInto(const std::vector<std::string>& keys,
-                                                       const std::vector<std::span<uint8_t>>& buffers) {
+std::vector<Result<uint64_t>> ClientImpl::FetchSizes(const std::vector<std::string>& keys,
+                                                     const DestFn& dest) {
   std::vector<uint64_t> sizes;
-  auto st = Fetch(keys, [&](size_t i, uint64_t) { return Parts{buffers[i]}; }, &sizes);
+  auto st = Fetch(keys, dest, &sizes);
   std::vector<Result<uint64_t>> out;
   out.reserve(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -312,17 +312,14 @@ std::vector<Result<uint64_t>> ClientImpl::BatchGetInto(const std::vector<std::st
   return out;
 }
 
+std::vector<Result<uint64_t>> ClientImpl::BatchGetInto(const std::vector<std::string>& keys,
+                                                       const std::vector<std::span<uint8_t>>& buffers) {
+  return FetchSizes(keys, [&](size_t i, uint64_t) { return Parts{buffers[i]}; });
+}
+
 std::vector<Result<uint64_t>> ClientImpl::BatchGetIntoParts(const std::vector<std::string>& keys,
                                                             const std::vector<Parts>& parts) {
-  std::vector<uint64_t> sizes;
-  auto st = Fetch(keys, [&](size_t i, uint64_t) { return parts[i]; }, &sizes);
-  std::vector<Result<uint64_t>> out;
-  out.reserve(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (st[i].ok()) out.emplace_back(sizes[i]);
-    else out.emplace_back(st[i]);
-  }
-  return out;
+  return FetchSizes(keys, [&](size_t i, uint64_t) { return parts[i]; });
 }
 
 Result<uint64_t> ClientImpl::Size(const std::string& key) {

@@ -211,6 +211,8 @@ class ClientImpl final : public Client {
   // those whose direct read failed, through the master (FetchFromMaster).
   std::vector<Status> Fetch(const std::vector<std::string>& keys, const DestFn& dest,
                             std::vector<uint64_t>* sizes);
+  // Fetch, each key's outcome its size or its error.
+  std::vector<Result<uint64_t>> FetchSizes(const std::vector<std::string>& keys, const DestFn& dest);
   std::vector<Status> FetchFromMaster(const std::vector<std::string>& keys, const DestFn& dest,
                                       std::vector<uint64_t>* sizes);
   // Reads the keys DirectReads knows straight from their stores; true for
