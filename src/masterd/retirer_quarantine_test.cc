@@ -157,3 +157,51 @@ TEST_CASE("a put that evicts where the victims' retire fails is never handed the
     CHECK((at + kBig <= off || off + kBig <= at));
   }
 }
+
+TEST_CASE("a task's target is never placed in a range whose retire failed") {
+  // A move task writes its target like a put; a client's cached seal of
+  // the removed object there must not match it. (TaskStart does not evict
+  // for its targets, so space freed in the same call, which
+  // RefuseQuarantined also checks a task's reply for, does not arise.)
+  Cluster c;
+  constexpr uint64_t kBig = 16ull << 20;  // four fill s1's 64 MiB
+  msg::MountSegmentRequest source = Mount("s0", "key-0");
+  source.client = {3, 4};
+  REQUIRE(c.svc.MountSegment(source).ok());
+  auto put_on = [&](const std::string& key, const std::string& segment) {
+    msg::PutOptions on;
+    on.placement.preferred_segments = {segment};
+    auto start = c.svc.BatchPutStartEx({{{{1, 2}, key, kBig, on}}});
+    REQUIRE(start.ok());
+    REQUIRE(start->at(0).status.ok());
+    const msg::BufferDesc b = start->at(0).value.replicas.at(0).buffers.at(0);
+    REQUIRE(b.segment_name == segment);
+    REQUIRE(c.svc.PutEnd({{1, 2}, key}).ok());
+    return b.offset;
+  };
+  uint64_t removed_at = 0;
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t off = put_on("v" + std::to_string(i), "s1");
+    if (i == 1) removed_at = off;
+  }
+  REQUIRE(c.svc.Remove({"v1", false}).ok());  // its RETIRE is refused
+  REQUIRE(c.svc.RetireStats().quarantine.bytes >= kBig);
+  put_on("moving", "s0");
+  auto id = c.svc.CreateMoveTask({{5, 6}, "moving", "s0", "s1"});
+  REQUIRE(id.ok());
+  auto start = c.svc.TaskStart({{5, 6}, *id});
+  if (start.ok()) {
+    REQUIRE(start->targets.size() == 1);
+    const msg::BufferDesc& t = start->targets[0].buffers.at(0);
+    CHECK_FALSE((t.segment_name == "s1" && t.offset < removed_at + kBig &&
+                 removed_at < t.offset + t.size_bytes));
+  } else {
+    CHECK(start.status().code() == ErrorCode::NO_AVAILABLE_HANDLE);
+    auto info = c.svc.QueryTask({{7, 7}, *id});
+    REQUIRE(info.ok());
+    CHECK(info->task_status() != msg::TaskStatus::kSuccess);
+  }
+  auto moving = c.svc.GetReplicaList({{1, 2}, "moving"});
+  REQUIRE(moving.ok());
+  CHECK(moving->replicas.at(0).buffers.at(0).segment_name == "s0");  // not moved
+}
