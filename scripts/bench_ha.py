@@ -2,7 +2,7 @@
 """Benchmark of master high availability (issue 32, point 7), on loopback.
 
   MOONCAKE_BIN=build/src/cli/mooncake python3 scripts/bench_ha.py \
-      [--cycles 20] [--ttl 2] [--seconds 5] [--threads 16,64,256] [--size-rounds 12] \
+      [--cycles 20] [--ttl 2] [--seconds 5] [--threads 16,64,256] [--batch 1] [--size-rounds 12] \
       [--entries-in-flight 1,4] [--before-bin OLD/mooncake] [--repeat 2] \
       [--variant 'NAME=MASTER FLAGS ENV=V etcd:ETCD-FLAG etcd:ENV=V' ...] \
       [--parts throughput,failover,size]
@@ -57,6 +57,9 @@ ap.add_argument("--seconds", type=int, default=5)
 ap.add_argument("--threads", default="16",
                 help="writer threads of the throughput runs, comma separated (the curve); "
                      "the size run uses the first")
+ap.add_argument("--batch", type=int, default=1,
+                help="keys per put call of the throughput runs (engines put a request's blocks "
+                     "with one batch_put_from; 1: single-key puts)")
 ap.add_argument("--size-rounds", type=int, default=12)
 ap.add_argument("--snapshot-every", type=int, default=1000)
 ap.add_argument("--entries-in-flight", default="1,4",
@@ -83,7 +86,7 @@ thread_counts = [int(t) for t in args.threads.split(",")]
 
 print(f"bench_ha: {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}; etcd 3 members on loopback; HA lease {args.throughput_ttl} s "
       f"(throughput), {args.ttl} s (failover, size); "
-      f"puts of 4 KiB by {args.threads} threads for {args.seconds} s; {args.cycles} failover "
+      f"puts of 4 KiB by {args.threads} threads, {args.batch} keys a call, for {args.seconds} s; {args.cycles} failover "
       f"cycles; snapshot every {args.snapshot_every} entries")
 sys.stdout.flush()
 
@@ -92,7 +95,7 @@ def bench_put(env, seconds, label, threads=None):
     out = os.path.join(tempdir("mc-bench-ha-"), "put.json")
     threads = threads or thread_counts[0]
     r = run(["bench", "--op", "put", "--value-size", "4kb", "--threads", str(threads),
-             "--duration", f"{seconds}s", "--keys", "100000", "--key-names", "hashed",
+             "--batch", str(args.batch), "--duration", f"{seconds}s", "--keys", "100000", "--key-names", "hashed",
              "--json", out], env=env, timeout=seconds + 120)
     if r.returncode != 0:
         print(f"{label}: bench failed: {r.stderr.decode()[-500:]}")
