@@ -207,6 +207,18 @@ class MasterState {
   // them on their stores before it answers anything that could hand their
   // space out again or acknowledge their removal.
   std::vector<StaleRange> TakeStaleRanges();
+  // The free ranges of the mounted segments, at most `max` from `*cursor`
+  // on, in (segment, offset) order; advances the cursor; empty at the end.
+  // A master that starts from its journal (or takes over an HA log)
+  // retires them before it hands out any space: a RETIRE that failed before
+  // the restart left a range free whose old seals may still be cached, and
+  // the quarantine that covered it lived in memory only
+  // (master_state_quarantine.cc).
+  struct FreeCursor {
+    uint32_t segment = 0;
+    uint64_t offset = 0;
+  };
+  std::vector<StaleRange> NextFreeRanges(FreeCursor* cursor, size_t max) const;
   void set_track_stale_ranges(bool on) { options_.track_stale_ranges = on; }
 
   // master_state_quarantine.cc: ranges whose RETIRE failed (masterd/retirer.h)

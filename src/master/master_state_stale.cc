@@ -19,6 +19,23 @@ void MasterState::NoteStale(const ObjectRecord& rec) {
   }
 }
 
+std::vector<StaleRange> MasterState::NextFreeRanges(FreeCursor* cursor, size_t max) const {
+  std::vector<StaleRange> out;
+  for (; cursor->segment < segments_.size(); ++cursor->segment, cursor->offset = 0) {
+    if (segments_[cursor->segment] == nullptr) continue;
+    const msg::SegmentDesc& d = segments_[cursor->segment]->desc;
+    segments_[cursor->segment]->allocator.ForEachFree(
+        cursor->offset, [&](uint64_t offset, uint64_t size_bytes) {
+          if (out.size() >= max) return false;
+          out.push_back({d.name, d.endpoint, offset, size_bytes});
+          cursor->offset = offset + size_bytes;
+          return true;
+        });
+    if (out.size() >= max) break;
+  }
+  return out;
+}
+
 std::vector<StaleRange> MasterState::TakeStaleRanges() {
   std::vector<StaleRange> out;
   if (stale_.empty()) return out;

@@ -105,3 +105,41 @@ TEST_CASE("neighbouring ranges are retired as one, others apart") {
   CHECK(stale.size() >= 2);              // never across segments
   CHECK(covered <= 4 * 4096 + 4 * 1024);
 }
+
+TEST_CASE("the free space is listed a bounded batch at a time, every range once") {
+  Harness h;
+  REQUIRE(h.Mount(1, "s1", 4 * kMiB).ok());
+  REQUIRE(h.Mount(2, "s2", 4 * kMiB).ok());
+  REQUIRE(h.Mount(3, "s3", 4 * kMiB).ok());
+  REQUIRE(h.state->UnmountSegment({Client(2), "s2"}, h.now_us).ok());  // a hole in the table
+  for (int i = 0; i < 24; ++i) REQUIRE(h.Put("k" + std::to_string(i), 100000 + 1000 * i).ok());
+  for (int i = 0; i < 24; i += 3) REQUIRE(h.state->Remove({"k" + std::to_string(i), true}, h.now_us).ok());
+  // Everything at once: the reference.
+  MasterState::FreeCursor all;
+  const std::vector<StaleRange> whole = h.state->NextFreeRanges(&all, SIZE_MAX);
+  CHECK(h.state->NextFreeRanges(&all, SIZE_MAX).empty());
+  uint64_t free_bytes = 0;
+  for (const StaleRange& r : whole) {
+    CHECK(r.segment != "s2");
+    free_bytes += r.size_bytes;
+  }
+  CHECK(whole.size() > 4);  // the removals left gaps
+  CHECK(free_bytes == 8 * kMiB - h.state->counters().allocated_bytes);
+  for (size_t batch : {1, 2, 3, 7}) {
+    MasterState::FreeCursor cursor;
+    std::vector<StaleRange> got;
+    for (;;) {
+      const std::vector<StaleRange> part = h.state->NextFreeRanges(&cursor, batch);
+      CHECK(part.size() <= batch);
+      if (part.empty()) break;
+      got.insert(got.end(), part.begin(), part.end());
+    }
+    REQUIRE(got.size() == whole.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      CHECK(got[i].segment == whole[i].segment);
+      CHECK(got[i].endpoint == whole[i].endpoint);
+      CHECK(got[i].offset == whole[i].offset);
+      CHECK(got[i].size_bytes == whole[i].size_bytes);
+    }
+  }
+}

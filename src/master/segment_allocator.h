@@ -103,6 +103,13 @@ class SegmentAllocator {
   uint64_t used_bytes() const { return capacity_bytes_ - free_bytes_ - withheld_bytes_; }
   uint64_t largest_free_bytes() const;
   size_t free_range_count() const { return by_offset_.size(); }
+  // Calls fn(offset, size_bytes) for the free ranges from `from` on, by
+  // offset, until it returns false.
+  template <class Fn>
+  void ForEachFree(uint64_t from, Fn&& fn) const {
+    for (auto it = by_offset_.lower_bound(from); it != by_offset_.end(); ++it)
+      if (!fn(it->first, it->second)) return;
+  }
 
  private:
   void InsertFree(uint64_t offset, uint64_t size);

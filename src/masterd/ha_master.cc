@@ -397,6 +397,10 @@ int RunHaMaster(const Config& config) {
   // Grants carry the term, so stores refuse the deposed leader's from the
   // first one of ours they see (common/capability.h).
   service.SetGrantTerm(static_cast<uint64_t>(term->revision));
+  // The previous leader's quarantine of ranges whose RETIRE failed lived in
+  // its memory: retire the free space before handing any out (signed under
+  // this term, so the stores accept it).
+  (void)service.RetireFreeSpace();
   halog.SetLeaseDeadline(lease.deadline_us());
   halog.Begin(*term, std::move(image));
   auto rpc = StartRpcServer(service, config, &halog, *tls);

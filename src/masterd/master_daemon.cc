@@ -131,6 +131,9 @@ int RunMaster(const Config& config) {
       std::fprintf(stderr, "mooncake master: refusing to start: %s\n", st.ToString().c_str());
       return 1;
     }
+    // Before any space is handed out: a RETIRE that failed before the
+    // restart was quarantined in memory only (MasterService::RetireFreeSpace).
+    (void)service.RetireFreeSpace();
   }
 
   std::unique_ptr<metadata::MetadataServer> meta;

@@ -12,6 +12,8 @@
 
 #include "common/clock.h"
 #include "dataserver/store_fixture.h"
+#include "masterd/journal.h"
+#include "masterd/journal_test_util.h"
 #include "masterd/retirer.h"
 #include "masterd/service.h"
 #include "masterd/service_test_util.h"
@@ -41,28 +43,44 @@ struct Cluster {
         }
         return inner(op, offset, len, grant);
       });
-  masterd::Retirer retirer;
-  masterd::MasterService svc{MasterConfig{}, clock};
+  const masterd::Retirer::Options options;
+  std::unique_ptr<masterd::Retirer> retirer;
+  std::unique_ptr<masterd::MasterService> master;  // after its retirer: destroyed first
 
-  // `retire_at`: the endpoint the master retires at ("": the store's).
+  // `retire_at`: the endpoint the master retires at ("": the store's);
+  // `journal`: the master's (none: it keeps its state in memory only).
   explicit Cluster(masterd::Retirer::Options o = {.tcp = {},
                                                   .max_wait_us = masterd::kDefaultRetireWaitUs,
                                                   .backoff_us = 1000},
-                   std::string retire_at = "")
-      : retirer(std::move(o)) {
+                   std::string retire_at = "", masterd::Journal* journal = nullptr)
+      : options(std::move(o)) {
+    StartMaster(journal);
     auto m = Mount("s1", "key-1");
     m.segment.endpoint = !retire_at.empty() ? retire_at
                                             : "127.0.0.1:" + std::to_string(store.endpoint.port);
-    REQUIRE(svc.MountSegment(m).ok());
-    svc.SetRetirer(&retirer);
+    REQUIRE(svc().MountSegment(m).ok());
+  }
+  masterd::MasterService& svc() { return *master; }
+  // A master process starting (master_daemon.cc): a retirer and a service
+  // of its own, the state loaded from `journal` when there is one.
+  void StartMaster(masterd::Journal* journal) {
+    master.reset();
+    retirer = std::make_unique<masterd::Retirer>(options);
+    master = std::make_unique<masterd::MasterService>(MasterConfig{}, clock, journal);
+    master->SetRetirer(retirer.get());
+    if (journal == nullptr) return;
+    auto loaded = master->WithState(
+        [&](master::MasterState& state) { return journal->LoadInto(state, clock.NowUs()); });
+    REQUIRE(loaded.ok());
+    master->AdoptLoadedSegments();
   }
   // A put whose writer writes one-sided (an RDMA WRITE: no epoch moves).
   uint64_t PutOneSided(const std::string& key, char fill) {
-    auto start = svc.PutStart({{1, 2}, key, kSize, {}});
+    auto start = svc().PutStart({{1, 2}, key, kSize, {}});
     REQUIRE(start.ok());
     const uint64_t off = start->replicas.at(0).buffers.at(0).offset;
     std::memset(store.segment->base() + off, fill, kSize);
-    REQUIRE(svc.PutEnd({{1, 2}, key}).ok());
+    REQUIRE(svc().PutEnd({{1, 2}, key}).ok());
     return off;
   }
   // A cached direct read at `off` under `seal`: "" when stale.
@@ -83,9 +101,9 @@ TEST_CASE("a removed object's cached seal never reads the next object written on
   const uint64_t seal = c.store.segment->epochs().Seal(off, kSize);  // a client caches it
   REQUIRE(seal != 0);
   REQUIRE(c.CachedRead(off, seal) == std::string(kSize, 'o'));
-  REQUIRE(c.svc.Remove({"old", false}).ok());  // its RETIRE is refused
-  CHECK(c.retirer.stats().failed >= 1);
-  CHECK(c.svc.RetireStats().quarantine.bytes > 0);
+  REQUIRE(c.svc().Remove({"old", false}).ok());  // its RETIRE is refused
+  CHECK(c.retirer->stats().failed >= 1);
+  CHECK(c.svc().RetireStats().quarantine.bytes > 0);
   // The space the old object had goes to no new object while it could match.
   for (int i = 0; i < 4; ++i) {
     const uint64_t at = c.PutOneSided("new" + std::to_string(i), static_cast<char>('a' + i));
@@ -98,18 +116,18 @@ TEST_CASE("a removed object's cached seal never reads the next object written on
 TEST_CASE("a range whose retire failed is reused once a retry retired it") {
   Cluster c;
   const uint64_t off = c.PutOneSided("old", 'o');
-  REQUIRE(c.svc.Remove({"old", false}).ok());
-  REQUIRE(c.svc.RetireStats().quarantine.ranges == 1);
+  REQUIRE(c.svc().Remove({"old", false}).ok());
+  REQUIRE(c.svc().RetireStats().quarantine.ranges == 1);
   c.refuse = false;  // the store answers again
   // The next pass to that store (another removal there) carries the retry.
   // (backoff_us is 1 ms; the first pass may still fall inside it.)
-  for (int i = 0; i < 100 && c.retirer.stats().recovered == 0; ++i) {
+  for (int i = 0; i < 100 && c.retirer->stats().recovered == 0; ++i) {
     c.PutOneSided("other", 'x');
-    REQUIRE(c.svc.Remove({"other", false}).ok());
+    REQUIRE(c.svc().Remove({"other", false}).ok());
   }
-  REQUIRE(c.retirer.stats().recovered >= 1);  // and the 'other' ranges refused in the backoff
-  (void)c.svc.Tick();  // applies any outcome not applied yet: the quarantine is lifted
-  CHECK(c.svc.RetireStats().quarantine.ranges == 0);
+  REQUIRE(c.retirer->stats().recovered >= 1);  // and the 'other' ranges refused in the backoff
+  (void)c.svc().Tick();  // applies any outcome not applied yet: the quarantine is lifted
+  CHECK(c.svc().RetireStats().quarantine.ranges == 0);
   CHECK(c.store.segment->epochs().Seal(off, kSize) == 0);  // retired on the store
   CHECK(c.PutOneSided("new", 'n') == off);
 }
@@ -125,9 +143,9 @@ TEST_CASE("a reply that gave up waiting for a retire quarantines the range still
   o.tcp.tuning.io_timeout_us = 200000;
   Cluster c(std::move(o), "127.0.0.1:" + std::to_string(net::LocalPort(*fd)));
   const uint64_t off = c.PutOneSided("old", 'o');
-  REQUIRE(c.svc.Remove({"old", false}).ok());  // answered after 20 ms, outcome unknown
-  CHECK(c.retirer.stats().late_replies == 1);
-  CHECK(c.svc.RetireStats().quarantine.ranges == 1);
+  REQUIRE(c.svc().Remove({"old", false}).ok());  // answered after 20 ms, outcome unknown
+  CHECK(c.retirer->stats().late_replies == 1);
+  CHECK(c.svc().RetireStats().quarantine.ranges == 1);
   CHECK(c.PutOneSided("new", 'n') != off);
   ::close(*fd);
 }
@@ -140,20 +158,20 @@ TEST_CASE("a put that evicts where the victims' retire fails is never handed the
   std::vector<std::pair<std::string, uint64_t>> olds;
   for (int i = 0; i < 4; ++i) {
     const std::string key = "v" + std::to_string(i);
-    auto start = c.svc.PutStart({{1, 2}, key, kBig, {}});
+    auto start = c.svc().PutStart({{1, 2}, key, kBig, {}});
     REQUIRE(start.ok());
     olds.emplace_back(key, start->replicas.at(0).buffers.at(0).offset);
-    REQUIRE(c.svc.PutEnd({{1, 2}, key}).ok());
+    REQUIRE(c.svc().PutEnd({{1, 2}, key}).ok());
   }
-  auto next = c.svc.PutStart({{1, 2}, "next", kBig, {}});
-  CHECK(c.svc.RetireStats().quarantine.bytes >= kBig);  // the victims'
+  auto next = c.svc().PutStart({{1, 2}, "next", kBig, {}});
+  CHECK(c.svc().RetireStats().quarantine.bytes >= kBig);  // the victims'
   if (!next.ok()) {
     CHECK(next.status().code() == ErrorCode::NO_AVAILABLE_HANDLE);
     return;
   }
   const uint64_t at = next->replicas.at(0).buffers.at(0).offset;
   for (const auto& [key, off] : olds) {
-    if (c.svc.GetReplicaList({{1, 2}, key}).ok()) continue;  // not evicted
+    if (c.svc().GetReplicaList({{1, 2}, key}).ok()) continue;  // not evicted
     CHECK((at + kBig <= off || off + kBig <= at));
   }
 }
@@ -167,16 +185,16 @@ TEST_CASE("a task's target is never placed in a range whose retire failed") {
   constexpr uint64_t kBig = 16ull << 20;  // four fill s1's 64 MiB
   msg::MountSegmentRequest source = Mount("s0", "key-0");
   source.client = {3, 4};
-  REQUIRE(c.svc.MountSegment(source).ok());
+  REQUIRE(c.svc().MountSegment(source).ok());
   auto put_on = [&](const std::string& key, const std::string& segment) {
     msg::PutOptions on;
     on.placement.preferred_segments = {segment};
-    auto start = c.svc.BatchPutStartEx({{{{1, 2}, key, kBig, on}}});
+    auto start = c.svc().BatchPutStartEx({{{{1, 2}, key, kBig, on}}});
     REQUIRE(start.ok());
     REQUIRE(start->at(0).status.ok());
     const msg::BufferDesc b = start->at(0).value.replicas.at(0).buffers.at(0);
     REQUIRE(b.segment_name == segment);
-    REQUIRE(c.svc.PutEnd({{1, 2}, key}).ok());
+    REQUIRE(c.svc().PutEnd({{1, 2}, key}).ok());
     return b.offset;
   };
   uint64_t removed_at = 0;
@@ -184,12 +202,12 @@ TEST_CASE("a task's target is never placed in a range whose retire failed") {
     const uint64_t off = put_on("v" + std::to_string(i), "s1");
     if (i == 1) removed_at = off;
   }
-  REQUIRE(c.svc.Remove({"v1", false}).ok());  // its RETIRE is refused
-  REQUIRE(c.svc.RetireStats().quarantine.bytes >= kBig);
+  REQUIRE(c.svc().Remove({"v1", false}).ok());  // its RETIRE is refused
+  REQUIRE(c.svc().RetireStats().quarantine.bytes >= kBig);
   put_on("moving", "s0");
-  auto id = c.svc.CreateMoveTask({{5, 6}, "moving", "s0", "s1"});
+  auto id = c.svc().CreateMoveTask({{5, 6}, "moving", "s0", "s1"});
   REQUIRE(id.ok());
-  auto start = c.svc.TaskStart({{5, 6}, *id});
+  auto start = c.svc().TaskStart({{5, 6}, *id});
   if (start.ok()) {
     REQUIRE(start->targets.size() == 1);
     const msg::BufferDesc& t = start->targets[0].buffers.at(0);
@@ -197,11 +215,61 @@ TEST_CASE("a task's target is never placed in a range whose retire failed") {
                  removed_at < t.offset + t.size_bytes));
   } else {
     CHECK(start.status().code() == ErrorCode::NO_AVAILABLE_HANDLE);
-    auto info = c.svc.QueryTask({{7, 7}, *id});
+    auto info = c.svc().QueryTask({{7, 7}, *id});
     REQUIRE(info.ok());
     CHECK(info->task_status() != msg::TaskStatus::kSuccess);
   }
-  auto moving = c.svc.GetReplicaList({{1, 2}, "moving"});
+  auto moving = c.svc().GetReplicaList({{1, 2}, "moving"});
   REQUIRE(moving.ok());
   CHECK(moving->replicas.at(0).buffers.at(0).segment_name == "s0");  // not moved
+}
+
+TEST_CASE("a restarted master retires the free space before it hands any out") {
+  // The quarantine of a range whose RETIRE failed lives in the master's
+  // memory. After a restart from the journal that range is free again, and
+  // a client may still cache the removed object's seal there.
+  masterd::testing::TempDb db;
+  const uint64_t stripe = MasterConfig{}.stripe_size_bytes;
+  auto journal = masterd::Journal::Open(db.path, stripe);
+  REQUIRE(journal.ok());
+  Cluster c({.tcp = {}, .max_wait_us = masterd::kDefaultRetireWaitUs, .backoff_us = 1000}, "",
+            journal->get());
+  const uint64_t off = c.PutOneSided("old", 'o');
+  const uint64_t seal = c.store.segment->epochs().Seal(off, kSize);  // a client caches it
+  REQUIRE(seal != 0);
+  REQUIRE(c.svc().Remove({"old", false}).ok());  // its RETIRE is refused: quarantined
+  REQUIRE(c.svc().RetireStats().quarantine.ranges == 1);
+  REQUIRE((*journal)->WaitDurable().ok());
+  c.master.reset();  // the master stops; the store keeps running
+  journal->reset();
+  auto again = masterd::Journal::Open(db.path, stripe);
+  REQUIRE(again.ok());
+
+  SUBCASE("the store answers: the old seal is void before the space is used again") {
+    c.refuse = false;
+    c.StartMaster(again->get());
+    const auto retired = c.svc().RetireFreeSpace();
+    CHECK(retired.ranges >= 1);
+    CHECK(retired.quarantined == 0);
+    CHECK(retired.quarantined_segments == 0);
+    CHECK(c.store.segment->epochs().Seal(off, kSize) == 0);  // retired on the store
+    CHECK(c.PutOneSided("new", 'n') == off);  // the space is handed out again
+    CHECK(c.CachedRead(off, seal).empty());    // and the old seal matches nothing
+  }
+  SUBCASE("the store still refuses: its free space is quarantined until the seals expired") {
+    c.StartMaster(again->get());
+    const auto retired = c.svc().RetireFreeSpace();
+    CHECK(retired.ranges >= 1);
+    CHECK(retired.quarantined >= 1);
+    CHECK(retired.quarantined_segments == 1);
+    auto put = c.svc().PutStart({{1, 2}, "new", kSize, {}});
+    CHECK(put.status().code() == ErrorCode::NO_AVAILABLE_HANDLE);
+    for (uint64_t waited = 0; waited <= masterd::kRetireQuarantineUs; waited += 5000000) {
+      c.clock.AdvanceUs(5000000);
+      REQUIRE(c.svc().Ping(msg::PingRequest{{1, 2}}).ok());  // the store stays alive
+      (void)c.svc().Tick();
+    }
+    CHECK(c.svc().RetireStats().quarantine.ranges == 0);
+    CHECK(c.PutOneSided("new", 'n') == off);
+  }
 }

@@ -12,8 +12,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/result.h"
@@ -149,6 +151,19 @@ class MasterService final : public rpc::Handler {
   // before the operation that removed them is answered (retirer.h). Null
   // (the default): nothing is retired. `retirer` must outlive this.
   void SetRetirer(class Retirer* retirer);
+  // After the state was loaded and before anything is served: retires the
+  // free space of every mounted segment on its store and waits for the
+  // answers (at most the retirer's wait a pass); ranges a store did not
+  // retire are quarantined, as after a failed RETIRE of a removal
+  // (retirer.h), and so is the rest of that store's segment. The quarantine
+  // is not journalled, so this is what keeps a restarted master (or a new
+  // HA leader) from handing out a range whose RETIRE failed before.
+  struct FreeSpaceRetired {
+    size_t ranges = 0;                // free ranges found
+    size_t quarantined = 0;           // ranges (and whole segments) quarantined
+    size_t quarantined_segments = 0;  // segments whose store did not retire its space
+  };
+  FreeSpaceRetired RetireFreeSpace();
 
   // The retirer's counts and the state's quarantine (metrics; zeros
   // without a retirer).
@@ -180,13 +195,16 @@ class MasterService final : public rpc::Handler {
   // the retirer; returns the ticket to await (0 without a retirer) and sets
   // `seen` (if given) to the retirer's outcomes reported so far.
   uint64_t RetireLocked(uint64_t* seen = nullptr);
+  // Under mu_: the same for `ranges` (the state's stale ranges, or free ones).
+  uint64_t SubmitRetiresLocked(const std::vector<master::StaleRange>& ranges, uint64_t* seen);
   // Without mu_: waits (bounded) until the ranges up to `ticket` were
   // retired. False when a retire failed since `seen` (Retirer::reported())
   // or the wait gave up: the caller must then ApplyRetireOutcomesLocked.
   bool AwaitRetired(uint64_t ticket, uint64_t seen);
   // Under mu_: the ranges whose retire failed go to the state's quarantine,
   // those retired by a retry leave it (master/master_state_quarantine.cc).
-  void ApplyRetireOutcomesLocked();
+  // `failed_segments` (if given) gets the segments of the failed ranges.
+  void ApplyRetireOutcomesLocked(std::set<std::string>* failed_segments = nullptr);
   // Under mu_: a reply that would hand a writer quarantined space (placed
   // there before the retire's failure was known) is revoked and refused
   // with NO_AVAILABLE_HANDLE instead.

@@ -1,5 +1,7 @@
 // MasterService: retiring removed and replaced objects on their stores
 // before the removal is answered (retirer.h, issue 33 gap A).
+#include <set>
+
 #include "common/capability.h"
 #include "common/log.h"
 #include "masterd/retirer.h"
@@ -19,10 +21,14 @@ void MasterService::SetRetirer(Retirer* retirer) {
 }
 
 uint64_t MasterService::RetireLocked(uint64_t* seen) {
+  if (retirer_.load() == nullptr) return 0;
+  return SubmitRetiresLocked(state_->TakeStaleRanges(), seen);
+}
+
+uint64_t MasterService::SubmitRetiresLocked(const std::vector<master::StaleRange>& stale,
+                                            uint64_t* seen) {
   Retirer* retirer = retirer_.load();
-  if (retirer == nullptr) return 0;
   if (seen != nullptr) *seen = retirer->reported();
-  std::vector<master::StaleRange> stale = state_->TakeStaleRanges();
   if (stale.empty()) return retirer->Submit({});
   const uint64_t wall_ms = clock_.UnixMs();
   std::vector<Retirer::Item> items;
@@ -45,6 +51,47 @@ uint64_t MasterService::RetireLocked(uint64_t* seen) {
   return retirer->Submit(std::move(items));
 }
 
+MasterService::FreeSpaceRetired MasterService::RetireFreeSpace() {
+  FreeSpaceRetired out;
+  if (retirer_.load() == nullptr) return out;
+  const uint64_t added_before = RetireStats().quarantine.added;
+  // What the load itself removed goes first; then the free space, a pass of
+  // the sender's at a time, so neither the queue nor this list grows with
+  // the pool's fragmentation.
+  uint64_t seen = 0;
+  uint64_t ticket = [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return RetireLocked(&seen);
+  }();
+  std::set<std::string> failed;  // segments a store did not retire: the rest is quarantined whole
+  master::MasterState::FreeCursor cursor;
+  for (;;) {
+    if (!AwaitRetired(ticket, seen)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ApplyRetireOutcomesLocked(&failed);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<master::StaleRange> ranges = state_->NextFreeRanges(&cursor, kMaxRetiresPerPass);
+    if (ranges.empty()) break;
+    out.ranges += ranges.size();
+    std::erase_if(ranges, [&](const master::StaleRange& r) { return failed.contains(r.segment); });
+    ticket = SubmitRetiresLocked(ranges, &seen);
+  }
+  const uint64_t until_us = clock_.NowUs() + kRetireQuarantineUs;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::string& segment : failed) {
+    (void)state_->QuarantineRange(segment, 0, 0, until_us);  // 0: all of it
+  }
+  out.quarantined_segments = failed.size();
+  out.quarantined = static_cast<size_t>(state_->quarantine_stats().added - added_before);
+  if (out.ranges == 0) return out;
+  MC_LOG(INFO) << "start-up: retired the free space of the mounted segments on their stores ("
+               << out.ranges << " ranges) before serving; " << failed.size()
+               << " segments whose store did not retire it are quarantined for "
+               << kRetireQuarantineUs / 1000000 << " s (or until the segment is mounted again)";
+  return out;
+}
+
 bool MasterService::AwaitRetired(uint64_t ticket, uint64_t seen) {
   if (ticket == 0) return true;
   Retirer* r = retirer_.load();
@@ -54,13 +101,14 @@ bool MasterService::AwaitRetired(uint64_t ticket, uint64_t seen) {
   return r->Await(ticket) && r->reported() == seen;
 }
 
-void MasterService::ApplyRetireOutcomesLocked() {
+void MasterService::ApplyRetireOutcomesLocked(std::set<std::string>* failed_segments) {
   Retirer* r = retirer_.load();
   if (r == nullptr) return;
   Retirer::Outcomes o = r->TakeOutcomes();
   if (o.failed.empty() && o.recovered.empty()) return;
   const uint64_t until_us = clock_.NowUs() + kRetireQuarantineUs;
   for (const Retirer::Item& i : o.failed) {
+    if (failed_segments != nullptr) failed_segments->insert(i.segment);
     // NOT_FOUND: the segment went meanwhile, and its space with it.
     (void)state_->QuarantineRange(i.segment, i.range.offset, i.range.size_bytes, until_us);
   }
