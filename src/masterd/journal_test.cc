@@ -19,21 +19,8 @@
 
 using namespace mc;
 using namespace mc::master;
-using mc::master::testing::Client;
-using mc::master::testing::Segment;
-using mc::masterd::testing::ExecBehindJournal;
-using mc::masterd::testing::Fingerprint;
-using mc::masterd::testing::NewState;
-using mc::masterd::testing::ReloadedFingerprint;
-using mc::masterd::testing::SmallStripes;
-using mc::masterd::testing::TempDb;
-
-namespace {
-
-constexpr uint64_t kMiB = 1ull << 20;
-constexpr uint64_t kNow = 1000000;
-
-}  // namespace
+using namespace mc::master::testing;
+using namespace mc::masterd::testing;
 
 TEST_CASE("journal reloads segments and complete objects exactly; in-flight puts are gone") {
   TempDb db;
@@ -137,46 +124,22 @@ TEST_CASE("a foreign, damaged or newer database is refused with its name and the
   }
   SUBCASE("a row changed behind the journal's back is refused by its checksum") {
     TempDb db;
-    {
-      auto j = masterd::Journal::Open(db.path, kMiB);
-      REQUIRE(j.ok());
-      (*j)->OnSegmentMounted({Segment("s", 16 * kMiB), Client(1)});
-      (*j)->OnObjectCommitted({"a", kMiB, true, false, {{{"s", 0, kMiB}}}});
-      REQUIRE((*j)->WaitDurable().ok());
-    }
+    WriteRows(db.path, {{"a", kMiB, true, false, {{{"s", 0, kMiB}}}}});
     // Offset 0 -> 1 MiB: a valid, free range, so only the checksum can tell.
     const char* sql = "UPDATE objects SET buffers = x'010000000000100000000000' WHERE key = CAST('a' AS BLOB)";
     REQUIRE(ExecBehindJournal(db.path, sql) == 1);
-    auto j = masterd::Journal::Open(db.path, kMiB);
-    REQUIRE(j.ok());
-    Options config;
-    config.stripe_size_bytes = kMiB;
-    auto state = NewState(config, j->get());
-    auto loaded = (*j)->LoadInto(*state, kNow);
-    REQUIRE(!loaded.ok());
-    CHECK(loaded.status().message().find(db.path) != std::string::npos);
-    CHECK(loaded.status().message().find("object row 'a': checksum mismatch") != std::string::npos);
+    const std::string error = LoadError(db.path);
+    CHECK(error.find(db.path) != std::string::npos);
+    CHECK(error.find("object row 'a': checksum mismatch") != std::string::npos);
   }
   SUBCASE("rows that overlap are refused at load, naming the row") {
     TempDb db;
-    {
-      auto j = masterd::Journal::Open(db.path, kMiB);
-      REQUIRE(j.ok());
-      (*j)->OnSegmentMounted({Segment("s", 16 * kMiB), Client(1)});
-      (*j)->OnObjectCommitted({"a", kMiB, true, false, {{{"s", 0, kMiB}}}});
-      (*j)->OnObjectCommitted({"b", kMiB, true, false, {{{"s", 64, kMiB}}}});
-      REQUIRE((*j)->WaitDurable().ok());
-    }
-    auto j = masterd::Journal::Open(db.path, kMiB);
-    REQUIRE(j.ok());
-    Options config;
-    config.stripe_size_bytes = kMiB;
-    auto state = NewState(config, j->get());
-    auto loaded = (*j)->LoadInto(*state, kNow);
-    REQUIRE(!loaded.ok());
-    CHECK(loaded.status().message().find(db.path) != std::string::npos);
-    CHECK(loaded.status().message().find("'b'") != std::string::npos);
-    CHECK(loaded.status().message().find("overlaps one of 'a'") != std::string::npos);
+    WriteRows(db.path, {{"a", kMiB, true, false, {{{"s", 0, kMiB}}}},
+                        {"b", kMiB, true, false, {{{"s", 64, kMiB}}}}});
+    const std::string error = LoadError(db.path);
+    CHECK(error.find(db.path) != std::string::npos);
+    CHECK(error.find("'b'") != std::string::npos);
+    CHECK(error.find("overlaps one of 'a'") != std::string::npos);
   }
 }
 

@@ -13,9 +13,13 @@
 
 #include "eviction/policy.h"
 #include "master/master_state.h"
+#include "master/master_test_util.h"
 #include "masterd/journal.h"
 
 namespace mc::masterd::testing {
+
+inline constexpr uint64_t kMiB = 1ull << 20;
+inline constexpr uint64_t kNow = 1000000;
 
 // A fresh file name under /tmp, removed (with its WAL) at scope exit.
 struct TempDb {
@@ -113,6 +117,29 @@ inline int ExecBehindJournal(const std::string& path, const char* sql,
   const int changed = sqlite3_changes(raw);
   sqlite3_close(raw);
   return changed;
+}
+
+// A journal at `path` (1 MiB stripes) holding segment "s" (16 MiB, client
+// 1) and `objects`, written through the journal itself.
+inline void WriteRows(const std::string& path, const std::vector<master::ObjectDump>& objects) {
+  auto j = Journal::Open(path, kMiB);
+  REQUIRE(j.ok());
+  (*j)->OnSegmentMounted({master::testing::Segment("s", 16 * kMiB), master::testing::Client(1)});
+  for (const master::ObjectDump& o : objects) (*j)->OnObjectCommitted(o);
+  REQUIRE((*j)->WaitDurable().ok());
+}
+
+// What loading the journal at `path` into a fresh state says (the load
+// must fail).
+inline std::string LoadError(const std::string& path) {
+  auto j = Journal::Open(path, kMiB);
+  REQUIRE(j.ok());
+  master::Options config;
+  config.stripe_size_bytes = kMiB;
+  auto state = NewState(config, j->get());
+  auto loaded = (*j)->LoadInto(*state, kNow);
+  REQUIRE(!loaded.ok());
+  return loaded.status().message();
 }
 
 }  // namespace mc::masterd::testing
