@@ -399,8 +399,11 @@ int RunHaMaster(const Config& config) {
   service.SetGrantTerm(static_cast<uint64_t>(term->revision));
   // The previous leader's quarantine of ranges whose RETIRE failed lived in
   // its memory: retire the free space before handing any out (signed under
-  // this term, so the stores accept it).
+  // this term, so the stores accept it). A store that does not answer costs
+  // that up to the retire wait, a good part of a short lease: renew it.
   (void)service.RetireFreeSpace();
+  const uint64_t renew_at = SystemClock::Instance().NowUs();
+  if (auto alive = election.KeepAlive(*term); alive.ok() && *alive) lease.Renewed(renew_at);
   halog.SetLeaseDeadline(lease.deadline_us());
   halog.Begin(*term, std::move(image));
   auto rpc = StartRpcServer(service, config, &halog, *tls);
