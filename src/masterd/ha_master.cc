@@ -273,6 +273,18 @@ Status TakeOver(ha::FencedLog& log, const ha::Term& term, HaImage& image, Master
   return Status::Ok();
 }
 
+// One keepalive of the leader's lease; on success the lease clock and the
+// log's deadline move on from `now_us` (read before the call).
+Result<bool> RenewLease(ha::Election& election, const ha::Term& term, ha::LeaseClock& lease,
+                        HaLog& halog, uint64_t now_us) {
+  auto alive = election.KeepAlive(term);
+  if (alive.ok() && *alive) {
+    lease.Renewed(now_us);
+    halog.SetLeaseDeadline(lease.deadline_us());
+  }
+  return alive;
+}
+
 // The leader phase; returns the exit code.
 int Lead(HaContext& ctx, ha::Election& election, const ha::Term& term, ha::LeaseClock& lease,
          MasterService& service, HaLog& halog, rpc::Server& rpc) {
@@ -285,11 +297,7 @@ int Lead(HaContext& ctx, ha::Election& election, const ha::Term& term, ha::Lease
     const uint64_t now = SystemClock::Instance().NowUs();
     if (now - last_keepalive_us >= keepalive_every_us) {
       last_keepalive_us = now;
-      auto alive = election.KeepAlive(term);
-      if (alive.ok() && *alive) {
-        lease.Renewed(now);
-        halog.SetLeaseDeadline(lease.deadline_us());
-      }
+      auto alive = RenewLease(election, term, lease, halog, now);
       if (alive.ok() && !*alive) lost = "etcd says the lease is gone";
       if (!alive.ok()) MC_LOG(WARN) << "HA keepalive: " << alive.status().ToString();
     }
@@ -402,9 +410,8 @@ int RunHaMaster(const Config& config) {
   // this term, so the stores accept it). A store that does not answer costs
   // that up to the retire wait, a good part of a short lease: renew it.
   (void)service.RetireFreeSpace();
-  const uint64_t renew_at = SystemClock::Instance().NowUs();
-  if (auto alive = election.KeepAlive(*term); alive.ok() && *alive) lease.Renewed(renew_at);
   halog.SetLeaseDeadline(lease.deadline_us());
+  (void)RenewLease(election, *term, lease, halog, SystemClock::Instance().NowUs());
   halog.Begin(*term, std::move(image));
   auto rpc = StartRpcServer(service, config, &halog, *tls);
   if (!rpc.ok()) {

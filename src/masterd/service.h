@@ -196,7 +196,8 @@ class MasterService final : public rpc::Handler {
   // `seen` (if given) to the retirer's outcomes reported so far.
   uint64_t RetireLocked(uint64_t* seen = nullptr);
   // Under mu_: the same for `ranges` (the state's stale ranges, or free ones).
-  uint64_t SubmitRetiresLocked(const std::vector<master::StaleRange>& ranges, uint64_t* seen);
+  uint64_t SubmitRetiresLocked(class Retirer* retirer,
+                               const std::vector<master::StaleRange>& ranges, uint64_t* seen);
   // Without mu_: waits (bounded) until the ranges up to `ticket` were
   // retired. False when a retire failed since `seen` (Retirer::reported())
   // or the wait gave up: the caller must then ApplyRetireOutcomesLocked.

@@ -21,13 +21,14 @@ void MasterService::SetRetirer(Retirer* retirer) {
 }
 
 uint64_t MasterService::RetireLocked(uint64_t* seen) {
-  if (retirer_.load() == nullptr) return 0;
-  return SubmitRetiresLocked(state_->TakeStaleRanges(), seen);
+  Retirer* retirer = retirer_.load();
+  if (retirer == nullptr) return 0;
+  return SubmitRetiresLocked(retirer, state_->TakeStaleRanges(), seen);
 }
 
-uint64_t MasterService::SubmitRetiresLocked(const std::vector<master::StaleRange>& stale,
+uint64_t MasterService::SubmitRetiresLocked(Retirer* retirer,
+                                            const std::vector<master::StaleRange>& stale,
                                             uint64_t* seen) {
-  Retirer* retirer = retirer_.load();
   if (seen != nullptr) *seen = retirer->reported();
   if (stale.empty()) return retirer->Submit({});
   const uint64_t wall_ms = clock_.UnixMs();
@@ -53,7 +54,8 @@ uint64_t MasterService::SubmitRetiresLocked(const std::vector<master::StaleRange
 
 MasterService::FreeSpaceRetired MasterService::RetireFreeSpace() {
   FreeSpaceRetired out;
-  if (retirer_.load() == nullptr) return out;
+  Retirer* retirer = retirer_.load();
+  if (retirer == nullptr) return out;
   const uint64_t added_before = RetireStats().quarantine.added;
   // What the load itself removed goes first; then the free space, a pass of
   // the sender's at a time, so neither the queue nor this list grows with
@@ -75,7 +77,7 @@ MasterService::FreeSpaceRetired MasterService::RetireFreeSpace() {
     if (ranges.empty()) break;
     out.ranges += ranges.size();
     std::erase_if(ranges, [&](const master::StaleRange& r) { return failed.contains(r.segment); });
-    ticket = SubmitRetiresLocked(ranges, &seen);
+    ticket = SubmitRetiresLocked(retirer, ranges, &seen);
   }
   const uint64_t until_us = clock_.NowUs() + kRetireQuarantineUs;
   std::lock_guard<std::mutex> lock(mu_);
