@@ -5,6 +5,8 @@
 #   scripts/setup.sh              release build in build/ (static mooncake binary)
 #   BUILD_DIR=b scripts/setup.sh  another build folder
 #   MESON_ARGS="-Dsanitize=true" scripts/setup.sh   extra meson options
+#   SETUP_TARGETS="src/cli/mooncake" scripts/setup.sh   only these ninja targets
+#                                 (default: all, tests and benchmarks too)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -69,8 +71,14 @@ build_dir=${BUILD_DIR:-build}
 if [ ! -f "$build_dir/build.ninja" ]; then
   # shellcheck disable=SC2086
   meson setup "$build_dir" --buildtype=release ${MESON_ARGS:-}
+elif [ -n "${MESON_ARGS:-}" ]; then
+  # An existing folder takes options changed since it was set up (a no-op
+  # when they are the same).
+  # shellcheck disable=SC2086
+  meson configure "$build_dir" ${MESON_ARGS} >/dev/null
 fi
-ninja -C "$build_dir"
+# shellcheck disable=SC2086
+ninja -C "$build_dir" ${SETUP_TARGETS:-}
 
 # ---- Python module mooncake.store (issue 19) -------------------------------
 # Builds a wheel of the package (meson-python and pybind11 from Debian, no
