@@ -44,10 +44,44 @@ void ByteReader::Raw(void* out, size_t n, const char* field) {
   p_ += n;
 }
 
+uint64_t ByteReader::Var(const char* field) {
+  uint64_t v = 0;
+  for (int shift = 0; ok(); shift += 7) {
+    if (p_ == end_) {
+      Fail(field, "truncated");
+      break;
+    }
+    const uint8_t b = *p_++;
+    if (shift == 63 && b > 1) {
+      Fail(field, "varint exceeds 64 bits");
+      break;
+    }
+    v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) {
+      if (b == 0 && shift > 0) Fail(field, "varint not in its shortest form");
+      break;
+    }
+  }
+  return ok() ? v : 0;
+}
+
+void ByteReader::VarStr(std::string* out, size_t max_bytes, const char* field) {
+  const uint64_t n = Var(field);
+  if (n > max_bytes) return Fail(field, "string longer than its limit");
+  StrBody(out, static_cast<size_t>(n), max_bytes, field);
+}
+
 uint32_t ByteReader::Count(size_t max_items, const char* field) {
-  uint32_t n = U32(field);
+  return CheckCount(U32(field), max_items, field);
+}
+
+uint32_t ByteReader::VarCount(size_t max_items, const char* field) {
+  return CheckCount(Var(field), max_items, field);
+}
+
+uint32_t ByteReader::CheckCount(uint64_t n, size_t max_items, const char* field) {
   if (!ok()) return 0;
-  if (n > max_items) {
+  if (n > max_items || n > UINT32_MAX) {
     Fail(field, "more items than the limit");
     return 0;
   }
@@ -55,7 +89,7 @@ uint32_t ByteReader::Count(size_t max_items, const char* field) {
     Fail(field, "more items than bytes left");
     return 0;
   }
-  return n;
+  return static_cast<uint32_t>(n);
 }
 
 void ByteReader::Fail(const char* field, const char* what) {

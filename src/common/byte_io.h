@@ -62,6 +62,20 @@ class ByteWriter {
     out_->append(s.data(), s.size());
   }
   void Raw(const void* p, size_t n) { out_->append(static_cast<const char*>(p), n); }
+  // LEB128: 7 bits a byte, least significant first, the top bit set on
+  // every byte but the last; 1 byte below 128, at most 10.
+  void Var(uint64_t v) {
+    while (v >= 0x80) {
+      out_->push_back(static_cast<char>(0x80 | (v & 0x7f)));
+      v >>= 7;
+    }
+    out_->push_back(static_cast<char>(v));
+  }
+  // Var length, then the bytes.
+  void VarStr(std::string_view s) {
+    Var(s.size());
+    out_->append(s.data(), s.size());
+  }
   size_t size() const { return out_->size(); }
 
  private:
@@ -96,6 +110,13 @@ class ByteReader {
   // A string with a u16 length, of at most `max_bytes`.
   void Str16(std::string* out, size_t max_bytes, const char* field);
   void Raw(void* out, size_t n, const char* field);
+  // A Var (ByteWriter::Var) in its shortest form only, so every value has
+  // exactly one encoding; fails past 64 bits.
+  uint64_t Var(const char* field);
+  // A VarStr of at most `max_bytes`.
+  void VarStr(std::string* out, size_t max_bytes, const char* field);
+  // Count's bounds, for a count written as a Var.
+  uint32_t VarCount(size_t max_items, const char* field);
   // A vector count of at most `max_items`; also at most remaining() since
   // every element takes at least one byte, which bounds any reserve().
   uint32_t Count(size_t max_items, const char* field);
@@ -106,6 +127,7 @@ class ByteReader {
 
  private:
   uint64_t GetLe(int n, const char* field);
+  uint32_t CheckCount(uint64_t n, size_t max_items, const char* field);
   void StrBody(std::string* out, size_t n, size_t max_bytes, const char* field);
 
   const uint8_t* p_;

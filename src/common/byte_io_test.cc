@@ -96,3 +96,51 @@ TEST_CASE("a reader's first failure sticks and names its field") {
   CHECK(!trailing.AtEnd());
   CHECK(trailing.Finish("thing").message().find("trailing bytes") != std::string::npos);
 }
+
+TEST_CASE("varints take 7 bits a byte and read back only in their shortest form") {
+  auto bytes = [](uint64_t v) {
+    std::string out;
+    ByteWriter(&out).Var(v);
+    return out;
+  };
+  CHECK(bytes(0) == std::string(1, '\0'));
+  CHECK(bytes(127) == "\x7f");
+  CHECK(bytes(128) == "\x80\x01");
+  CHECK(bytes(4096) == "\x80\x20");
+  CHECK(bytes(UINT64_MAX).size() == 10);
+
+  std::mt19937_64 rng(TestSeed("varints"));
+  for (int i = 0; i < 10000; ++i) {
+    const uint64_t v = rng() >> (rng() % 64);
+    const std::string b = bytes(v);
+    ByteReader r(b);
+    CHECK(r.Var("v") == v);
+    REQUIRE(r.Finish("varint").ok());
+  }
+
+  auto error = [](std::string_view b) {
+    ByteReader r(b);
+    r.Var("len");
+    return std::string(r.Finish("thing").message());
+  };
+  // 0 in two bytes
+  CHECK(error(std::string("\x80\x00", 2)).find("shortest form") != std::string::npos);
+  CHECK(error("\x80").find("truncated") != std::string::npos);
+  CHECK(error("").find("truncated") != std::string::npos);
+  CHECK(error(std::string(9, '\xff') + "\x02").find("64 bits") != std::string::npos);
+  CHECK(error(std::string(10, '\xff') + "\x01").find("64 bits") != std::string::npos);
+  CHECK(error(std::string(9, '\xff') + "\x01").empty());  // UINT64_MAX itself
+
+  std::string s;
+  ByteWriter(&s).VarStr("segment-a");
+  ByteWriter(&s).Var(3);  // a count of 3 with 0 bytes after it
+  ByteReader r(s);
+  std::string name;
+  r.VarStr(&name, 64, "name");
+  CHECK(name == "segment-a");
+  CHECK(r.VarCount(100, "count") == 0);
+  CHECK(r.Finish("thing").message().find("more items than bytes left") != std::string::npos);
+  ByteReader limited(s);
+  limited.VarStr(&name, 4, "name");
+  CHECK(limited.Finish("thing").message().find("longer than its limit") != std::string::npos);
+}

@@ -42,12 +42,13 @@ std::string HaImage::Snapshot() const {
   rec.kind = HaRecord::Kind::kMount;
   for (const auto& [name, seg] : segments_) {
     rec.segment = seg;
-    EncodeHaRecord(rec, &out);
+    EncodeHaRecord(rec, &out, nullptr);
   }
   rec.kind = HaRecord::Kind::kCommit;
+  std::string last_segment;
   for (const auto& [key, obj] : objects_) {
     rec.object = obj;
-    EncodeHaRecord(rec, &out);
+    EncodeHaRecord(rec, &out, &last_segment);
   }
   SnapshotDisk(&out);
   return out;

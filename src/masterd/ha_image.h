@@ -7,10 +7,19 @@
 //   1 mount    SegmentDesc (proto's field list), owner ClientId
 //   2 unmount  segment name
 //   3 commit   key, size u64, complete, soft_pin, u32 replicas x (u32
-//              buffers x (segment name, offset u64, size u64))
+//              buffers x (segment name, offset u64, size u64)); read only:
+//              commits are written as 7
 //   4 remove   key
 //   5 disk replica       key, disk id, size u64 (the disk tier's)
 //   6 disk replica gone  key
+//   7 commit, packed: key (Var length), size Var, flags u8 (1 complete,
+//              2 soft_pin), Var replicas x (Var buffers x (segment, offset
+//              Var, size Var)); a segment is Var 0 for the segment of the
+//              buffer before it in the same entry, else Var (length + 1)
+//              and the name. Vars are LEB128 (ByteWriter::Var). A commit
+//              record takes about half the bytes of kind 3; builds before
+//              it cannot read a log that holds one, so upgrade the standbys
+//              first (mooncake-master(1)).
 // The image's snapshot is one entry's layout too: mounts, then commits,
 // then disk replicas.
 // Standbys apply entries to their image in order; a new leader loads the
@@ -51,8 +60,10 @@ struct HaDiskReplica {
   uint64_t size_bytes = 0;
 };
 
-// Appends one record to `out`.
-void EncodeHaRecord(const HaRecord& record, std::string* out);
+// Appends one record to `out`. `last_segment` carries the packed commit's
+// segment back-reference from one record to the next of the same entry or
+// snapshot (start each with an empty one); nullptr writes every name.
+void EncodeHaRecord(const HaRecord& record, std::string* out, std::string* last_segment);
 // An entry: the count, then the records.
 std::string EncodeHaEntry(const std::vector<HaRecord>& records);
 // The entry of the longest prefix of `records` (at least one record) that

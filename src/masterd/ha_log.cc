@@ -340,7 +340,8 @@ void HaLog::MaybeSnapshot() {
   if (++since_snapshot_ < options_.snapshot_every_entries) return;
   since_snapshot_ = 0;
   const uint64_t start_us = clock_.NowUs();
-  Status st = log_.WriteSnapshot(term_, image_.index(), image_.Snapshot());
+  const std::string snapshot = image_.Snapshot();
+  Status st = log_.WriteSnapshot(term_, image_.index(), snapshot);
   if (st.code() == ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS) {
     Fail(st.ToString());
     return;
@@ -353,8 +354,8 @@ void HaLog::MaybeSnapshot() {
   ++stats_.snapshots;
   stats_.snapshot_index = image_.index();
   MC_LOG(INFO) << "HA snapshot at entry " << image_.index() << ": " << image_.segments()
-               << " segments, " << image_.objects() << " objects in "
-               << (clock_.NowUs() - start_us) / 1000 << " ms";
+               << " segments, " << image_.objects() << " objects, " << snapshot.size()
+               << " bytes in " << (clock_.NowUs() - start_us) / 1000 << " ms";
 }
 
 }  // namespace mc::masterd

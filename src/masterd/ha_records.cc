@@ -14,22 +14,68 @@ namespace {
 // at least two), so a lying count reserves nothing.
 constexpr uint32_t kMaxRecordsPerEntry = 1u << 24;
 
-void EncodeObject(ByteWriter& w, const master::ObjectDump& o) {
-  w.Str(o.key);
-  w.U64(o.size_bytes);
-  w.Bool(o.complete);
-  w.Bool(o.soft_pin);
-  w.U32(static_cast<uint32_t>(o.replicas.size()));
+// A commit's wire kind since the packed form; kCommit (3) is still read.
+constexpr uint8_t kPackedCommitKind = 7;
+constexpr uint8_t kFlagComplete = 1, kFlagSoftPin = 2;
+
+// Packed commit: key, size, replica and buffer counts and buffer offsets
+// and sizes as Vars, the two flags in one byte, and each buffer's segment
+// as Var 0 when it is the segment of the buffer before it in the entry
+// (most buffers of a batch lie on one), else Var (length + 1) and the name.
+// `last_segment`: that segment so far (nullptr: every name written).
+void EncodeObject(ByteWriter& w, const master::ObjectDump& o, std::string* last_segment) {
+  w.VarStr(o.key);
+  w.Var(o.size_bytes);
+  w.U8((o.complete ? kFlagComplete : 0) | (o.soft_pin ? kFlagSoftPin : 0));
+  w.Var(o.replicas.size());
   for (const auto& replica : o.replicas) {
-    w.U32(static_cast<uint32_t>(replica.size()));
+    w.Var(replica.size());
     for (const master::BufferLocation& b : replica) {
-      w.Str(b.segment_name);
-      w.U64(b.offset);
-      w.U64(b.size_bytes);
+      if (last_segment != nullptr && !last_segment->empty() && *last_segment == b.segment_name) {
+        w.Var(0);
+      } else {
+        w.Var(b.segment_name.size() + 1);
+        w.Raw(b.segment_name.data(), b.segment_name.size());
+        if (last_segment != nullptr) *last_segment = b.segment_name;
+      }
+      w.Var(b.offset);
+      w.Var(b.size_bytes);
     }
   }
 }
 
+void DecodePackedObject(ByteReader& r, master::ObjectDump* o, std::string* last_segment) {
+  r.VarStr(&o->key, kMaxStringBytes, "commit.key");
+  o->size_bytes = r.Var("commit.size");
+  const uint8_t flags = r.U8("commit.flags");
+  if (flags & ~(kFlagComplete | kFlagSoftPin)) r.Fail("commit.flags", "unknown flag bits");
+  o->complete = flags & kFlagComplete;
+  o->soft_pin = flags & kFlagSoftPin;
+  const uint32_t replicas = r.VarCount(kMaxReplicas, "commit.replicas");
+  for (uint32_t i = 0; i < replicas && r.ok(); ++i) {
+    auto& replica = o->replicas.emplace_back();
+    const uint32_t buffers = r.VarCount(kMaxBuffersPerObject, "commit.buffers");
+    for (uint32_t j = 0; j < buffers && r.ok(); ++j) {
+      master::BufferLocation& b = replica.emplace_back();
+      const uint64_t name_len = r.Var("buffer.segment");
+      if (name_len == 0) {
+        if (last_segment->empty()) r.Fail("buffer.segment", "refers to no earlier segment");
+        b.segment_name = *last_segment;
+      } else if (name_len - 1 > kMaxStringBytes) {
+        r.Fail("buffer.segment", "string longer than its limit");
+      } else {
+        b.segment_name.resize(name_len - 1);
+        r.Raw(b.segment_name.data(), name_len - 1, "buffer.segment");
+        *last_segment = b.segment_name;
+      }
+      b.offset = r.Var("buffer.offset");
+      b.size_bytes = r.Var("buffer.size");
+    }
+  }
+}
+
+// The first commit layout (kind 3), written by earlier builds: u32 lengths
+// and counts, u64 numbers, the segment named in every buffer.
 void DecodeObject(ByteReader& r, master::ObjectDump* o) {
   r.Str(&o->key, kMaxStringBytes, "commit.key");
   o->size_bytes = r.U64("commit.size");
@@ -61,8 +107,13 @@ void DecodeDiskReplica(ByteReader& r, HaRecord* record) {
   record->size_bytes = r.U64("disk.size");
 }
 
-void DecodeRecord(ByteReader& r, HaRecord* rec) {
+void DecodeRecord(ByteReader& r, HaRecord* rec, std::string* last_segment) {
   const uint8_t kind = r.U8("record.kind");
+  if (kind == kPackedCommitKind) {
+    rec->kind = HaRecord::Kind::kCommit;
+    DecodePackedObject(r, &rec->object, last_segment);
+    return;
+  }
   rec->kind = static_cast<HaRecord::Kind>(kind);
   switch (rec->kind) {
     case HaRecord::Kind::kMount:
@@ -87,8 +138,13 @@ void DecodeRecord(ByteReader& r, HaRecord* rec) {
 
 }  // namespace
 
-void EncodeHaRecord(const HaRecord& record, std::string* out) {
+void EncodeHaRecord(const HaRecord& record, std::string* out, std::string* last_segment) {
   ByteWriter w(out);
+  if (record.kind == HaRecord::Kind::kCommit) {
+    w.U8(kPackedCommitKind);
+    EncodeObject(w, record.object, last_segment);
+    return;
+  }
   w.U8(static_cast<uint8_t>(record.kind));
   switch (record.kind) {
     case HaRecord::Kind::kMount:
@@ -96,7 +152,6 @@ void EncodeHaRecord(const HaRecord& record, std::string* out) {
       proto::Encode(w, record.segment.owner);
       break;
     case HaRecord::Kind::kCommit:
-      EncodeObject(w, record.object);
       break;
     case HaRecord::Kind::kUnmount:
     case HaRecord::Kind::kRemove:
@@ -119,9 +174,10 @@ std::string EncodeHaEntryUpTo(const std::vector<HaRecord>& records, size_t max_b
   std::string out;
   ByteWriter(&out).U32(0);  // the count, filled in below
   size_t n = 0;
+  std::string last_segment;  // the record dropped below is the last one encoded
   for (; n < records.size(); ++n) {
     const size_t before = out.size();
-    EncodeHaRecord(records[n], &out);
+    EncodeHaRecord(records[n], &out, &last_segment);
     if (n > 0 && out.size() > max_bytes) {
       out.resize(before);
       break;
@@ -138,7 +194,8 @@ Result<std::vector<HaRecord>> DecodeHaEntry(std::string_view bytes) {
   ByteReader r(bytes);
   const uint32_t n = r.Count(kMaxRecordsPerEntry, "entry.records");
   std::vector<HaRecord> out;
-  for (uint32_t i = 0; i < n && r.ok(); ++i) DecodeRecord(r, &out.emplace_back());
+  std::string last_segment;  // see EncodeObject
+  for (uint32_t i = 0; i < n && r.ok(); ++i) DecodeRecord(r, &out.emplace_back(), &last_segment);
   MC_RETURN_IF_ERROR(r.Finish("HA log entry"));
   return out;
 }

@@ -21,7 +21,7 @@ void HaImage::SnapshotDisk(std::string* out) const {
     rec.name = key;
     rec.disk_id = d.disk_id;
     rec.size_bytes = d.size_bytes;
-    EncodeHaRecord(rec, out);
+    EncodeHaRecord(rec, out, nullptr);
   }
 }
 
