@@ -6,10 +6,11 @@ transfer-engine descriptors to etcd:// too. Checks: one leader, one standby
 (/role, /leader, /ha_status, /metrics); kill -9 of the leader at random
 moments (MC_SEED replays; MC_HA_CYCLES sets how many, 2 by default) loses no
 acknowledged put and brings back no removed key, and the killed master comes
-back as a standby; a plain list of masters also finds the leader; an etcd
-member killed and restored changes nothing; with etcd down entirely the
-leader stops acknowledging (and exits 75), and once etcd is back a master
-leads again with every acknowledged put intact; a leader paused (SIGSTOP)
+back as a standby; a standby killed and brought back follows the log again
+(the leader acknowledging meanwhile); a plain list of masters also finds the
+leader; an etcd member killed and restored changes nothing; with etcd down
+entirely the leader stops acknowledging (and exits 75), and once etcd is back
+a master leads again with every acknowledged put intact; a leader paused (SIGSTOP)
 past its lease is replaced, and once resumed acknowledges nothing and exits;
 a read grant of a dead leader's term is refused by the store once it has seen
 the new leader's term (the fence of mooncake-master(1)). Then the disk tier
@@ -197,6 +198,20 @@ try:
         group.start_master(leader)
         check(wait_until(lambda: group.role(leader) == "standby", 10),
               f"cycle {cycle}: the killed master is back as a standby")
+
+    # A standby killed and brought back: the leader keeps acknowledging
+    # without it, and the restarted standby follows the log again. It is the
+    # master that takes over from the paused leader below, and the verify()
+    # after that reads back the puts made while it was down.
+    leader = group.leader()
+    standby = next(i for i in range(len(group.procs)) if i != leader)
+    stop(group.procs[standby], signal.SIGKILL)
+    down = [put(f"standby-down-{j}").returncode for j in range(5)]
+    check(down == [0] * 5, f"puts with the standby killed are acknowledged ({down})")
+    group.start_master(standby)
+    check(wait_until(lambda: group.role(standby) == "standby", 10),
+          "the killed standby is back as a standby")
+    check(group.leader() == leader, "the leader kept leading while its standby was down")
 
     # A leader paused past its lease (a stall, or cut off as a partition
     # would leave it): another master takes over, and once it runs again the
