@@ -1,5 +1,7 @@
 #include "masterd/ha_image.h"
 
+#include <cassert>
+
 #include "common/byte_io.h"
 
 namespace mc::masterd {
@@ -14,13 +16,16 @@ Status HaImage::Apply(const HaRecord& record) {
       segments_.erase(record.name);
       return Status::Ok();
     case HaRecord::Kind::kCommit: {
-      master::ObjectDump& o = objects_[record.object.key];
-      o = record.object;
-      o.listener_tag = 0;
+      auto found = objects_.find(std::string_view(record.object.key));
+      std::string& body =
+          found != objects_.end() ? found->second : objects_[record.object.key];
+      body.clear();
+      EncodeHaObjectBody(record.object, &body);
       return Status::Ok();
     }
     case HaRecord::Kind::kRemove:
-      objects_.erase(record.name);
+      if (auto found = objects_.find(std::string_view(record.name)); found != objects_.end())
+        objects_.erase(found);
       return Status::Ok();
     case HaRecord::Kind::kDiskReplica:
     case HaRecord::Kind::kDiskRemove:
@@ -44,11 +49,13 @@ std::string HaImage::Snapshot() const {
     rec.segment = seg;
     EncodeHaRecord(rec, &out, nullptr);
   }
-  rec.kind = HaRecord::Kind::kCommit;
   std::string last_segment;
-  for (const auto& [key, obj] : objects_) {
-    rec.object = obj;
-    EncodeHaRecord(rec, &out, &last_segment);
+  master::ObjectDump object;  // reused: its vectors and names keep their capacity
+  for (const auto& [key, body] : objects_) {
+    // The bodies were checked when they were made.
+    [[maybe_unused]] const Status decoded = DecodeHaObjectBody(body, &object);
+    assert(decoded.ok());
+    AppendHaCommit(key, object, &out, &last_segment);
   }
   SnapshotDisk(&out);
   return out;
@@ -76,7 +83,10 @@ Result<size_t> HaImage::LoadInto(master::MasterState& state, uint64_t now_us) co
   for (const auto& [name, seg] : segments_) MC_RETURN_IF_ERROR(state.LoadSegment(seg, now_us));
   state.BeginBulkLoad();
   size_t dropped = 0;
-  for (const auto& [key, obj] : objects_) {
+  master::ObjectDump obj;
+  for (const auto& [key, body] : objects_) {
+    MC_RETURN_IF_ERROR(DecodeHaObjectBody(body, &obj));
+    obj.key = key;
     // The records of one operation (an unmount and the removals it caused)
     // may straddle two entries; a leader that died between them never
     // acknowledged the operation, and an object left on a segment the log

@@ -29,9 +29,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/result.h"
@@ -73,6 +75,18 @@ std::string EncodeHaEntryUpTo(const std::vector<HaRecord>& records, size_t max_b
 // PROTOCOL_ERROR naming the field for bytes that are not an entry.
 Result<std::vector<HaRecord>> DecodeHaEntry(std::string_view bytes);
 
+// The image keeps an object as the body of its packed commit record (what
+// follows the key), every segment named in full: one string instead of a
+// tree of vectors and names.
+void EncodeHaObjectBody(const master::ObjectDump& object, std::string* out);
+// A body back into `object` (its key left as it is), checked as an entry's
+// commit is.
+Status DecodeHaObjectBody(std::string_view body, master::ObjectDump* object);
+// Appends the packed commit record of `key` with `object`'s body (its key
+// unused) to `out`; `last_segment` as for EncodeHaRecord.
+void AppendHaCommit(std::string_view key, const master::ObjectDump& object, std::string* out,
+                    std::string* last_segment);
+
 class HaImage {
  public:
   // Applies a record (an upsert or an erase by name).
@@ -97,11 +111,24 @@ class HaImage {
   size_t objects() const { return objects_.size(); }
 
  private:
+  // Hashes std::string and std::string_view alike, so lookups by a view
+  // make no string.
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>()(s);
+    }
+  };
   bool OnMountedSegments(const master::ObjectDump& object) const;
   Status ApplyDisk(const HaRecord& record);      // ha_tier_records.cc
   void SnapshotDisk(std::string* out) const;     // ha_tier_records.cc
   std::map<std::string, master::SegmentDump, std::less<>> segments_;
-  std::map<std::string, master::ObjectDump, std::less<>> objects_;
+  // Key -> EncodeHaObjectBody. A hash table, not a tree: a standby applies
+  // every commit and remove of the pool, and so does the leader (for its
+  // snapshots); a tree of ObjectDumps was a quarter of their CPU under a
+  // put load (perf, bench_ha.py), with string compares down the tree and
+  // heap blocks per buffer.
+  std::unordered_map<std::string, std::string, KeyHash, std::equal_to<>> objects_;
   std::map<std::string, HaDiskReplica, std::less<>> disk_;  // by key
   uint64_t index_ = 0;
 };

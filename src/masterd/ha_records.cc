@@ -18,13 +18,12 @@ constexpr uint32_t kMaxRecordsPerEntry = 1u << 24;
 constexpr uint8_t kPackedCommitKind = 7;
 constexpr uint8_t kFlagComplete = 1, kFlagSoftPin = 2;
 
-// Packed commit: key, size, replica and buffer counts and buffer offsets
-// and sizes as Vars, the two flags in one byte, and each buffer's segment
+// Packed commit's body, what follows its key (a VarStr): size, replica and
+// buffer counts and buffer offsets and sizes as Vars, the two flags in one byte, and each buffer's segment
 // as Var 0 when it is the segment of the buffer before it in the entry
 // (most buffers of a batch lie on one), else Var (length + 1) and the name.
 // `last_segment`: that segment so far (nullptr: every name written).
-void EncodeObject(ByteWriter& w, const master::ObjectDump& o, std::string* last_segment) {
-  w.VarStr(o.key);
+void EncodeObjectBody(ByteWriter& w, const master::ObjectDump& o, std::string* last_segment) {
   w.Var(o.size_bytes);
   w.U8((o.complete ? kFlagComplete : 0) | (o.soft_pin ? kFlagSoftPin : 0));
   w.Var(o.replicas.size());
@@ -44,19 +43,22 @@ void EncodeObject(ByteWriter& w, const master::ObjectDump& o, std::string* last_
   }
 }
 
-void DecodePackedObject(ByteReader& r, master::ObjectDump* o, std::string* last_segment) {
-  r.VarStr(&o->key, kMaxStringBytes, "commit.key");
+// `last_segment` as for EncodeObjectBody; the image's bodies have no
+// back-references, so an empty one refuses them.
+void DecodeObjectBody(ByteReader& r, master::ObjectDump* o, std::string* last_segment) {
   o->size_bytes = r.Var("commit.size");
   const uint8_t flags = r.U8("commit.flags");
   if (flags & ~(kFlagComplete | kFlagSoftPin)) r.Fail("commit.flags", "unknown flag bits");
   o->complete = flags & kFlagComplete;
   o->soft_pin = flags & kFlagSoftPin;
   const uint32_t replicas = r.VarCount(kMaxReplicas, "commit.replicas");
+  o->replicas.resize(replicas);
   for (uint32_t i = 0; i < replicas && r.ok(); ++i) {
-    auto& replica = o->replicas.emplace_back();
+    auto& replica = o->replicas[i];
     const uint32_t buffers = r.VarCount(kMaxBuffersPerObject, "commit.buffers");
+    replica.resize(buffers);
     for (uint32_t j = 0; j < buffers && r.ok(); ++j) {
-      master::BufferLocation& b = replica.emplace_back();
+      master::BufferLocation& b = replica[j];
       const uint64_t name_len = r.Var("buffer.segment");
       if (name_len == 0) {
         if (last_segment->empty()) r.Fail("buffer.segment", "refers to no earlier segment");
@@ -111,7 +113,8 @@ void DecodeRecord(ByteReader& r, HaRecord* rec, std::string* last_segment) {
   const uint8_t kind = r.U8("record.kind");
   if (kind == kPackedCommitKind) {
     rec->kind = HaRecord::Kind::kCommit;
-    DecodePackedObject(r, &rec->object, last_segment);
+    r.VarStr(&rec->object.key, kMaxStringBytes, "commit.key");
+    DecodeObjectBody(r, &rec->object, last_segment);
     return;
   }
   rec->kind = static_cast<HaRecord::Kind>(kind);
@@ -142,7 +145,8 @@ void EncodeHaRecord(const HaRecord& record, std::string* out, std::string* last_
   ByteWriter w(out);
   if (record.kind == HaRecord::Kind::kCommit) {
     w.U8(kPackedCommitKind);
-    EncodeObject(w, record.object, last_segment);
+    w.VarStr(record.object.key);
+    EncodeObjectBody(w, record.object, last_segment);
     return;
   }
   w.U8(static_cast<uint8_t>(record.kind));
@@ -162,6 +166,26 @@ void EncodeHaRecord(const HaRecord& record, std::string* out, std::string* last_
       EncodeDiskReplica(w, record);
       break;
   }
+}
+
+void EncodeHaObjectBody(const master::ObjectDump& object, std::string* out) {
+  ByteWriter w(out);
+  EncodeObjectBody(w, object, nullptr);
+}
+
+Status DecodeHaObjectBody(std::string_view body, master::ObjectDump* object) {
+  ByteReader r(body);
+  std::string no_segment;
+  DecodeObjectBody(r, object, &no_segment);
+  return r.Finish("HA image object");
+}
+
+void AppendHaCommit(std::string_view key, const master::ObjectDump& body_of, std::string* out,
+                    std::string* last_segment) {
+  ByteWriter w(out);
+  w.U8(kPackedCommitKind);
+  w.VarStr(key);
+  EncodeObjectBody(w, body_of, last_segment);
 }
 
 std::string EncodeHaEntry(const std::vector<HaRecord>& records) {
@@ -194,7 +218,7 @@ Result<std::vector<HaRecord>> DecodeHaEntry(std::string_view bytes) {
   ByteReader r(bytes);
   const uint32_t n = r.Count(kMaxRecordsPerEntry, "entry.records");
   std::vector<HaRecord> out;
-  std::string last_segment;  // see EncodeObject
+  std::string last_segment;  // see EncodeObjectBody
   for (uint32_t i = 0; i < n && r.ok(); ++i) DecodeRecord(r, &out.emplace_back(), &last_segment);
   MC_RETURN_IF_ERROR(r.Finish("HA log entry"));
   return out;
