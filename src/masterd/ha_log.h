@@ -23,8 +23,10 @@
 // the next leader deletes such entries before it writes
 // (ha::FencedLog::DropAfter).
 // After each committed entry the sequencer applies it to its HaImage in
-// order and, every `snapshot_every_entries`, publishes the image as a
-// snapshot, which trims the log.
+// order and, every `snapshot_every_entries`, writes the image out as a
+// snapshot, which a writer thread of its own publishes (trimming the log)
+// while entries go on being cut; one snapshot at a time, a due one waits
+// for the last to be written.
 //
 // When etcd refuses an entry as fenced (another master leads; the compare
 // is per txn, so every entry a deposed leader still has in flight is
@@ -46,6 +48,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,16 +71,18 @@ constexpr uint64_t kHaRetryBackoffUs = 20000;
 constexpr uint32_t kDefaultHaEntriesInFlight = 4;
 
 // While entries are in flight, the next is cut only once at least this
-// many records wait, and as many as are in flight (see CanCut).
+// many records wait, and kHaPipelineBarFactor times as many as are in
+// flight (see CanCut).
 constexpr uint32_t kDefaultHaPipelineMinRecords = 8;
+constexpr uint64_t kHaPipelineBarFactor = 3;
 
 struct HaLogOptions {
   uint64_t snapshot_every_entries = 10000;
   uint32_t entries_in_flight = kDefaultHaEntriesInFlight;  // 1..kMaxHaEntriesInFlight
   uint32_t pipeline_min_records = kDefaultHaPipelineMinRecords;  // >= 1
-  // While entries are in flight, the next also waits for as many records
-  // as they hold (off: pipeline_min_records alone; tests that want an
-  // entry per record).
+  // While entries are in flight, the next also waits for
+  // kHaPipelineBarFactor times the records they hold (off:
+  // pipeline_min_records alone; tests that want an entry per record).
   bool bar_in_flight = true;
 };
 
@@ -85,7 +90,7 @@ class HaLog final : public master::StateListener,
                     public DiskReplicaListener,
                     public rpc::ReplyGate {
  public:
-  // `kv` is the sequencer's etcd connection (snapshots); `shipper_kvs` one
+  // `kv` is the snapshot writer's etcd connection; `shipper_kvs` one
   // per shipper (options.entries_in_flight of them), or empty: every
   // shipper uses `kv` too (tests, where the fake etcd is thread-safe and
   // does not serialize). They and `clock` must outlive this.
@@ -168,11 +173,16 @@ class HaLog final : public master::StateListener,
   bool Stopped() const;  // stopping_ or failed_ (mu_ held)
   bool CanCut() const;   // mu_ held
   void Wake();
-  void MaybeSnapshot();
+  // Counts `new_entries` applied to the image and, when a snapshot is due
+  // and none is being written, writes the image out and hands it to the
+  // snapshot writer (sequencer thread, mu_ not held).
+  void MaybeSnapshot(uint64_t new_entries);
+  bool SnapshotDue() const;  // mu_ held
+  void SnapshotWriterLoop();
 
   ha::EtcdKv& kv_;
   const ha::HaKeys keys_;
-  ha::FencedLog log_;  // the sequencer's (snapshots)
+  ha::FencedLog log_;  // the snapshot writer's
   std::vector<ha::FencedLog> shipper_logs_;
   const Clock& clock_;
   const HaLogOptions options_;
@@ -200,11 +210,23 @@ class HaLog final : public master::StateListener,
 
   ha::Term term_;   // set before the threads start
   HaImage image_;   // sequencer thread
-  uint64_t since_snapshot_ = 0;  // sequencer thread
+  // A snapshot written out by the sequencer, for the writer to put in etcd.
+  struct SnapshotJob {
+    uint64_t index = 0;
+    size_t segments = 0;
+    size_t objects = 0;
+    uint64_t start_us = 0;
+    std::string bytes;
+  };
+  uint64_t since_snapshot_ = 0;  // under mu_: entries applied since the last snapshot was taken
+  bool snapshot_busy_ = false;   // under mu_: taken and not yet written (or failed)
+  std::optional<SnapshotJob> snapshot_job_;  // under mu_
+  std::condition_variable snapshot_cv_;      // the writer: a job, or stop
 
   std::mutex wake_mu_;
   std::vector<std::function<void()>> wakes_;  // under wake_mu_
   std::thread sequencer_;
+  std::thread snapshot_writer_;  // log_'s only user
   std::vector<std::thread> shippers_;
 };
 

@@ -317,22 +317,23 @@ TEST_CASE("with an entry in flight a few records wait for it; a longer queue get
   CHECK(p.Follow().segments() == 5);
 }
 
-TEST_CASE("with entries in flight the next waits for as many records as they hold") {
-  // Many writers: a queue as long as what is in flight gets an entry of its
-  // own, a shorter one waits and grows (fewer, bigger etcd txns).
+TEST_CASE("with entries in flight the next waits for kHaPipelineBarFactor times what they hold") {
+  // Many writers: a queue that long gets an entry of its own, a shorter one
+  // waits and grows (fewer, bigger etcd txns). Entry n holds bar(n) records,
+  // bar(n) = factor x every record before it (all held in flight); had one
+  // been cut short, the rest would make a fifth entry.
   Pipeline p(4, /*min_records=*/1, /*bar_in_flight=*/true);
-  p.HoldTwoInFlight();  // entries 1 and 2, one record each
-  p.gate.Hold(EntryKey(3));
-  p.gate.Hold(EntryKey(4));
-  p.Mount(2);  // 1 waits, 2 are in flight: it waits
-  p.Mount(3);  // 2 wait: entry 3 takes both
-  REQUIRE(p.gate.WaitArrived(EntryKey(3)));
-  for (int i = 4; i < 7; ++i) p.Mount(i);  // 3 wait, 4 in flight: they wait
-  p.Mount(7);                              // 4 wait: entry 4 takes them
-  REQUIRE(p.gate.WaitArrived(EntryKey(4)));
+  for (uint64_t e = 1; e <= 4; ++e) p.gate.Hold(EntryKey(e));
+  p.MountAs(0, 1);  // none in flight: cut at once
+  int next = 1;
+  for (uint64_t e = 2; e <= 4; ++e) {
+    const auto bar = static_cast<int>(masterd::kHaPipelineBarFactor) * next;
+    for (int i = 0; i < bar; ++i) p.Mount(next++);
+    REQUIRE(p.gate.WaitArrived(EntryKey(e)));
+  }
   for (uint64_t e = 1; e <= 4; ++e) p.gate.Release(EntryKey(e));
   REQUIRE(p.log.WaitDurableFor(kWaitUs));
-  CHECK(p.log.stats().entries == 4);  // 1 + 1 + 2 + 4 records
+  CHECK(p.log.stats().entries == 4);
   CHECK(p.log.stats().cuts_by_in_flight == std::vector<uint64_t>{1, 1, 1, 1});
-  CHECK(p.Follow().segments() == 8);
+  CHECK(p.Follow().segments() == static_cast<size_t>(next));
 }
