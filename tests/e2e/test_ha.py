@@ -39,8 +39,11 @@ rng = random.Random(seed)
 
 etcd = Etcd(members=3)
 # Read grants outlive the failover, so that the store's refusal of the old
-# term's is the fence's, not expiry's.
-group = HaGroup(etcd, masters=2, ttl=2, extra=["--default-kv-lease-ttl", "30s"])
+# term's is the fence's, not expiry's. A snapshot every 4 entries: kills land
+# while one is being written (on the leader's snapshot thread), and standbys
+# take over from a snapshot and the log after it, not from the log alone.
+group = HaGroup(etcd, masters=2, ttl=2,
+                extra=["--default-kv-lease-ttl", "30s", "--ha-snapshot-every", "4"])
 acked = {}      # key -> bytes: every put that returned 0
 removed = set()
 
@@ -168,8 +171,12 @@ try:
     check(st == 0 and body == acked["k0"] and old_buf["term"] > 0,
           f"a read grant carries the leader's term ({old_buf['term']}) and reads")
 
+    snapshots = 0  # published by the leaders killed below, before their kill
     for cycle in range(cycles):
         leader = group.leader()
+        m = re.search(rb"^master_ha_snapshots_total (\d+)", group.admin(leader, "/metrics")[1],
+                      re.M)
+        snapshots += int(m.group(1)) if m else 0
         # Puts in flight while the leader dies at a random moment.
         writer = [run(["put", f"c{cycle}-{j}", "-"], input=b"x" * 100, env=group.env)
                   for j in range(rng.randrange(0, 3))]
@@ -198,6 +205,10 @@ try:
         group.start_master(leader)
         check(wait_until(lambda: group.role(leader) == "standby", 10),
               f"cycle {cycle}: the killed master is back as a standby")
+
+    if cycles:
+        check(snapshots > 0, f"the killed leaders had published snapshots ({snapshots}), so "
+                             "standbys took over from a snapshot and the log after it")
 
     # A standby killed and brought back: the leader keeps acknowledging
     # without it, and the restarted standby follows the log again. It is the
