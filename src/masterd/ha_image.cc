@@ -16,9 +16,7 @@ Status HaImage::Apply(const HaRecord& record) {
       segments_.erase(record.name);
       return Status::Ok();
     case HaRecord::Kind::kCommit: {
-      auto found = objects_.find(std::string_view(record.object.key));
-      std::string& body =
-          found != objects_.end() ? found->second : objects_[record.object.key];
+      std::string& body = objects_[record.object.key];  // one lookup, insert or reuse
       body.clear();
       EncodeHaObjectBody(record.object, &body);
       return Status::Ok();

@@ -19,9 +19,10 @@ constexpr uint8_t kPackedCommitKind = 7;
 constexpr uint8_t kFlagComplete = 1, kFlagSoftPin = 2;
 
 // Packed commit's body, what follows its key (a VarStr): size, replica and
-// buffer counts and buffer offsets and sizes as Vars, the two flags in one byte, and each buffer's segment
-// as Var 0 when it is the segment of the buffer before it in the entry
-// (most buffers of a batch lie on one), else Var (length + 1) and the name.
+// buffer counts and buffer offsets and sizes as Vars, the two flags in one
+// byte, and each buffer's segment as Var 0 when it is the segment of the
+// buffer before it in the entry (most buffers of a batch lie on one), else
+// Var (length + 1) and the name.
 // `last_segment`: that segment so far (nullptr: every name written).
 void EncodeObjectBody(ByteWriter& w, const master::ObjectDump& o, std::string* last_segment) {
   w.Var(o.size_bytes);
@@ -43,8 +44,9 @@ void EncodeObjectBody(ByteWriter& w, const master::ObjectDump& o, std::string* l
   }
 }
 
-// `last_segment` as for EncodeObjectBody; the image's bodies have no
-// back-references, so an empty one refuses them.
+// `last_segment` as for EncodeObjectBody: empty refuses a back-reference
+// in the first buffer (the image's bodies have none, but are read with the
+// same checks).
 void DecodeObjectBody(ByteReader& r, master::ObjectDump* o, std::string* last_segment) {
   o->size_bytes = r.Var("commit.size");
   const uint8_t flags = r.U8("commit.flags");
