@@ -188,6 +188,44 @@ std::string EncodeTxnRequest(const Txn& txn) {
   return m;
 }
 
+std::string EncodeRangeRequest(const std::string& key, const std::string& range_end,
+                               int64_t limit) {
+  std::string m;
+  BytesField(m, 1, key);
+  if (!range_end.empty()) BytesField(m, 2, range_end);
+  if (limit != 0) IntField(m, 3, limit);
+  return m;
+}
+
+Result<RangeResult> DecodeRangeResponse(std::string_view bytes) {
+  RangeResult out;
+  ProtoReader r(bytes);
+  uint32_t field = 0, wire = 0;
+  while (r.Next(&field, &wire)) {
+    if (field == 2 && wire == 2) {  // mvccpb.KeyValue
+      ProtoReader kv(r.Bytes());
+      KeyValue one;
+      uint32_t f = 0, w = 0;
+      while (kv.Next(&f, &w)) {
+        if (f == 1 && w == 2) one.key = kv.Bytes();
+        else if (f == 2 && w == 0) one.create_revision = static_cast<int64_t>(kv.Varint());
+        else if (f == 3 && w == 0) one.mod_revision = static_cast<int64_t>(kv.Varint());
+        else if (f == 5 && w == 2) one.value = kv.Bytes();
+        else if (f == 6 && w == 0) one.lease = static_cast<int64_t>(kv.Varint());
+        else kv.Skip(w);
+      }
+      if (!kv.ok()) return Error(ErrorCode::PROTOCOL_ERROR, "etcd gRPC: bad KeyValue");
+      out.kvs.push_back(std::move(one));
+    } else if (field == 3 && wire == 0) {
+      out.more = r.Varint() != 0;
+    } else {
+      r.Skip(wire);
+    }
+  }
+  if (!r.ok()) return Error(ErrorCode::PROTOCOL_ERROR, "etcd gRPC: bad RangeResponse");
+  return out;
+}
+
 Result<TxnResult> DecodeTxnResponse(std::string_view bytes) {
   TxnResult out;
   ProtoReader r(bytes);
@@ -402,27 +440,25 @@ EtcdGrpc::Stats EtcdGrpc::stats() const {
   return stats_;
 }
 
-Result<TxnResult> EtcdGrpc::Commit(const Txn& txn) {
-  const auto has_range = [](const std::vector<TxnOp>& ops) {
-    return std::any_of(ops.begin(), ops.end(),
-                       [](const TxnOp& op) { return op.kind == TxnOp::Kind::kRange; });
-  };
-  bool via_gateway = has_range(txn.success) || has_range(txn.failure);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (failures_in_a_row_ >= kGrpcFailuresBeforeGateway) {
-      failures_in_a_row_ = 0;
-      via_gateway = true;
-    }
-    if (via_gateway) ++stats_.gateway_txns;
-  }
-  if (via_gateway) return gateway_->Commit(txn);
+bool EtcdGrpc::UseGateway(bool must) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto reply = Call("/etcdserverpb.KV/Txn", EncodeTxnRequest(txn));
-  auto result = reply.ok() ? DecodeTxnResponse(*reply) : Result<TxnResult>(reply.status());
+  if (failures_in_a_row_ >= kGrpcFailuresBeforeGateway) {
+    failures_in_a_row_ = 0;
+    must = true;
+  }
+  if (must) ++stats_.gateway_calls;
+  return must;
+}
+
+template <typename T>
+Result<T> EtcdGrpc::Unary(std::string_view path, const std::string& message,
+                          Result<T> (*decode)(std::string_view)) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto reply = Call(path, message);
+  auto result = reply.ok() ? decode(*reply) : Result<T>(reply.status());
   if (result.ok()) {
     failures_in_a_row_ = 0;
-    ++stats_.grpc_txns;
+    ++stats_.grpc_calls;
     return result;
   }
   // The next call starts afresh on the next member.
@@ -431,6 +467,22 @@ Result<TxnResult> EtcdGrpc::Commit(const Txn& txn) {
   ++failures_in_a_row_;
   ++stats_.grpc_failures;
   return Error(ErrorCode::RPC_FAIL, result.status().message());
+}
+
+Result<TxnResult> EtcdGrpc::Commit(const Txn& txn) {
+  const auto has_range = [](const std::vector<TxnOp>& ops) {
+    return std::any_of(ops.begin(), ops.end(),
+                       [](const TxnOp& op) { return op.kind == TxnOp::Kind::kRange; });
+  };
+  if (UseGateway(has_range(txn.success) || has_range(txn.failure))) return gateway_->Commit(txn);
+  return Unary<TxnResult>("/etcdserverpb.KV/Txn", EncodeTxnRequest(txn), DecodeTxnResponse);
+}
+
+Result<RangeResult> EtcdGrpc::Range(const std::string& key, const std::string& range_end,
+                                    int64_t limit) {
+  if (UseGateway(false)) return gateway_->Range(key, range_end, limit);
+  return Unary<RangeResult>("/etcdserverpb.KV/Range", EncodeRangeRequest(key, range_end, limit),
+                            DecodeRangeResponse);
 }
 
 Result<std::string> EtcdGrpc::Call(std::string_view path, const std::string& message) {

@@ -40,10 +40,15 @@ namespace mc::ha {
 constexpr int kGrpcFailuresBeforeGateway = 3;
 
 // The protobuf messages (etcdserverpb.TxnRequest without range ops,
-// TxnResponse's header revision and succeeded), pure functions for tests.
+// TxnResponse's header revision and succeeded; RangeRequest, RangeResponse's
+// key-values and more), pure functions for tests.
 std::string EncodeTxnRequest(const Txn& txn);
 // PROTOCOL_ERROR when `bytes` is not a TxnResponse.
 Result<TxnResult> DecodeTxnResponse(std::string_view bytes);
+std::string EncodeRangeRequest(const std::string& key, const std::string& range_end,
+                               int64_t limit);
+// PROTOCOL_ERROR when `bytes` is not a RangeResponse.
+Result<RangeResult> DecodeRangeResponse(std::string_view bytes);
 
 class EtcdGrpc final : public EtcdKv {
  public:
@@ -53,9 +58,7 @@ class EtcdGrpc final : public EtcdKv {
 
   Result<TxnResult> Commit(const Txn& txn) override;
   Result<RangeResult> Range(const std::string& key, const std::string& range_end,
-                            int64_t limit) override {
-    return gateway_->Range(key, range_end, limit);
-  }
+                            int64_t limit) override;
   Result<int64_t> LeaseGrant(int64_t ttl_s) override { return gateway_->LeaseGrant(ttl_s); }
   Result<int64_t> LeaseKeepAlive(int64_t lease_id) override {
     return gateway_->LeaseKeepAlive(lease_id);
@@ -65,15 +68,23 @@ class EtcdGrpc final : public EtcdKv {
   Result<StatusResult> MemberStatus() override { return gateway_->MemberStatus(); }
 
   struct Stats {
-    uint64_t grpc_txns = 0;     // answered over gRPC
+    uint64_t grpc_calls = 0;     // txns and ranges answered over gRPC
     uint64_t grpc_failures = 0;
-    uint64_t gateway_txns = 0;  // sent to the gateway (range ops, fallback)
+    uint64_t gateway_calls = 0;  // sent to the gateway (txns with range ops, fallback)
   };
   Stats stats() const;
 
  private:
   struct Conn;
   EtcdGrpc(std::unique_ptr<EtcdHttp> gateway, EtcdHttpOptions options);
+  // Whether this call goes to the gateway: `must`, or after
+  // kGrpcFailuresBeforeGateway failed gRPC calls in a row (counted).
+  bool UseGateway(bool must);
+  // One unary gRPC call decoded by `decode`; RPC_FAIL when it fails, and
+  // the next call goes to the next member.
+  template <typename T>
+  Result<T> Unary(std::string_view path, const std::string& message,
+                  Result<T> (*decode)(std::string_view));
   // One unary call on the current member: the reply message.
   Result<std::string> Call(std::string_view path, const std::string& message);
 

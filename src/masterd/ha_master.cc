@@ -119,17 +119,17 @@ class HaNode final : public HaStatusSource {
     ha::EtcdGrpc::Stats g;
     for (const ha::EtcdGrpc* kv : shippers_) {
       const ha::EtcdGrpc::Stats one = kv->stats();
-      g.grpc_txns += one.grpc_txns;
+      g.grpc_calls += one.grpc_calls;
       g.grpc_failures += one.grpc_failures;
-      g.gateway_txns += one.gateway_txns;
+      g.gateway_calls += one.gateway_calls;
     }
     p.Counter("master_ha_etcd_grpc_txns_total", "Log txns etcd answered over gRPC",
-              static_cast<double>(g.grpc_txns));
+              static_cast<double>(g.grpc_calls));
     p.Counter("master_ha_etcd_grpc_failures_total", "Log txns gRPC did not get an answer for",
               static_cast<double>(g.grpc_failures));
     p.Counter("master_ha_etcd_gateway_txns_total",
               "Log txns sent to etcd's JSON gateway instead (after gRPC failures)",
-              static_cast<double>(g.gateway_txns));
+              static_cast<double>(g.gateway_calls));
   }
   std::string Summary() const override {
     const HaLog::Stats s = log_.stats();
@@ -158,8 +158,11 @@ struct HaContext {
   const ha::HaKeys keys;
   const uint64_t ttl_us;
   std::unique_ptr<ha::EtcdHttp> election_kv;  // the lease keeper's own connection
-  std::unique_ptr<ha::EtcdHttp> follow_kv;
-  std::unique_ptr<ha::EtcdHttp> writer_kv;
+  // The standby's log reads and the snapshot writer's chunks go over gRPC
+  // too: through the gateway every byte of the log was base64 and JSON in
+  // etcd and here, a second time for the standby and for each snapshot.
+  std::unique_ptr<ha::EtcdGrpc> follow_kv;
+  std::unique_ptr<ha::EtcdGrpc> writer_kv;
   // One per HA log entry in flight, each one request at a time; their
   // txns go over gRPC (ha/etcd_grpc.h).
   std::vector<std::unique_ptr<ha::EtcdGrpc>> shipper_kvs;
@@ -188,10 +191,10 @@ Result<HaContext> MakeContext(const Config& config) {
   MC_ASSIGN_OR_RETURN(auto election_kv,
                       ha::EtcdHttp::Open(hc.etcd, {.connect_timeout_us = keeper_timeout_us / 2,
                                                    .request_timeout_us = keeper_timeout_us}));
-  MC_ASSIGN_OR_RETURN(auto follow_kv, ha::EtcdHttp::Open(hc.etcd));
+  MC_ASSIGN_OR_RETURN(auto follow_kv, ha::EtcdGrpc::Open(hc.etcd));
   const ha::EtcdHttpOptions writer_options{.connect_timeout_us = keeper_timeout_us / 2,
                                            .request_timeout_us = keeper_timeout_us};
-  MC_ASSIGN_OR_RETURN(auto writer_kv, ha::EtcdHttp::Open(hc.etcd, writer_options));
+  MC_ASSIGN_OR_RETURN(auto writer_kv, ha::EtcdGrpc::Open(hc.etcd, writer_options));
   std::vector<std::unique_ptr<ha::EtcdGrpc>> shipper_kvs;
   for (uint32_t i = 0; i < hc.entries_in_flight; ++i) {
     MC_ASSIGN_OR_RETURN(auto kv, ha::EtcdGrpc::Open(hc.etcd, writer_options));
