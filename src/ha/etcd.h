@@ -10,9 +10,10 @@
 // static binary free of gRPC, protobuf and abseil (tens of MB, a second TLS
 // stack). But the gateway is a JSON-to-gRPC hop inside etcd: a txn through
 // it costs etcd more CPU and time than the same txn over gRPC
-// (scripts/etcd_txn_cost.py), so the HA log's shippers send their txns as
-// gRPC calls (EtcdGrpc, etcd_grpc.h: a minimal HTTP/2 client of our own, no
-// library) and everything else goes through the gateway.
+// (scripts/etcd_txn_cost.py), so the HA log's bytes go as gRPC calls
+// (EtcdGrpc, etcd_grpc.h: a minimal HTTP/2 client of our own, no library):
+// the shippers' txns, the standby's reads and the snapshot writer's chunks.
+// The election and leases go through the gateway.
 //
 // Implementations are thread-safe.
 #pragma once

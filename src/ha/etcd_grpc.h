@@ -1,12 +1,14 @@
-// EtcdGrpc: EtcdKv whose txns go to etcd's gRPC API (etcdserverpb.KV/Txn)
-// and everything else to its JSON gateway (an EtcdHttp inside).
+// EtcdGrpc: EtcdKv whose txns and ranges go to etcd's gRPC API
+// (etcdserverpb.KV/Txn, KV/Range) and everything else (leases, compaction,
+// status) to its JSON gateway (an EtcdHttp inside).
 //
 // Why: the gateway inside etcd turns each JSON request into a gRPC call to
 // the member itself (a loopback connection), so a txn costs the member the
 // JSON, a second HTTP/2 round and the call proper. Measured with
 // scripts/etcd_txn_cost.py (the HA log's txn shape, same etcd, same run):
 // gRPC costs etcd about a third less CPU per txn and answers in about half
-// the time. The HA log's shippers send one txn per entry, so they use this.
+// the time. The HA log's shippers send one txn per entry, so they use this;
+// so do the standby (its reads of the log) and the snapshot writer.
 //
 // No gRPC library: a gRPC unary call is one HTTP/2 stream (HEADERS, DATA
 // with a 5-byte length prefix, trailers), which this file speaks itself over
