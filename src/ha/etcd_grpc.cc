@@ -486,6 +486,14 @@ Result<RangeResult> EtcdGrpc::Range(const std::string& key, const std::string& r
 }
 
 Result<std::string> EtcdGrpc::Call(std::string_view path, const std::string& message) {
+  if (const uint64_t now = net::MonotonicUs(); now >= next_leader_check_us_) {
+    next_leader_check_us_ = now + kRaftLeaderCheckUs;
+    auto leader = gateway_->RaftLeaderEndpoint();
+    if (leader.ok() && *leader != current_) {
+      current_ = *leader;
+      conn_.reset();
+    }
+  }
   const uint64_t deadline = net::MonotonicUs() + options_.request_timeout_us;
   if (conn_ == nullptr || conn_->next_stream > kLastStreamId) {
     conn_.reset();

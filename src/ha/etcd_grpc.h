@@ -19,6 +19,10 @@
 // hand for the few messages used. The static binary stays free of gRPC,
 // protobuf and abseil.
 //
+// Calls go to the member that is etcd's raft leader, asked at the first
+// call and every kRaftLeaderCheckUs (over the gateway; a member that does
+// not answer is passed over), and otherwise to the first of the list.
+//
 // A txn with a range op (FencedLog::DropAfter) goes to the gateway, which
 // parses range replies. When a gRPC call fails (connection, timeout, a
 // trailers-only error reply: the status is in HPACK-coded trailers, not
@@ -40,6 +44,11 @@
 namespace mc::ha {
 
 constexpr int kGrpcFailuresBeforeGateway = 3;
+// How often an EtcdGrpc asks which member is etcd's raft leader (its first
+// call asks too): calls go to that member, as a txn sent to a follower is
+// forwarded to the leader, its bytes once more over the wire and through
+// another member's CPU.
+constexpr uint64_t kRaftLeaderCheckUs = 10'000'000;
 
 // The protobuf messages (etcdserverpb.TxnRequest without range ops,
 // TxnResponse's header revision and succeeded; RangeRequest, RangeResponse's
@@ -95,6 +104,7 @@ class EtcdGrpc final : public EtcdKv {
   mutable std::mutex mu_;
   std::unique_ptr<Conn> conn_;  // under mu_; null: connect on the next call
   size_t current_ = 0;          // under mu_
+  uint64_t next_leader_check_us_ = 0;  // under mu_
   int failures_in_a_row_ = 0;   // under mu_
   Stats stats_;                 // under mu_
 };

@@ -216,6 +216,23 @@ Status EtcdHttp::Compact(int64_t revision) {
   return reply.ok() ? Status::Ok() : reply.status();
 }
 
+Result<size_t> EtcdHttp::RaftLeaderEndpoint() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < members_.size(); ++i) {
+    auto res = members_[i]->http->Post("/v3/maintenance/status", "{}", "application/json");
+    if (!res || res->status != 200) continue;
+    auto reply = ParseGatewayJson(res->body);
+    if (!reply.ok()) continue;
+    // Member ids are uint64 (as strings in the gateway's JSON): compare
+    // the text.
+    const std::string& leader = (*reply)["leader"].text;
+    if (!leader.empty() && leader != "0" && leader == (*reply)["header"]["member_id"].text)
+      return i;
+  }
+  return Error(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS,
+               "no etcd member of the list says it is the raft leader");
+}
+
 Result<StatusResult> EtcdHttp::MemberStatus() {
   MC_ASSIGN_OR_RETURN(Json reply, Post("/v3/maintenance/status", "{}"));
   return StatusResult{.db_size_bytes = reply["dbSize"].Int(),

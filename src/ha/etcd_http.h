@@ -45,6 +45,11 @@ class EtcdHttp final : public EtcdKv {
   Result<StatusResult> MemberStatus() override;
 
   const std::vector<std::string>& endpoints() const { return endpoints_; }
+  // The index in endpoints() of etcd's raft leader: each member is asked
+  // for its status in turn (one that does not answer is passed over) until
+  // one says it leads. UNAVAILABLE_IN_CURRENT_STATUS when none does (an
+  // election, or the leader is a member not in our list).
+  Result<size_t> RaftLeaderEndpoint();
 
  private:
   struct Member;

@@ -85,6 +85,41 @@ class Etcd:
                 best = max(best, (int(doc.get("dbSize", 0)), int(doc.get("dbSizeInUse", 0))))
         return best
 
+    def status(self, i):
+        status, body = self.post(i, "/v3/maintenance/status", b"{}")
+        return json.loads(body) if status == 200 else {}
+
+    def raft_leader(self):
+        """The index of the member that is etcd's raft leader (None: none says so)."""
+        for i in range(len(self.names)):
+            doc = self.status(i)
+            if doc and doc.get("leader") == doc["header"]["member_id"]:
+                return i
+        return None
+
+    def move_leader(self, to):
+        """Makes member `to` etcd's raft leader; True once it says it leads."""
+        lead = self.raft_leader()
+        if lead is None:
+            return False
+        if lead != to:
+            target = self.status(to)["header"]["member_id"]
+            self.post(lead, "/v3/maintenance/transfer-leadership",
+                      json.dumps({"targetID": target}).encode())
+        return wait_until(lambda: self.raft_leader() == to, 10, poll=0.1)
+
+    def grpc_calls(self, i, method):
+        """gRPC calls of `method` (Txn, Range...) member i answered OK: its
+        own clients' and those its JSON gateway made for its HTTP clients."""
+        try:
+            _, body = http("GET", f"http://127.0.0.1:{self.client_ports[i]}/metrics", None,
+                           timeout=2)
+        except OSError:
+            return 0
+        want = f'grpc_code="OK",grpc_method="{method}",'
+        return sum(int(float(line.rsplit(None, 1)[1])) for line in body.decode().splitlines()
+                   if line.startswith("grpc_server_handled_total{") and want in line)
+
     def stop(self):
         for p in self.procs:
             if p is not None:

@@ -13,7 +13,8 @@ entirely the leader stops acknowledging (and exits 75), and once etcd is back
 a master leads again with every acknowledged put intact; a leader paused (SIGSTOP)
 past its lease is replaced, and once resumed acknowledges nothing and exits;
 a read grant of a dead leader's term is refused by the store once it has seen
-the new leader's term (the fence of mooncake-master(1)). Then the disk tier
+the new leader's term (the fence of mooncake-master(1)); the log's txns go to
+etcd's raft leader, not to the first member listed. Then the disk tier
 under HA: two more masters with --enable-offload (their own HA cluster on the
 same etcd) and a store with a disk tier; objects offloaded to its disk read
 back byte for byte after kill -9 of the leader, and a disk-only key removed
@@ -38,6 +39,12 @@ print(f"test_ha: seed {seed} (replay with MC_SEED={seed}), {cycles} kill cycles"
 rng = random.Random(seed)
 
 etcd = Etcd(members=3)
+# etcd's raft leader is not the first member of the list the masters get:
+# their log's calls must go to it, not to the first (a follower would
+# forward every txn to it).
+etcd_leader = 2
+moved = etcd.move_leader(etcd_leader)
+txns_before = [etcd.grpc_calls(i, "Txn") for i in range(3)]
 # Read grants outlive the failover, so that the store's refusal of the old
 # term's is the fence's, not expiry's. A snapshot every 4 entries: kills land
 # while one is being written (on the leader's snapshot thread), and standbys
@@ -159,6 +166,10 @@ try:
     for i in range(20):
         check(put(f"k{i}").returncode == 0, f"put k{i}") if i < 2 else put(f"k{i}")
     check(len(acked) == 20, f"20 puts acknowledged before any failure ({len(acked)})")
+    txns = [etcd.grpc_calls(i, "Txn") - txns_before[i] for i in range(3)]
+    check(moved and txns[etcd_leader] >= 20 and txns[0] < txns[etcd_leader] / 2,
+          f"the log's txns go to etcd's raft leader (member {etcd_leader}, moved there: "
+          f"{moved}), not to the first member listed: txns answered by each member {txns}")
     for k in ["k3", "k4"]:
         if run(["rm", k], env=group.env).returncode == 0:
             acked.pop(k, None)
