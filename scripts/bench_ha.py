@@ -78,6 +78,9 @@ ap.add_argument("--variant", action="append", default=[],
                      "starting etcd: go to an etcd of the group's own, as its flags or "
                      "environment), e.g. 'deep=--ha-entries-in-flight 8 etcd:GOMAXPROCS=1'; "
                      "repeatable")
+ap.add_argument("--etcd-leader", type=int, default=-1,
+                help="make this etcd member (0-2; the masters list member 0 first) etcd's raft "
+                     "leader before the runs (default: as elected, printed)")
 ap.add_argument("--parts", default="throughput,failover,size",
                 help="which parts to run, comma separated")
 args = ap.parse_args()
@@ -217,6 +220,10 @@ def use_bin(path):
 
 # ---- 1. throughput: single durable master (fsync everysec and always) vs HA ----
 etcd = Etcd(members=3)
+if args.etcd_leader >= 0 and not etcd.move_leader(args.etcd_leader):
+    sys.exit(f"bench_ha: etcd member {args.etcd_leader} did not become etcd's raft leader")
+print(f"etcd's raft leader: member {etcd.raft_leader()} (the masters list member 0 first)")
+sys.stdout.flush()
 depths = [int(d) for d in args.entries_in_flight.split(",")]
 
 
