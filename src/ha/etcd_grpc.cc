@@ -197,55 +197,75 @@ std::string EncodeRangeRequest(const std::string& key, const std::string& range_
   return m;
 }
 
-Result<RangeResult> DecodeRangeResponse(std::string_view bytes) {
-  RangeResult out;
+namespace {
+
+// Calls on(field, wire, reader) for each field of the message in `bytes`;
+// `on` reads the field's value, or returns false and the field is skipped.
+// false when the message is malformed.
+template <typename F>
+bool ForEachField(std::string_view bytes, F on) {
   ProtoReader r(bytes);
   uint32_t field = 0, wire = 0;
   while (r.Next(&field, &wire)) {
-    if (field == 2 && wire == 2) {  // mvccpb.KeyValue
-      ProtoReader kv(r.Bytes());
-      KeyValue one;
-      uint32_t f = 0, w = 0;
-      while (kv.Next(&f, &w)) {
-        if (f == 1 && w == 2) one.key = kv.Bytes();
-        else if (f == 2 && w == 0) one.create_revision = static_cast<int64_t>(kv.Varint());
-        else if (f == 3 && w == 0) one.mod_revision = static_cast<int64_t>(kv.Varint());
-        else if (f == 5 && w == 2) one.value = kv.Bytes();
-        else if (f == 6 && w == 0) one.lease = static_cast<int64_t>(kv.Varint());
-        else kv.Skip(w);
-      }
-      if (!kv.ok()) return Error(ErrorCode::PROTOCOL_ERROR, "etcd gRPC: bad KeyValue");
-      out.kvs.push_back(std::move(one));
-    } else if (field == 3 && wire == 0) {
-      out.more = r.Varint() != 0;
-    } else {
-      r.Skip(wire);
-    }
+    if (!on(field, wire, r)) r.Skip(wire);
   }
-  if (!r.ok()) return Error(ErrorCode::PROTOCOL_ERROR, "etcd gRPC: bad RangeResponse");
+  return r.ok();
+}
+
+int64_t Int(ProtoReader& r) { return static_cast<int64_t>(r.Varint()); }
+
+}  // namespace
+
+Result<RangeResult> DecodeRangeResponse(std::string_view bytes) {
+  RangeResult out;
+  bool kvs_ok = true;
+  const bool ok = ForEachField(bytes, [&](uint32_t field, uint32_t wire, ProtoReader& r) {
+    if (field == 2 && wire == 2) {  // mvccpb.KeyValue
+      KeyValue one;
+      const std::string_view body = r.Bytes();
+      kvs_ok &= ForEachField(body, [&](uint32_t f, uint32_t w, ProtoReader& kv) {
+        if (f == 1 && w == 2) one.key = kv.Bytes();
+        else if (f == 2 && w == 0) one.create_revision = Int(kv);
+        else if (f == 3 && w == 0) one.mod_revision = Int(kv);
+        else if (f == 5 && w == 2) one.value = kv.Bytes();
+        else if (f == 6 && w == 0) one.lease = Int(kv);
+        else return false;
+        return true;
+      });
+      out.kvs.push_back(std::move(one));
+      return true;
+    }
+    if (field == 3 && wire == 0) {
+      out.more = r.Varint() != 0;
+      return true;
+    }
+    return false;
+  });
+  if (!ok || !kvs_ok) return Error(ErrorCode::PROTOCOL_ERROR, "etcd gRPC: bad RangeResponse");
   return out;
 }
 
 Result<TxnResult> DecodeTxnResponse(std::string_view bytes) {
   TxnResult out;
-  ProtoReader r(bytes);
-  uint32_t field = 0, wire = 0;
-  while (r.Next(&field, &wire)) {
+  bool header_ok = true;
+  const bool ok = ForEachField(bytes, [&](uint32_t field, uint32_t wire, ProtoReader& r) {
     if (field == 1 && wire == 2) {  // ResponseHeader: revision 3
-      ProtoReader h(r.Bytes());
-      uint32_t hf = 0, hw = 0;
-      while (h.Next(&hf, &hw)) {
-        if (hf == 3 && hw == 0) out.revision = static_cast<int64_t>(h.Varint());
-        else h.Skip(hw);
-      }
-      if (!h.ok()) return Error(ErrorCode::PROTOCOL_ERROR, "etcd gRPC: bad response header");
-    } else if (field == 2 && wire == 0) {
-      out.succeeded = r.Varint() != 0;
-    } else {
-      r.Skip(wire);
+      const std::string_view body = r.Bytes();
+      header_ok &= ForEachField(body, [&](uint32_t f, uint32_t w, ProtoReader& h) {
+        if (f != 3 || w != 0) return false;
+        out.revision = Int(h);
+        return true;
+      });
+      return true;
     }
-  }
-  if (!r.ok()) return Error(ErrorCode::PROTOCOL_ERROR, "etcd gRPC: bad TxnResponse");
+    if (field == 2 && wire == 0) {
+      out.succeeded = r.Varint() != 0;
+      return true;
+    }
+    return false;
+  });
+  if (!header_ok) return Error(ErrorCode::PROTOCOL_ERROR, "etcd gRPC: bad response header");
+  if (!ok) return Error(ErrorCode::PROTOCOL_ERROR, "etcd gRPC: bad TxnResponse");
   return out;
 }
 
