@@ -1,6 +1,10 @@
 #include "ha/etcd_grpc.h"
 
+#include <unistd.h>
+
 #include <doctest/doctest.h>
+
+#include "net/socket.h"
 
 namespace mc::ha {
 
@@ -113,6 +117,20 @@ TEST_CASE("a member that does not answer gRPC is an unanswered txn, not a refusa
   CHECK((*kv)->Commit(txn).status().code() == ErrorCode::RPC_FAIL);
   CHECK((*kv)->stats().grpc_failures == kGrpcFailuresBeforeGateway);
   CHECK((*kv)->stats().gateway_calls == 1);
+}
+
+TEST_CASE("a silent member holds the raft leader probe for its short timeout, not a request's") {
+  // A listening socket that is never accepted from: connects, never answers.
+  auto fd = net::ListenTcp("127.0.0.1", 0, 8);
+  REQUIRE(fd.ok());
+  auto http = EtcdHttp::Open("127.0.0.1:" + std::to_string(net::LocalPort(*fd)),
+                             {.connect_timeout_us = 60'000'000, .request_timeout_us = 60'000'000});
+  REQUIRE(http.ok());
+  const uint64_t start = net::MonotonicUs();
+  CHECK((*http)->RaftLeaderEndpoint().status().code() == ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS);
+  // Generous against a loaded host; the request timeout would be 60 s.
+  CHECK(net::MonotonicUs() - start < 30'000'000);
+  ::close(*fd);
 }
 
 }  // namespace mc::ha

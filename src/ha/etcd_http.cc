@@ -217,9 +217,16 @@ Status EtcdHttp::Compact(int64_t revision) {
 }
 
 Result<size_t> EtcdHttp::RaftLeaderEndpoint() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i < members_.size(); ++i) {
-    auto res = members_[i]->http->Post("/v3/maintenance/status", "{}", "application/json");
+  // A client of its own per member, with short timeouts: the calls that
+  // ask wait meanwhile, and a member that is cut off (not refusing, just
+  // silent) must not hold them for a request timeout every time.
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    httplib::Client probe("http://" + endpoints_[i]);
+    probe.set_tcp_nodelay(true);
+    probe.set_connection_timeout(0, static_cast<time_t>(kRaftLeaderProbeTimeoutUs));
+    probe.set_read_timeout(0, static_cast<time_t>(kRaftLeaderProbeTimeoutUs));
+    probe.set_write_timeout(0, static_cast<time_t>(kRaftLeaderProbeTimeoutUs));
+    auto res = probe.Post("/v3/maintenance/status", "{}", "application/json");
     if (!res || res->status != 200) continue;
     auto reply = ParseGatewayJson(res->body);
     if (!reply.ok()) continue;

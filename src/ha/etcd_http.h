@@ -18,6 +18,10 @@
 
 namespace mc::ha {
 
+// How long RaftLeaderEndpoint waits for each member to connect and to
+// answer (a status reply takes milliseconds).
+constexpr uint64_t kRaftLeaderProbeTimeoutUs = 250000;
+
 struct EtcdHttpOptions {
   uint64_t connect_timeout_us = 500000;
   uint64_t request_timeout_us = 2000000;
@@ -46,9 +50,10 @@ class EtcdHttp final : public EtcdKv {
 
   const std::vector<std::string>& endpoints() const { return endpoints_; }
   // The index in endpoints() of etcd's raft leader: each member is asked
-  // for its status in turn (one that does not answer is passed over) until
-  // one says it leads. UNAVAILABLE_IN_CURRENT_STATUS when none does (an
-  // election, or the leader is a member not in our list).
+  // for its status in turn (one that does not answer within
+  // kRaftLeaderProbeTimeoutUs is passed over) until one says it leads.
+  // UNAVAILABLE_IN_CURRENT_STATUS when none does (an election, or the
+  // leader is a member not in our list).
   Result<size_t> RaftLeaderEndpoint();
 
  private:
