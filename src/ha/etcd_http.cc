@@ -105,22 +105,33 @@ struct EtcdHttp::Member {
   std::unique_ptr<httplib::Client> http;
 };
 
+namespace {
+
+// A client of member `host_port` with these timeouts.
+std::unique_ptr<httplib::Client> MemberClient(const std::string& host_port,
+                                              const EtcdHttpOptions& options) {
+  auto http = std::make_unique<httplib::Client>("http://" + host_port);
+  http->set_keep_alive(true);
+  // A request goes out as two writes (headers, body): without this, Nagle
+  // holds the body for the server's delayed ACK, 40 ms a commit.
+  http->set_tcp_nodelay(true);
+  http->set_connection_timeout(static_cast<time_t>(options.connect_timeout_us / 1000000),
+                               static_cast<time_t>(options.connect_timeout_us % 1000000));
+  http->set_read_timeout(static_cast<time_t>(options.request_timeout_us / 1000000),
+                         static_cast<time_t>(options.request_timeout_us % 1000000));
+  http->set_write_timeout(static_cast<time_t>(options.request_timeout_us / 1000000),
+                          static_cast<time_t>(options.request_timeout_us % 1000000));
+  return http;
+}
+
+}  // namespace
+
 EtcdHttp::EtcdHttp(std::vector<std::string> endpoints, EtcdHttpOptions options)
     : endpoints_(std::move(endpoints)), options_(options) {
   for (const std::string& e : endpoints_) {
     auto m = std::make_unique<Member>();
     m->host_port = e;
-    m->http = std::make_unique<httplib::Client>("http://" + e);
-    m->http->set_keep_alive(true);
-    // A request goes out as two writes (headers, body): without this, Nagle
-    // holds the body for the server's delayed ACK, 40 ms a commit.
-    m->http->set_tcp_nodelay(true);
-    m->http->set_connection_timeout(static_cast<time_t>(options_.connect_timeout_us / 1000000),
-                                    static_cast<time_t>(options_.connect_timeout_us % 1000000));
-    m->http->set_read_timeout(static_cast<time_t>(options_.request_timeout_us / 1000000),
-                              static_cast<time_t>(options_.request_timeout_us % 1000000));
-    m->http->set_write_timeout(static_cast<time_t>(options_.request_timeout_us / 1000000),
-                               static_cast<time_t>(options_.request_timeout_us % 1000000));
+    m->http = MemberClient(e, options_);
     members_.push_back(std::move(m));
   }
 }
@@ -221,12 +232,9 @@ Result<size_t> EtcdHttp::RaftLeaderEndpoint() {
   // ask wait meanwhile, and a member that is cut off (not refusing, just
   // silent) must not hold them for a request timeout every time.
   for (size_t i = 0; i < endpoints_.size(); ++i) {
-    httplib::Client probe("http://" + endpoints_[i]);
-    probe.set_tcp_nodelay(true);
-    probe.set_connection_timeout(0, static_cast<time_t>(kRaftLeaderProbeTimeoutUs));
-    probe.set_read_timeout(0, static_cast<time_t>(kRaftLeaderProbeTimeoutUs));
-    probe.set_write_timeout(0, static_cast<time_t>(kRaftLeaderProbeTimeoutUs));
-    auto res = probe.Post("/v3/maintenance/status", "{}", "application/json");
+    auto probe = MemberClient(endpoints_[i], {.connect_timeout_us = kRaftLeaderProbeTimeoutUs,
+                                              .request_timeout_us = kRaftLeaderProbeTimeoutUs});
+    auto res = probe->Post("/v3/maintenance/status", "{}", "application/json");
     if (!res || res->status != 200) continue;
     auto reply = ParseGatewayJson(res->body);
     if (!reply.ok()) continue;

@@ -79,13 +79,12 @@ class Etcd:
         if none answers)."""
         best = (0, 0)
         for i in range(len(self.names)):
-            status, body = self.post(i, "/v3/maintenance/status", b"{}")
-            if status == 200:
-                doc = json.loads(body)
-                best = max(best, (int(doc.get("dbSize", 0)), int(doc.get("dbSizeInUse", 0))))
+            doc = self.status(i)
+            best = max(best, (int(doc.get("dbSize", 0)), int(doc.get("dbSizeInUse", 0))))
         return best
 
     def status(self, i):
+        """Member i's /v3/maintenance/status reply ({} if it does not answer)."""
         status, body = self.post(i, "/v3/maintenance/status", b"{}")
         return json.loads(body) if status == 200 else {}
 
