@@ -60,39 +60,67 @@ Result<std::shared_ptr<ShmTransport::Mapping>> ShmTransport::Map(const std::stri
     close(fd);
     return Error(ErrorCode::SEGMENT_NOT_FOUND, "segment " + shm_path + " is empty");
   }
-  auto m = std::make_shared<Mapping>();
+  auto m = MapFile(fd, st);
+  close(fd);  // the mapping keeps the memory alive
+  if (!m.ok()) return Error(m.status().code(), m.status().message() + " of " + shm_path);
+  maps_[shm_path] = *m;
+  return *m;
+}
+
+Result<std::shared_ptr<ShmTransport::Mapping>> ShmTransport::MapFile(int fd, const struct stat& st) {
+  // Every transport of the process shares one mapping of a file (the same
+  // inode, alive while anyone maps it, so its number cannot be reused), so
+  // several clients in one process fault its pages in once, not each.
+  static std::mutex shared_mu;
+  static std::map<std::pair<uint64_t, uint64_t>, std::weak_ptr<Mapping>> shared;
+  const std::pair<uint64_t, uint64_t> key{st.st_dev, st.st_ino};
+  std::lock_guard<std::mutex> lock(shared_mu);
+  auto found = shared.find(key);
+  if (found != shared.end()) {
+    std::shared_ptr<Mapping> m = found->second.lock();
+    if (m && m->size_bytes == static_cast<uint64_t>(st.st_size)) return m;
+  }
+  std::erase_if(shared, [](const auto& kv) { return kv.second.expired(); });
   void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
                  0);
-  int err = errno;
-  close(fd);  // the mapping keeps the memory alive
   if (p == MAP_FAILED) {
-    return Error(ErrorCode::INTERNAL_ERROR, "mmap segment " + shm_path + ": " + std::strerror(err));
+    return Error(ErrorCode::INTERNAL_ERROR, std::string("mmap segment: ") + std::strerror(errno));
   }
+  auto m = std::make_shared<Mapping>();
   m->base = static_cast<uint8_t*>(p);
   m->size_bytes = static_cast<uint64_t>(st.st_size);
   m->epochs = EpochsOfMapping(m->base, m->size_bytes, &m->data_bytes);
   if (m->data_bytes == 0) m->data_bytes = m->size_bytes;  // a file without the layout
   const uint64_t regions = (m->size_bytes + kTouchRegionBytes - 1) / kTouchRegionBytes;
+  m->claimed = std::make_unique<std::atomic<uint64_t>[]>((regions + 63) / 64);
   m->touched = std::make_unique<std::atomic<uint64_t>[]>((regions + 63) / 64);
-  maps_[shm_path] = m;
+  shared[key] = m;
   return m;
 }
 
 void ShmTransport::MapPagesForWrite(Mapping& m, uint64_t offset, uint64_t len) {
   if (len == 0) return;
-  const uint64_t first = offset / kTouchRegionBytes;
-  const uint64_t last = (offset + len - 1) / kTouchRegionBytes;
-  for (uint64_t r = first; r <= last; ++r) {
-    std::atomic<uint64_t>& word = m.touched[r / 64];
-    const uint64_t bit = uint64_t{1} << (r % 64);
-    if (word.load(std::memory_order_relaxed) & bit) continue;
-    const uint64_t begin = r * kTouchRegionBytes;
-    const uint64_t end = std::min(begin + kTouchRegionBytes, m.size_bytes);
-    // Two threads may both touch a region: harmless, the loads change nothing.
+  const auto load_pages = [&m](uint64_t begin, uint64_t end) {
     for (uint64_t p = begin; p < end; p += kTouchStepBytes) {
       (void)*static_cast<volatile const uint8_t*>(m.base + p);
     }
-    word.fetch_or(bit, std::memory_order_relaxed);
+  };
+  const uint64_t first = offset / kTouchRegionBytes;
+  const uint64_t last = (offset + len - 1) / kTouchRegionBytes;
+  for (uint64_t r = first; r <= last; ++r) {
+    const uint64_t bit = uint64_t{1} << (r % 64);
+    if (m.touched[r / 64].load(std::memory_order_relaxed) & bit) continue;
+    const uint64_t begin = r * kTouchRegionBytes;
+    const uint64_t end = std::min(begin + kTouchRegionBytes, m.size_bytes);
+    if (m.claimed[r / 64].fetch_or(bit, std::memory_order_relaxed) & bit) {
+      // Another thread is mapping the region: load our own pages only.
+      const uint64_t from = std::max(begin, offset) / kTouchStepBytes * kTouchStepBytes;
+      load_pages(from, std::min(end, offset + len));
+      continue;
+    }
+    load_pages(begin, end);
+    m.touched[r / 64].fetch_or(bit, std::memory_order_relaxed);
+    regions_mapped_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 

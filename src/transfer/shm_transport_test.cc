@@ -2,7 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "transfer/segment.h"
 #include "transfer/transfer_test_util.h"
@@ -70,6 +73,75 @@ TEST_CASE("shm writes reach a segment's last byte when its size is not a multipl
   auto all = RandomBytes(rng, size);
   REQUIRE(shm.Write(ep, 0, all.data(), all.size()).ok());
   CHECK(std::memcmp(seg->base(), all.data(), size) == 0);
+}
+
+TEST_CASE("shm writers racing into fresh regions map each region once and land every byte") {
+  // Eight threads write 64 KiB pieces into the same three 2 MiB regions of a
+  // fresh mapping, all starting together: one thread maps each region, the
+  // others load only their own pages, and every piece lands.
+  std::mt19937_64 rng(TestSeed() + 12);
+  const uint64_t region = 2 << 20, piece = 64 << 10;
+  const int threads = 8, regions = 3;
+  auto seg = MakeSegment(regions * region, SegmentBacking::kMemfd);
+  Endpoint ep;
+  ep.shm_path = seg->shm_path();
+  ShmTransport shm;
+  std::vector<std::vector<uint8_t>> data;
+  for (int t = 0; t < threads; ++t) data.push_back(RandomBytes(rng, piece));
+  for (int round = 0; round < 4; ++round) {
+    CAPTURE(round);
+    if (round > 0) shm.Forget(ep.shm_path);  // a fresh mapping, regions unmapped again
+    std::atomic<int> ready{0};
+    std::atomic<int> failed{0};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        ready.fetch_add(1);
+        while (ready.load() < threads) {
+        }
+        for (int r = 0; r < regions; ++r) {
+          const uint64_t off = r * region + ((t + round) % threads) * (region / threads);
+          if (!shm.Write(ep, off, data[t].data(), piece).ok()) failed.fetch_add(1);
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+    CHECK(failed.load() == 0);
+    CHECK(shm.regions_mapped() == static_cast<uint64_t>(regions * (round + 1)));
+    for (int t = 0; t < threads; ++t) {
+      for (int r = 0; r < regions; ++r) {
+        const uint64_t off = r * region + ((t + round) % threads) * (region / threads);
+        CHECK(std::memcmp(seg->base() + off, data[t].data(), piece) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("shm transports of one process share a segment's mapping and its mapped regions") {
+  // A client per thread (mooncake bench) used to map the segment once each
+  // and fault every page in once each.
+  std::mt19937_64 rng(TestSeed() + 13);
+  auto seg = MakeSegment(4 << 20, SegmentBacking::kMemfd);
+  Endpoint ep;
+  ep.shm_path = seg->shm_path();
+  auto first = std::make_unique<ShmTransport>();
+  ShmTransport second;
+  auto a = RandomBytes(rng, 3 << 20);
+  REQUIRE(first->Write(ep, 0, a.data(), a.size()).ok());
+  CHECK(first->regions_mapped() == 2);
+  REQUIRE(second.Write(ep, 4096, a.data(), a.size()).ok());
+  CHECK(second.regions_mapped() == 0);
+  CHECK(std::memcmp(seg->base() + 4096, a.data(), a.size()) == 0);
+  // The first transport gone, the second keeps the mapping.
+  first.reset();
+  std::vector<uint8_t> back(a.size());
+  REQUIRE(second.Read(ep, 4096, back.data(), back.size()).ok());
+  CHECK(back == a);
+  // Once no transport maps it, the next mapping is fresh.
+  second.Forget(ep.shm_path);
+  ShmTransport third;
+  REQUIRE(third.Write(ep, 0, a.data(), 4096).ok());
+  CHECK(third.regions_mapped() == 1);
 }
 
 TEST_CASE("shm refuses out-of-bounds ranges and what the range check denies") {
