@@ -251,7 +251,8 @@ def new_group(depth, cluster, variant=(), on=None):
     os.environ.update(env)
     try:
         g = HaGroup(on or etcd, masters=2, ttl=args.throughput_ttl, cluster=cluster,
-                    extra=["--ha-snapshot-every", str(args.snapshot_every)] +
+                    extra=([] if "--ha-snapshot-every" in flags
+                           else ["--ha-snapshot-every", str(args.snapshot_every)]) +
                     ([] if "--ha-entries-in-flight" in flags
                      else ["--ha-entries-in-flight", str(depth)]) + flags)
     finally:

@@ -31,7 +31,16 @@ class LogLine {
 
 }  // namespace mc
 
+namespace mc {
+// Turns `stream << ...` into a void expression, so MC_LOG is one
+// expression: `if (x) MC_LOG(WARN) << y; else ...` binds as written, and
+// compilers do not warn of a dangling else. `&` binds looser than `<<`.
+struct LogVoidify {
+  void operator&(std::ostream&) {}
+};
+}  // namespace mc
+
 #define MC_LOG(level)                                             \
-  if (::mc::LogLevel::level < ::mc::GetLogLevel()) {              \
-  } else                                                          \
-    ::mc::LogLine(::mc::LogLevel::level, __FILE__, __LINE__).stream()
+  (::mc::LogLevel::level < ::mc::GetLogLevel())                   \
+      ? (void)0                                                   \
+      : ::mc::LogVoidify() & ::mc::LogLine(::mc::LogLevel::level, __FILE__, __LINE__).stream()

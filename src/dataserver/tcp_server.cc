@@ -515,7 +515,6 @@ bool TcpDataServer::HandleRdma(ConnIo& io, uint64_t conn_id, const wire::Request
 }
 
 bool TcpDataServer::Handle(ConnIo& io, uint64_t conn_id, const wire::Request& req) {
-  const net::Stream fd = io.stream();
   if (req.op == static_cast<uint16_t>(wire::Op::kRdmaDescribe) ||
       req.op == static_cast<uint16_t>(wire::Op::kRdmaConnect)) {
     return HandleRdma(io, conn_id, req);

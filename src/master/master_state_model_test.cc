@@ -212,7 +212,7 @@ struct Runner {
     } else {
       const uint64_t c = 1 + Pick(3);
       if (!m.clients.count(c)) m.remount_pending.insert(c);
-      REQUIRE(h.state->Ping({Client(c)}, now).remount == m.remount_pending.count(c) > 0);
+      REQUIRE(h.state->Ping({Client(c)}, now).remount == (m.remount_pending.count(c) > 0));
       m.clients[c] = now;
     }
   }

@@ -10,8 +10,6 @@ namespace mc::masterd {
 namespace {
 // The client id of the master's own puts (memory copies staged from disk).
 constexpr msg::ClientId kTierClient{0x6d632d7469657200ull, 1};
-
-bool Has(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
 }  // namespace
 
 TierService::TierService(const MasterConfig& config)

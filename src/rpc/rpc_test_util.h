@@ -133,13 +133,13 @@ struct TestServer {
   std::unique_ptr<Server> server;
 };
 
-// A raw TCP peer for sending arbitrary bytes.
 // Bytes a socket has sent that its peer has not acknowledged yet.
-int Unsent(int fd) {
+inline int Unsent(int fd) {
   int n = -1;
   return ::ioctl(fd, SIOCOUTQ, &n) == 0 ? n : -1;
 }
 
+// A raw TCP peer for sending arbitrary bytes.
 struct Raw {
   explicit Raw(const std::string& address) {
     auto fd_or = net::ConnectTcp(*net::ParseHostPort(address), 2000000);
