@@ -59,8 +59,10 @@ class ShmTransport final : public Transport {
   std::string_view name() const override { return "shm"; }
   Status Batch(std::span<TransferOp> ops) override;
 
-  // Unmaps the segment at `shm_path` (no-op if not mapped). The caller must
-  // not run transfers to it concurrently.
+  // Drops this transport's mapping of the segment at `shm_path` (no-op if
+  // not mapped); it is unmapped once no transport of the process maps it.
+  // The caller must not run transfers to it through this transport
+  // concurrently.
   void Forget(const std::string& shm_path);
 
   // How many whole-region page-mapping passes this transport's writes have
