@@ -14,7 +14,8 @@ Prints its setup, then
      default) and fsync always, beside an HA group (three-member etcd, two
      masters; etcd 3.4 fsyncs its WAL on every commit, on each member, and
      has no switch to stop it) for each --entries-in-flight, same machine,
-     same run, the load beside each figure; with --before-bin, the HA groups
+     same run, the load beside each figure, each run on a full pool (--fill:
+     puts that evict, the steady state); with --before-bin, the HA groups
      again with that binary (masters, store and bench), so a change is
      measured against the old build in one run; with --repeat N every
      configuration N times, every other round in reverse order, and the
@@ -61,6 +62,10 @@ ap.add_argument("--batch", type=int, default=1,
                 help="keys per put call of the throughput runs (engines put a request's blocks "
                      "with one batch_put_from; 1: single-key puts)")
 ap.add_argument("--size-rounds", type=int, default=12)
+ap.add_argument("--fill", type=float, default=1.25,
+                help="before each timed throughput run, put this many times the objects the "
+                     "pool holds (untimed), so that the run starts with the pool full and every "
+                     "put evicts, as in a steady state; 0: start each run on an empty pool")
 ap.add_argument("--snapshot-every", type=int, default=1000)
 ap.add_argument("--entries-in-flight", default="1,4",
                 help="HA log entries in flight ([ha] entries_in_flight) to measure throughput "
@@ -87,11 +92,32 @@ args = ap.parse_args()
 parts = set(args.parts.split(","))
 thread_counts = [int(t) for t in args.threads.split(",")]
 
+POOL = "512mb"  # each throughput cluster's one store
+POOL_OBJECTS = (512 << 20) // 4096
+
+
 print(f"bench_ha: {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}; etcd 3 members on loopback; HA lease {args.throughput_ttl} s "
       f"(throughput), {args.ttl} s (failover, size); "
       f"puts of 4 KiB by {args.threads} threads, {args.batch} keys a call, for {args.seconds} s; {args.cycles} failover "
-      f"cycles; snapshot every {args.snapshot_every} entries")
+      f"cycles; snapshot every {args.snapshot_every} entries; "
+      + (f"each throughput run starts on a full pool ({args.fill:g}x its {POOL_OBJECTS} objects put "
+         f"first, untimed)" if args.fill > 0 else "each throughput run starts on an empty pool"))
 sys.stdout.flush()
+
+
+def fill_pool(env, threads):
+    """Puts --fill times the pool's objects (4 KiB values), untimed: a pool
+    that is not full yet takes puts without evicting, and the first seconds
+    of a run on an empty pool measure a cheaper load than the one that
+    lasts (on the HA log, every eviction is one more record)."""
+    if args.fill <= 0:
+        return
+    out = os.path.join(tempdir("mc-bench-ha-fill-"), "fill.json")
+    r = run(["bench", "--op", "put", "--value-size", "4kb", "--threads", str(threads),
+             "--batch", str(args.batch), "--ops", str(int(POOL_OBJECTS * args.fill)),
+             "--key-names", "hashed", "--json", out], env=env, timeout=600)
+    if r.returncode != 0:
+        print(f"filling the pool failed: {r.stderr.decode()[-500:]}")
 
 
 def bench_put(env, seconds, label, threads=None):
@@ -261,7 +287,7 @@ def new_group(depth, cluster, variant=(), on=None):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    g.add_store("512mb")
+    g.add_store(POOL)
     wait_until(lambda: len(g.segments()) == 1, 20)
     return g
 
@@ -273,10 +299,11 @@ def stop_group(g):
 
 
 def single_row(mode):
-    single = Cluster(stores=1, segment="512mb", data_dir=tempdir("mc-bench-ha-single-"),
+    single = Cluster(stores=1, segment=POOL, data_dir=tempdir("mc-bench-ha-single-"),
                      extra_master=["--fsync", mode])
     out = {}
     for t in thread_counts:
+        fill_pool(single.env, t)
         cpu0 = (cpu_seconds([single.master]), cpu_seconds(single.stores), children_cpu())
         out[t] = bench_put(single.env, args.seconds, "single", t) + (load(),)
         cpu = [b - a for a, b in zip(cpu0, (cpu_seconds([single.master]),
@@ -320,6 +347,7 @@ def ha_rows(g, etcd, label):
                 cpu_seconds(g.stores), children_cpu())
     out = {}
     for t in thread_counts:
+        fill_pool(g.env, t)
         ha0, etcd0 = ha_metrics(g), etcd_metrics(etcd)
         cpu0 = cpu()
         ops, p50, p99 = bench_put(g.env, args.seconds, "ha", t)
