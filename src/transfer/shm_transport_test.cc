@@ -97,8 +97,7 @@ TEST_CASE("shm writers racing into fresh regions map each region once and land e
     for (int t = 0; t < threads; ++t) {
       pool.emplace_back([&, t] {
         ready.fetch_add(1);
-        while (ready.load() < threads) {
-        }
+        while (ready.load() < threads) std::this_thread::yield();
         for (int r = 0; r < regions; ++r) {
           const uint64_t off = r * region + ((t + round) % threads) * (region / threads);
           if (!shm.Write(ep, off, data[t].data(), piece).ok()) failed.fetch_add(1);
