@@ -71,8 +71,9 @@ Result<std::shared_ptr<ShmTransport::Mapping>> ShmTransport::MapFile(int fd, con
   // Every transport of the process shares one mapping of a file (the same
   // inode, alive while anyone maps it, so its number cannot be reused), so
   // several clients in one process fault its pages in once, not each.
-  static std::mutex shared_mu;
-  static std::map<std::pair<uint64_t, uint64_t>, std::weak_ptr<Mapping>> shared;
+  // Never destroyed: a client torn down during exit may still map.
+  static std::mutex& shared_mu = *new std::mutex;
+  static auto& shared = *new std::map<std::pair<uint64_t, uint64_t>, std::weak_ptr<Mapping>>;
   const std::pair<uint64_t, uint64_t> key{st.st_dev, st.st_ino};
   std::lock_guard<std::mutex> lock(shared_mu);
   auto found = shared.find(key);
