@@ -160,7 +160,7 @@ TEST_CASE("racing removals, upserts, evictions and re-puts never let a get retur
     ShmCluster c(2, 96 << 10);
     const RaceStats r = Race(*c.master, c.clock, [&] { return c.NewClient(); }).Run(seed, gets);
     MESSAGE("same-host: keys asked: " << r.requested << ", served: " << r.served
-                                      << ", master lookups: " << r.lookups
+                                      << ", master lookups: " << r.lookups << " (served without: " << r.direct << ")"
                                       << ", versions written: " << r.versions << ", puts failed: "
                                       << r.puts_failed << " of " << r.puts << " ("
                                       << r.PutErrors() << "), gets failed: " << r.GetErrors()
