@@ -2,14 +2,18 @@
 // (metadata_http_fuzz, rest_http_fuzz): the input bytes are what the client
 // sent, the replies are collected, and FuzzServer runs cpp-httplib's request
 // parser and routing over it, up to kMaxRequests keep-alive requests.
+// AnyStatus500 reads the replies' status lines.
 #pragma once
 
 #include <httplib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 namespace {
 
@@ -59,5 +63,41 @@ class FuzzServer : public httplib::Server {
     }
   }
 };
+
+// True when one of the responses in `out` (keep-alive responses one after
+// another) has status 500. Walks the responses by their status lines and
+// Content-Length, so a 500 is never read from a body: an error message
+// quotes the request (a body holding "HTTP/1.1 500" once made this fire),
+// and a get returns a stored value verbatim. Stops at anything it cannot
+// frame (the rest is not a response this server made).
+inline bool AnyStatus500(const std::string& out) {
+  size_t at = 0;
+  while (at < out.size()) {
+    static constexpr std::string_view kProto = "HTTP/1.1 ";
+    if (out.compare(at, kProto.size(), kProto) != 0) return false;
+    if (out.compare(at + kProto.size(), 3, "500") == 0) return true;
+    const size_t head_end = out.find("\r\n\r\n", at);
+    if (head_end == std::string::npos) return false;
+    uint64_t length = 0;
+    bool has_length = false;
+    for (size_t line = out.find("\r\n", at) + 2; line < head_end;) {
+      const size_t end = out.find("\r\n", line);
+      const std::string header = out.substr(line, end - line);
+      static constexpr std::string_view kLength = "content-length:";
+      if (header.size() > kLength.size()) {
+        std::string name = header.substr(0, kLength.size());
+        for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (name == kLength) {
+          length = std::strtoull(header.c_str() + kLength.size(), nullptr, 10);
+          has_length = true;
+        }
+      }
+      line = end + 2;
+    }
+    if (!has_length) return false;
+    at = head_end + 4 + length;
+  }
+  return false;
+}
 
 }  // namespace

@@ -83,7 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzStream stream(data + 1, size - 1);
   http.Serve(stream);
 
-  if (stream.out().find("HTTP/1.1 500") != std::string::npos) {
+  if (AnyStatus500(stream.out())) {
     std::fprintf(stderr, "500 from the metadata server:\n%s\n", stream.out().c_str());
     std::abort();
   }
