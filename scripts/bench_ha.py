@@ -92,8 +92,9 @@ args = ap.parse_args()
 parts = set(args.parts.split(","))
 thread_counts = [int(t) for t in args.threads.split(",")]
 
-POOL = "512mb"  # each throughput cluster's one store
-POOL_OBJECTS = (512 << 20) // 4096
+POOL_BYTES = 512 << 20  # each throughput cluster's one store
+POOL = f"{POOL_BYTES >> 20}mb"
+POOL_OBJECTS = POOL_BYTES // 4096  # of the 4 KiB values the puts write
 
 
 print(f"bench_ha: {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}; etcd 3 members on loopback; HA lease {args.throughput_ttl} s "
@@ -112,20 +113,24 @@ def fill_pool(env, threads):
     lasts (on the HA log, every eviction is one more record)."""
     if args.fill <= 0:
         return
-    out = os.path.join(tempdir("mc-bench-ha-fill-"), "fill.json")
-    r = run(["bench", "--op", "put", "--value-size", "4kb", "--threads", str(threads),
-             "--batch", str(args.batch), "--ops", str(int(POOL_OBJECTS * args.fill)),
-             "--key-names", "hashed", "--json", out], env=env, timeout=600)
+    r, _ = run_put(env, threads, ["--ops", str(int(POOL_OBJECTS * args.fill))], 600)
     if r.returncode != 0:
         print(f"filling the pool failed: {r.stderr.decode()[-500:]}")
 
 
-def bench_put(env, seconds, label, threads=None):
+def run_put(env, threads, how_long, timeout):
+    """`mooncake bench --op put` of 4 KiB values, hashed key names, for
+    `how_long` (its --duration or --ops words); the result and its JSON path."""
     out = os.path.join(tempdir("mc-bench-ha-"), "put.json")
-    threads = threads or thread_counts[0]
     r = run(["bench", "--op", "put", "--value-size", "4kb", "--threads", str(threads),
-             "--batch", str(args.batch), "--duration", f"{seconds}s", "--keys", "100000", "--key-names", "hashed",
-             "--json", out], env=env, timeout=seconds + 120)
+             "--batch", str(args.batch), "--key-names", "hashed"] + how_long + ["--json", out],
+            env=env, timeout=timeout)
+    return r, out
+
+
+def bench_put(env, seconds, label, threads=None):
+    threads = threads or thread_counts[0]
+    r, out = run_put(env, threads, ["--duration", f"{seconds}s", "--keys", "100000"], seconds + 120)
     if r.returncode != 0:
         print(f"{label}: bench failed: {r.stderr.decode()[-500:]}")
         return 0.0, 0.0, 0.0
