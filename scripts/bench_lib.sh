@@ -30,14 +30,24 @@ start_master() {
     "$BIN" master --port "$port" --metrics-port "$mport" --rpc-address 127.0.0.1 \
       --data-dir "$1" --log-level warn "${@:2}" >>"$work/master.log" 2>&1 &
     master=$!; pids+=("$master")
+    # The wait must not load the machine it measures: a curl costs ~20 ms
+    # of CPU here, so polling /health every 10 ms took most of a core from
+    # a loading master on two. The admin port opens only once the state is
+    # loaded; until it accepts, each poll is a connect from bash itself
+    # and a 10 ms `read -t` (no process started).
+    local nap
+    exec {nap}<> <(:)
     for _ in $(seq "${MASTER_START_POLLS:-2000}"); do  # ~20 s at 10 ms; more for big journals
-      if curl -fs "http://127.0.0.1:$mport/health" >/dev/null; then
+      if { : <>"/dev/tcp/127.0.0.1/$mport"; } 2>/dev/null &&
+          curl -fs "http://127.0.0.1:$mport/health" >/dev/null; then
         master_up_s=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f", b - a}')
+        exec {nap}<&-
         return 0
       fi
       kill -0 "$master" 2>/dev/null || break
-      sleep 0.01
+      read -rt 0.01 -u "$nap" || true
     done
+    exec {nap}<&-
     kill -0 "$master" 2>/dev/null && break  # running but not answering: give up
     wait "$master" 2>/dev/null || true
     echo "$NAME: the master exited at start (attempt $attempt); log: $work/master.log" >&2
