@@ -176,7 +176,18 @@ class Journal final : public master::StateListener, public DiskReplicaListener {
                       std::map<uint32_t, uint32_t>* state_ids);
   Status LoadObjects(master::MasterState& state, uint64_t now_us, LoadStats* stats,
                      const std::map<uint32_t, uint32_t>& state_ids);
-  Status DecodeObjectRow(sqlite3_stmt* s, const std::map<uint32_t, uint32_t>& state_ids,
+  // An objects row's columns as the load's reader copies them out of SQLite
+  // (journal_load.cc); the building thread checks and decodes them.
+  struct RawObjectRow {
+    std::string key;
+    std::string buffers;
+    uint64_t size_bytes = 0;
+    int64_t replicas = 0;
+    int64_t row_check = 0;
+    int64_t id = 0;
+    bool soft_pin = false;
+  };
+  Status DecodeObjectRow(RawObjectRow& row, const std::map<uint32_t, uint32_t>& state_ids,
                          master::ObjectDump* o, bool* fnv_first) const;
 
   std::unique_ptr<storage::SqliteDb> db_;  // writer thread only (after LoadInto)

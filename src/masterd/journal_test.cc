@@ -132,6 +132,21 @@ TEST_CASE("a foreign, damaged or newer database is refused with its name and the
     CHECK(error.find(db.path) != std::string::npos);
     CHECK(error.find("object row 'a': checksum mismatch") != std::string::npos);
   }
+  SUBCASE("a damaged row among many stops the load there, while rows are still being read") {
+    // More rows than the load's reader hands over at once (batches of 1024),
+    // so the building thread finds the damage while the reader is still at
+    // work and must stop it.
+    TempDb db;
+    std::vector<master::ObjectDump> rows;
+    for (uint64_t i = 0; i < 20000; ++i) {
+      rows.push_back({"k" + std::to_string(i), 64, true, false, {{{"s", i * 64, 64}}}});
+    }
+    WriteRows(db.path, rows);
+    const char* sql = "UPDATE objects SET size_bytes = 65 WHERE key = CAST('k5000' AS BLOB)";
+    REQUIRE(ExecBehindJournal(db.path, sql) == 1);
+    const std::string error = LoadError(db.path);
+    CHECK(error.find("object row 'k5000': checksum mismatch") != std::string::npos);
+  }
   SUBCASE("rows that overlap are refused at load, naming the row") {
     TempDb db;
     WriteRows(db.path, {{"a", kMiB, true, false, {{{"s", 0, kMiB}}}},
