@@ -26,7 +26,9 @@
 #    VmRSS leaves out.
 # MASTER_BIN runs the master from another binary (a before/after comparison
 # with the same bench). KEEP_JOURNAL=DIR moves the data directory there at
-# the end instead of removing it. Every process it starts is stopped by its pid; the
+# the end instead of removing it; JOURNAL=DIR skips step 1 and restarts
+# from that kept directory instead (its OBJECTS must be given; RESTARTS=N
+# restarts N times, alternating with MASTER_BIN2 when that is set). Every process it starts is stopped by its pid; the
 # data directory lives in the work directory (TMPDIR) and is removed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,40 +53,49 @@ echo "# mooncake master at scale: memory per object and start-up, through the re
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores," \
   "$(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
 echo "uptime: $(uptime)"
-echo "master: $("$BIN" version | head -1), --data-dir (durable journal); $OBJECTS objects," \
-  "keys of $KEY_BYTES bytes (hashed names), values of $VALUE_BYTES bytes, one replica;" \
-  "fill in batches of $BATCH from $THREADS threads"
+if [ -z "${JOURNAL:-}" ]; then
+  echo "master: $("$BIN" version | head -1), --data-dir (durable journal); $OBJECTS objects," \
+    "keys of $KEY_BYTES bytes (hashed names), values of $VALUE_BYTES bytes, one replica;" \
+    "fill in batches of $BATCH from $THREADS threads"
+else
+  echo "master: $("$BIN" version | head -1), --data-dir $JOURNAL (a kept journal of $OBJECTS objects)"
+fi
 echo
 
-start_master "$data"
-OBJECTS_ALL=$OBJECTS
-OBJECTS=$(( (OBJECTS * VALUE_BYTES + 4095) / 4096 ))  # start_store sizes it for 4 KiB values
-start_store
-OBJECTS=$OBJECTS_ALL
-before=$(rss_kib "$master")
-"$BENCH_BIN" bench --master "127.0.0.1:$port" --metadata-only --op put --value-size "$VALUE_BYTES" \
-  --batch "$BATCH" --threads "$THREADS" --ops "$OBJECTS" --key-names hashed --key-bytes "$KEY_BYTES" \
-  --json "$work/fill.json" >/dev/null
-after=$(rss_kib "$master")
-keys=$(curl -fs "http://127.0.0.1:$mport/metrics" | awk '/^master_key_count / {print $2}')
-fill=$(python3 -c '
+if [ -z "${JOURNAL:-}" ]; then
+  start_master "$data"
+  OBJECTS_ALL=$OBJECTS
+  OBJECTS=$(( (OBJECTS * VALUE_BYTES + 4095) / 4096 ))  # start_store sizes it for 4 KiB values
+  start_store
+  OBJECTS=$OBJECTS_ALL
+  before=$(rss_kib "$master")
+  "$BENCH_BIN" bench --master "127.0.0.1:$port" --metadata-only --op put --value-size "$VALUE_BYTES" \
+    --batch "$BATCH" --threads "$THREADS" --ops "$OBJECTS" --key-names hashed --key-bytes "$KEY_BYTES" \
+    --json "$work/fill.json" >/dev/null
+  after=$(rss_kib "$master")
+  keys=$(curl -fs "http://127.0.0.1:$mport/metrics" | awk '/^master_key_count / {print $2}')
+  fill=$(python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]
 print(round(r["ops_per_s"]), r["errors"])' "$work/fill.json")
-echo "fill: ${fill% *} keys/s (errors ${fill#* }), master_key_count $keys"
-echo "memory: master VmRSS ${before} KiB -> ${after} KiB after $OBJECTS puts:" \
-  "$(per_object "$after - $before") B/object"
+  echo "fill: ${fill% *} keys/s (errors ${fill#* }), master_key_count $keys"
+  echo "memory: master VmRSS ${before} KiB -> ${after} KiB after $OBJECTS puts:" \
+    "$(per_object "$after - $before") B/object"
 
-# The master first: a store that stops first unmounts its segment, and the
-# master would drop (and unjournal) every object on it.
-t0=$EPOCHREALTIME
-kill "$master"
-wait "$master" 2>/dev/null || true
-stop_s=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f", b - a}')
-kill "$store"
-wait "$store" 2>/dev/null || true
-echo "stop: the master exited ${stop_s} s after SIGTERM"
-echo "journal: $(du -sh "$data" | cut -f1) in $data"
+  # The master first: a store that stops first unmounts its segment, and the
+  # master would drop (and unjournal) every object on it.
+  t0=$EPOCHREALTIME
+  kill "$master"
+  wait "$master" 2>/dev/null || true
+  stop_s=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f", b - a}')
+  kill "$store"
+  wait "$store" 2>/dev/null || true
+  echo "stop: the master exited ${stop_s} s after SIGTERM"
+  echo "journal: $(du -sh "$data" | cut -f1) in $data"
+else
+  data=$JOURNAL
+  echo "journal: $(du -sh "$data" | cut -f1) in $data (given; not filled here)"
+fi
 # A restart on ordinary pages (the default), then, with HUGEPAGES=auto
 # (the default) as root, one with --hugepages: the pool grown by what the
 # index needs (restored after), each measured from exec to /health.
@@ -96,13 +107,24 @@ restart() {
   huge=$(huge_kib "$master")
   keys=$(curl -fs "http://127.0.0.1:$mport/metrics" | awk '/^master_key_count / {print $2}')
   loaded=$(grep -o 'state loaded from .*' "$work/master.log" | tail -1 || true)
-  echo "restart${1:+ $1}: serving (/health) ${up} s after exec with master_key_count $keys;" \
+  ups["$BIN${1:+ $1}"]+="$up "
+  echo "restart${1:+ $1}${MASTER_BIN2:+ ($BIN)}: serving (/health) ${up} s after exec with master_key_count $keys;" \
     "VmRSS ${rss} KiB + hugetlb ${huge} KiB: $(per_object "$rss + $huge") B/object"
   [ -z "$loaded" ] || echo "  master log: $loaded"
   kill "$master"
   wait "$master" 2>/dev/null || true
 }
-restart
+declare -A ups  # "binary flags" -> the seconds to serving of each restart
+# RESTARTS rounds, each the binary under test then (when set) MASTER_BIN2.
+restarts() {
+  local first=$BIN
+  for _ in $(seq "${RESTARTS:-1}"); do
+    BIN=$first restart "$@"
+    [ -z "${MASTER_BIN2:-}" ] || BIN=$MASTER_BIN2 restart "$@"
+  done
+  BIN=$first
+}
+restarts
 hugepages_before=""
 restore_hugepages() {
   [ -z "$hugepages_before" ] || echo "$hugepages_before" >/proc/sys/vm/nr_hugepages 2>/dev/null || true
@@ -118,7 +140,12 @@ if [ "${HUGEPAGES:-auto}" = auto ] && [ -w /proc/sys/vm/nr_hugepages ]; then
   fi
   echo "huge pages: $(awk '/^HugePages_Free/ {print $2}' /proc/meminfo) of 2 MiB free" \
     "(asked for $want)"
-  restart --hugepages
+  restarts --hugepages
+fi
+if [ "${RESTARTS:-1}" -gt 1 ]; then
+  for k in "${!ups[@]}"; do
+    echo "median of ${RESTARTS} restarts, $k: $(echo "${ups[$k]}" | median) s (each: ${ups[$k]% })"
+  done
 fi
 if [ -n "${KEEP_JOURNAL:-}" ]; then  # for more restarts by hand (e.g. two binaries side by side)
   rm -rf "$KEEP_JOURNAL"
