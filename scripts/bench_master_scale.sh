@@ -28,8 +28,9 @@
 # with the same bench). KEEP_JOURNAL=DIR moves the data directory there at
 # the end instead of removing it; JOURNAL=DIR skips step 1 and restarts
 # from that kept directory instead (its OBJECTS must be given; RESTARTS=N
-# restarts N times, alternating with MASTER_BIN2 when that is set). Every process it starts is stopped by its pid; the
-# data directory lives in the work directory (TMPDIR) and is removed.
+# restarts N times, alternating with MASTER_BIN2 when that is set; a given
+# journal is left where it is). Every process it starts is stopped by its
+# pid; the data directory lives in the work directory (TMPDIR) and is removed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${MOONCAKE_BIN:-$here/build/src/cli/mooncake}
@@ -147,7 +148,7 @@ if [ "${RESTARTS:-1}" -gt 1 ]; then
     echo "median of ${RESTARTS} restarts, $k: $(echo "${ups[$k]}" | median) s (each: ${ups[$k]% })"
   done
 fi
-if [ -n "${KEEP_JOURNAL:-}" ]; then  # for more restarts by hand (e.g. two binaries side by side)
+if [ -n "${KEEP_JOURNAL:-}" ] && [ -z "${JOURNAL:-}" ]; then  # for more restarts (JOURNAL=DIR)
   rm -rf "$KEEP_JOURNAL"
   mv "$data" "$KEEP_JOURNAL"
   echo "journal kept in $KEEP_JOURNAL"
