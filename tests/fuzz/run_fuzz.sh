@@ -69,6 +69,11 @@ srcs[trace_fuzz]="src/eviction/trace.cc src/eviction/trace_replay.cc src/evictio
 
 build_dir="${FUZZ_BUILD_DIR:-/tmp/mooncake-fuzz-build-$(id -u)}"
 mkdir -p "$build_dir"
+# Fuzzers run side by side (the test suite runs two at once): one builds
+# in the shared directory at a time, and the lock is released before the
+# run, so one fuzzes while the next builds.
+exec 9>"$build_dir/.lock"
+flock 9
 # Every object is compiled with the same flags, so fuzzers share them.
 {
   echo "cxx = $cxx"
@@ -108,6 +113,7 @@ if ! nice ninja -C "$build_dir" "$name" >"$log" 2>&1; then
   cat "$log"; echo "$name: BUILD FAILED"; exit 1
 fi
 grep -q "LINK" "$log" && echo "$name: built in $(( $(date +%s) - start_s )) s"
+flock -u 9
 if [ $build_only = 1 ]; then echo "$bin"; exit 0; fi
 
 seeds="tests/fuzz/corpus/$name"
