@@ -17,7 +17,10 @@
 # in the clone: commit first.
 #
 # Env: FRESH_TIMEOUT (seconds COMMAND may run; 3600), FRESH_KEEP=1 (keep the
-# root for inspection), FRESH_MIRROR (override the archive URL).
+# root for inspection), FRESH_MIRROR (override the archive URL),
+# FRESH_CCACHE_DIR (a ccache directory of this machine, mounted into the root
+# and used by its compiles when the root has ccache: scripts/test.sh passes
+# its own, so the root compiles only what the release build did not).
 # Exit status: COMMAND's; 124 when FRESH_TIMEOUT ran out; 3 when the fresh root
 # could not be made (not root, no debootstrap, archive unreachable).
 set -euo pipefail
@@ -117,21 +120,28 @@ say "running in a fresh $suite root at ${rev:0:12}: $command"
 # Inside new mount and PID namespaces: mount what a Debian system has, then
 # chroot. When COMMAND ends (or this script dies), the namespace's processes
 # are killed and its mounts vanish with it.
+ccache_env=()
+if [ -n "${FRESH_CCACHE_DIR:-}" ] && [ -d "$FRESH_CCACHE_DIR" ]; then
+  mkdir -p "$root/var/cache/host-ccache"
+  ccache_env=(CCACHE_DIR=/var/cache/host-ccache CCACHE_COMPILERCHECK=content)
+  say "compiling through this machine's ccache ($FRESH_CCACHE_DIR)"
+fi
 set +e
 timeout --kill-after=30 "$timeout_s" \
   unshare --mount --pid --fork --propagation private --kill-child \
   /bin/bash -c '
     set -e
-    r=$1; shift
+    c=$1 r=$2 host_ccache=$3; shift 3
     mount -t proc proc "$r/proc"
     mount -t sysfs sysfs "$r/sys"
     mount --rbind /dev "$r/dev"
     mount -t tmpfs -o mode=1777 tmpfs "$r/dev/shm"
     mount -t tmpfs -o mode=1777 tmpfs "$r/tmp"
+    [ -z "$host_ccache" ] || mount --bind "$host_ccache" "$r/var/cache/host-ccache"
     exec chroot "$r" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 CI="${CI:-}" MOONCAKE_IN_FRESH_ROOT=1 \
-      PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-      /bin/bash -c "cd /root/mooncake && $1" </dev/null
-  ' fresh "$root" "$command"
+      PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@" \
+      /bin/bash -c "cd /root/mooncake && $c" </dev/null
+  ' fresh "$command" "$root" "${ccache_env:+$FRESH_CCACHE_DIR}" "${ccache_env[@]}"
 status=$?
 set -e
 case $status in

@@ -21,6 +21,11 @@ PACKAGES=(
   pybind11-dev python3-pybind11 python3-dev python3-pytest python3-mesonpy python3-redis python3-pip
   python3-torch python3-numpy
   etcd-server etcd-client liburing-dev fio
+  # Meson compiles through ccache when it is installed: test.sh's fresh-root
+  # quick start then reuses the objects of the identical release build
+  # (and the Python module those of the same sources) instead of
+  # compiling them a second and third time.
+  ccache
 )
 
 need_install=()
