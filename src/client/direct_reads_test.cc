@@ -169,7 +169,11 @@ TEST_CASE("racing removals, upserts, evictions and re-puts never let a get retur
     CHECK(r.wrong == 0);
     CHECK(r.old == 0);
     CHECK(r.served > 0);
-    CHECK(r.lookups < r.requested);  // some gets were served directly
+    // Some gets were served without the master. (Not "fewer lookups than
+    // gets": a get that finds its cached place stale asks the master too,
+    // and a run whose pool stays full serves few directly: one had 22 of
+    // 7506, with 7508 lookups.)
+    CHECK(r.direct > 0);
   });
 }
 
