@@ -46,6 +46,7 @@ group's by under a tenth: 2 cores, 16 writers of 32 keys, 2026-11-28).
 Every process is started here on 127.0.0.1 and stopped by its pid.
 """
 import argparse
+import atexit
 import json
 import os
 import signal
@@ -129,7 +130,6 @@ def reserve_hugepages():
                 f.write(str(before + want - have))
         except OSError:
             pass
-        import atexit
 
         def restore():
             with open(path, "w") as f:
@@ -498,9 +498,7 @@ if times:
           f"p50 {statistics.median(times):.3f} s, p99 {p99:.3f} s, max {times[-1]:.3f} s")
 sys.stdout.flush()
 
-for p in group.procs + group.stores:
-    if p is not None:
-        stop(p)
+stop_group(group)
 
 # ---- 3. etcd size over a long put run with eviction ----
 # On an etcd and a group of their own: the shared etcd still holds the
@@ -526,7 +524,5 @@ if "size" in parts:
         size, in_use = etcd.db_size()
         print(f"{rnd:5d} {ops:8.0f} {size:15d} {in_use:14d}   {keys:>8}   {load()}")
         sys.stdout.flush()
-    for p in group.procs + group.stores:
-        if p is not None:
-            stop(p)
+    stop_group(group)
 etcd.stop()
