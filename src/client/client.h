@@ -135,6 +135,11 @@ class Client {
     uint64_t same_host = 0, rdma = 0, tcp = 0, tcp_fallback = 0;
   };
   virtual PathCounts path_counts() const = 0;
+  // Gets whose object was on a disk tier only when asked for: the master
+  // read it into memory (staging) and the get then read it there. The
+  // reference's offload-RPC read count (get_offload_rpc_read_count); a
+  // get of an object already back in memory is not counted.
+  virtual uint64_t staged_reads() const { return 0; }
   // protocol rdma: registers the buffer on every NIC so transfers from and
   // into it need no per-transfer registration. OK and nothing to do on TCP.
   virtual Status RegisterBuffer(void* addr, uint64_t len) = 0;

@@ -56,12 +56,14 @@ bool Staging(const Status& st) {
 }  // namespace
 
 std::vector<msg::BatchItem<msg::GetReplicaListReply>> ClientImpl::ReplicaLists(
-    const std::vector<msg::KeyRequest>& reqs) {
+    const std::vector<msg::KeyRequest>& reqs, bool to_read) {
   auto lists = AskReplicaLists(reqs);
+  std::vector<bool> staged(reqs.size(), false);
   for (uint32_t poll = 0; poll < kMaxStagingPolls; ++poll) {
     bool waiting = false;
     for (size_t i = 0; i < reqs.size(); ++i) {
       if (!Staging(lists[i].status)) continue;
+      staged[i] = true;
       if (!waiting) {  // once per round, before the first key asked again
         std::this_thread::sleep_for(
             std::chrono::milliseconds(std::min<uint64_t>(kStagingPollMaxMs, 2 + poll * 4)));
@@ -71,6 +73,9 @@ std::vector<msg::BatchItem<msg::GetReplicaListReply>> ClientImpl::ReplicaLists(
     }
     if (!waiting) break;
   }
+  uint64_t from_disk = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) from_disk += staged[i] && lists[i].status.ok();
+  if (to_read && from_disk != 0) staged_reads_.fetch_add(from_disk, std::memory_order_relaxed);
   return lists;
 }
 
@@ -324,7 +329,7 @@ std::vector<Result<uint64_t>> ClientImpl::BatchGetIntoParts(const std::vector<st
 
 Result<uint64_t> ClientImpl::Size(const std::string& key) {
   std::vector<msg::KeyRequest> reqs{{id_, key}};
-  auto lists = ReplicaLists(reqs);
+  auto lists = ReplicaLists(reqs, /*to_read=*/false);
   if (!lists[0].status.ok()) return lists[0].status;
   const uint64_t size = lists[0].value.size_bytes;
   ReleaseLeases(reqs, lists);  // nothing was read: give the lease back at once

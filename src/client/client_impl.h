@@ -142,6 +142,7 @@ class ClientImpl final : public Client {
     std::lock_guard<std::mutex> lock(path_mu_);
     return counts_;
   }
+  uint64_t staged_reads() const override { return staged_reads_.load(std::memory_order_relaxed); }
   Status RegisterBuffer(void* addr, uint64_t len) override {
     return transport_->RegisterBuffer(addr, len);
   }
@@ -198,9 +199,11 @@ class ClientImpl final : public Client {
   Status Run(std::vector<Planned>& planned, UnreachableStores* unreachable = nullptr);
   // Counts a successful batch's ops by the path that moved them.
   void CountPaths(const std::vector<transfer::TransferOp>& ops);
-  // The replica lists of `reqs` in one master round trip (per-key status).
+  // The replica lists of `reqs` in one master round trip (per-key status),
+  // asking again while the master stages a key from a disk tier. With
+  // `to_read` (a get, not a size query) such keys count in staged_reads().
   std::vector<msg::BatchItem<msg::GetReplicaListReply>> ReplicaLists(
-      const std::vector<msg::KeyRequest>& reqs);
+      const std::vector<msg::KeyRequest>& reqs, bool to_read = true);
   std::vector<msg::BatchItem<msg::GetReplicaListReply>> AskReplicaLists(
       const std::vector<msg::KeyRequest>& reqs);
   // Where key i's bytes go, once its size is known; parts holding less than
@@ -254,6 +257,7 @@ class ClientImpl final : public Client {
   uint64_t last_report_us_ = 0;
   DirectReads direct_;
   std::atomic<uint64_t> last_access_report_us_{0};
+  std::atomic<uint64_t> staged_reads_{0};  // staged_reads()
 };
 
 }  // namespace mc::client

@@ -119,4 +119,27 @@ int Store::UnmountSegment(const std::vector<std::string>& segment_ids,
   return kOk;
 }
 
+int Store::UnmountLocalDiskSegment(uint64_t grace_period_seconds) {
+  MC_ENGINE_CLIENT(-1);
+  (void)cl;
+  if (grace_period_seconds > kMaxGracePeriodSeconds) return kInvalidParams;
+  std::lock_guard lock(impl_->hosts_mu);
+  for (const auto& [name, h] : impl_->hosts) {
+    if (h->has_disk_tier()) {
+      MC_LOG(ERROR) << "unmount_local_disk_segment: segment " << name
+                    << " has a disk tier, and draining it while this process runs is not built"
+                       " (close() takes the segment and its tier out together)";
+      return kNotSupported;
+    }
+  }
+  MC_LOG(WARN) << "unmount_local_disk_segment: no segment of this process has a disk tier"
+                  " (enable_ssd_offload): nothing to drain";
+  return kOk;
+}
+
+uint64_t Store::OffloadReadCount() {
+  MC_ENGINE_CLIENT(0);
+  return cl.staged_reads();
+}
+
 }  // namespace mooncake

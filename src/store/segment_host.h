@@ -86,6 +86,7 @@ class SegmentHost {
   const std::string& name() const { return desc_.name; }
   uint16_t data_port() const { return port_; }
   uint64_t size_bytes() const { return desc_.size_bytes; }
+  bool has_disk_tier() const { return tier_ != nullptr; }
   // "NAME (1.00 GB, hugetlb pages) mounted on master H:P, data port N",
   // for the owner's ready line.
   std::string Describe() const;

@@ -3,13 +3,16 @@ module-level functions, replica descriptors, extra segments, ranged reads,
 put_from_with_metadata and the put/get sessions, with their bad inputs."""
 import ctypes
 import json
+import time
 import urllib.parse
 import uuid
 
 import pytest
 
 import mooncake.store as ms
+from cluster import Cluster
 from conftest import Buf, ReplicateConfig, pattern
+from harness import tempdir
 
 NOT_FOUND, ALREADY_EXISTS, INVALID_PARAMS = -704, -705, -600
 SEGMENT_NOT_FOUND, NOT_SUPPORTED = -101, -1012
@@ -315,3 +318,92 @@ def test_new_methods_refuse_wrong_types(store):
         store.get_into_ranges([0], [["k"]], [[0]], [[[0]]], [[[1]]])
     with pytest.raises(TypeError):
         store.put_from_with_metadata("k", "ptr", 0, 1, 1)
+
+
+# ---- the disk half: unmount_local_disk_segment, get_offload_rpc_read_count --
+
+NOT_SUPPORTED_CODE = -1012
+
+
+def test_unmount_local_disk_segment_without_a_disk_tier(cluster, engine, store):
+    fresh = ms.MooncakeDistributedStore()
+    assert fresh.unmount_local_disk_segment() == -1  # not set up: the reference's -1
+    assert fresh.get_offload_rpc_read_count() == 0
+    # No segment of these processes has a disk tier: nothing to drain.
+    assert engine.unmount_local_disk_segment() == 0
+    assert store.unmount_local_disk_segment(grace_period_seconds=0) == 0
+    assert engine.unmount_local_disk_segment(3601) == INVALID_PARAMS
+    with pytest.raises(TypeError):
+        engine.unmount_local_disk_segment(-1)
+    # The memory segment is still there and serves.
+    k = key("after-disk-unmount")
+    assert engine.put(k, b"still here") == 0 and store.get(k) == b"still here"
+
+
+def test_offload_read_count_counts_gets_a_disk_tier_served(tmp_path):
+    """An engine whose segment has a disk tier (enable_ssd_offload): objects
+    past the master's memory watermark go to disk; a get of one only on disk
+    is counted (the master staged it from disk), a get of one in memory is
+    not, nor is get_size; once a second read promotes a key into memory,
+    its reads stop counting, as the reference's promotion test checks."""
+    c = Cluster(stores=0, logdir=tempdir("mooncake-pytest-offload-"),
+                extra_master=["--enable-offload", "--promotion-on-hit",
+                              "--eviction-high-watermark-ratio", "0.5", "--client-ttl", "2s"])
+    s = ms.MooncakeDistributedStore()
+    try:
+        args = ("127.0.0.1", f"http://127.0.0.1:{c.meta_port}/metadata", 32 << 20, 16 << 20,
+                "tcp", "", f"127.0.0.1:{c.rpc_port}")
+        assert s.setup(*args, None, enable_ssd_offload=True,
+                       ssd_offload_path=str(tmp_path / "ssd")) == 0
+        assert s.get_offload_rpc_read_count() == 0
+        assert s.unmount_local_disk_segment() == NOT_SUPPORTED_CODE
+        size = 1 << 20
+        keys = [key(f"tiered{i:02d}") for i in range(40)]
+        for k in keys:
+            assert s.put(k, pattern(k, size)) == 0
+
+        def tier(k):
+            return query(c, k).get("tier")
+
+        # Until the offloads are over: the same keys on disk three polls running.
+        deadline = time.monotonic() + 30
+        seen = []
+        while time.monotonic() < deadline and (len(seen) < 3 or len(set(seen[-3:])) > 1
+                                               or len(seen[-1]) < 6):
+            seen.append(tuple(k for k in keys if tier(k) == "disk"))
+            time.sleep(0.2)
+        on_disk = list(seen[-1])
+        assert len(on_disk) >= 6, f"objects past the watermark reached the disk tier ({on_disk})"
+        in_memory = [k for k in reversed(keys) if tier(k) == "memory"]  # the newest first
+        assert in_memory, "objects under the watermark stayed in memory"
+
+        assert s.get(in_memory[0]) == pattern(in_memory[0], size)
+        assert s.get_offload_rpc_read_count() == 0, "a get from memory is not counted"
+        assert s.get_size(on_disk[0]) == size
+        assert s.get_offload_rpc_read_count() == 0, "get_size reads no bytes: not counted"
+        assert s.get(on_disk[1]) == pattern(on_disk[1], size)
+        assert s.get_offload_rpc_read_count() == 1
+        bufs = [Buf(size) for _ in range(2)]
+        assert all(s.register_buffer(b.ptr, size) == 0 for b in bufs)
+        assert s.batch_get_into(on_disk[2:4], [b.ptr for b in bufs], [size, size]) == [size, size]
+        assert [b.bytes() for b in bufs] == [pattern(k, size) for k in on_disk[2:4]]
+        assert s.get_offload_rpc_read_count() == 3
+
+        # Promotion: the staged copy of a first read goes again; a second
+        # read within the window keeps the object in memory, after which
+        # its reads are memory reads.
+        hot = on_disk[4]
+        assert s.get(hot) == pattern(hot, size)
+        assert s.get_offload_rpc_read_count() == 4
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and tier(hot) != "disk":
+            time.sleep(0.1)
+        assert tier(hot) == "disk"
+        assert s.get(hot) == pattern(hot, size)
+        assert s.get_offload_rpc_read_count() == 5
+        assert tier(hot) == "memory+disk", "the second read promoted the key"
+        assert s.get(hot) == pattern(hot, size)
+        assert s.get_offload_rpc_read_count() == 5, "a promoted key is read from memory"
+    finally:
+        s.close()
+        c.stop()

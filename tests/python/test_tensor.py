@@ -465,3 +465,58 @@ def test_readers_racing_upsert_tensor_see_one_whole_tensor(store, cluster):
             th.join(timeout=60)
         reader.close()
     assert not errors and seen <= {1.0, 2.0} and seen
+
+
+# ---- the reference's module-level codec helpers ----------------------------
+
+@pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
+def test_serialize_tensor_gives_the_object_put_tensor_stores(store, gen):
+    """_serialize_tensor's header plus the bytes at data_ptr are the very
+    object put_tensor writes, and _deserialize_tensor reads such bytes back
+    (the reference's structured object store relies on both)."""
+    import mooncake.store as ms
+    assert ms._tensor_metadata_size() == HEADER_BYTES
+    for dtype in ALL_DTYPES:
+        if str(dtype).startswith("torch.q"):
+            continue
+        for shape in [(), (0,), (7,), (2, 3, 5)]:
+            x = sample(dtype, shape, gen)
+            metadata, data_ptr, nbytes, owner = ms._serialize_tensor(x)
+            assert isinstance(metadata, bytes) and len(metadata) == HEADER_BYTES, dtype
+            assert nbytes == len(raw(x)) and owner is not None
+            payload = metadata + (ctypes.string_at(data_ptr, nbytes) if nbytes else b"")
+            k = key("ser")
+            assert store.put_tensor(k, x) == 0
+            assert store.get(k) == payload, (dtype, shape)
+            y = ms._deserialize_tensor(payload)
+            assert same(x, y), (dtype, shape)
+            assert same(x, ms._deserialize_tensor(bytearray(payload)))
+    # The copy is the tensor's own: the payload may go.
+    x = torch.arange(12, dtype=torch.int64).reshape(3, 4)
+    metadata, data_ptr, nbytes, _owner = ms._serialize_tensor(x)
+    payload = bytearray(metadata + ctypes.string_at(data_ptr, nbytes))
+    y = ms._deserialize_tensor(payload)
+    payload[:] = bytes(len(payload))
+    assert torch.equal(y, x)
+    # Non-contiguous: the bytes of its contiguous copy, which `owner` holds.
+    t = torch.arange(24, dtype=torch.float32).reshape(4, 6).t()
+    metadata, data_ptr, nbytes, owner = ms._serialize_tensor(t)
+    assert data_ptr == owner.data_ptr() and owner.is_contiguous()
+    assert torch.equal(ms._deserialize_tensor(metadata + ctypes.string_at(data_ptr, nbytes)), t)
+
+
+def test_tensor_codec_helpers_refuse_what_they_cannot_describe():
+    import mooncake.store as ms
+    for bad in ["tensor", 3, None]:
+        with pytest.raises(ValueError, match="expected a torch.Tensor"):
+            ms._serialize_tensor(bad)
+    q = torch.quantize_per_tensor(torch.rand(4), 0.1, 0, torch.quint8)
+    with pytest.raises(ValueError, match="quantized"):
+        ms._serialize_tensor(q)
+    metadata, data_ptr, nbytes, _ = ms._serialize_tensor(torch.ones(3))
+    good = metadata + ctypes.string_at(data_ptr, nbytes)
+    for bad in [b"", b"x" * 400, good[:-1], good + b"\0", metadata[:100]]:
+        with pytest.raises(ValueError):
+            ms._deserialize_tensor(bad)
+    with pytest.raises(TypeError):
+        ms._deserialize_tensor("not bytes")

@@ -17,6 +17,8 @@ from mooncake.tensor_parallel import ParallelAxis, ReadTarget, TensorParallelism
 
 _tensor_methods.attach(MooncakeDistributedStore)
 _tensor_metadata_size = _tensor_methods._tensor_metadata_size
+_serialize_tensor = _tensor_methods._serialize_tensor
+_deserialize_tensor = _tensor_methods._deserialize_tensor
 
 __all__ = ["BufferHandle", "Descriptor", "DiskDescriptor", "MemoryDescriptor",
            "MooncakeDistributedStore", "ObjectDataType", "ReplicaDescriptor", "ReplicaStatus",

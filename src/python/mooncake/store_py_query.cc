@@ -53,7 +53,13 @@ void DefineSegmentMethods(StoreClass& c) {
       .def("unmount_segment", &Store::UnmountSegment, py::arg("segment_ids"),
            py::arg("grace_period_seconds") = 0, py::call_guard<py::gil_scoped_release>())
       .def("unmount_and_free_segment", &Store::UnmountSegment, py::arg("segment_ids"),
-           py::arg("grace_period_seconds") = 0, py::call_guard<py::gil_scoped_release>());
+           py::arg("grace_period_seconds") = 0, py::call_guard<py::gil_scoped_release>())
+      // The disk half of this process's segments (mooncake/client.h).
+      .def("unmount_local_disk_segment", &Store::UnmountLocalDiskSegment,
+           py::arg("grace_period_seconds") = 0, py::call_guard<py::gil_scoped_release>())
+      .def("get_offload_rpc_read_count", [](Store& s) {
+        return static_cast<int64_t>(s.OffloadReadCount());
+      }, py::call_guard<py::gil_scoped_release>());
 }
 
 }  // namespace

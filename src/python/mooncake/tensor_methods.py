@@ -245,3 +245,28 @@ def attach(cls):
 def _tensor_metadata_size():
     """Bytes of the header before a tensor's data (the reference's helper)."""
     return tf.METADATA_SIZE
+
+
+def _serialize_tensor(tensor):
+    """The reference's helper: ``(metadata, data_ptr, nbytes, owner)`` of a CPU
+    tensor, where ``metadata`` is the header of its tensor object (bytes)
+    and the object is ``metadata`` followed by the ``nbytes`` bytes at
+    ``data_ptr``; ``owner`` (the contiguous tensor) must stay alive while
+    they are read. ValueError for a tensor the reference's format cannot
+    describe (not a CPU tensor, a quantized one, over 8 dimensions)."""
+    if tf.is_tensor(tensor) and tensor.is_quantized:
+        raise tf.TensorError("quantized tensors carry their scale between header and bytes; "
+                             "_serialize_tensor gives the reference's header only")
+    enc = tf.encode(tensor)
+    return enc.header, enc.data_ptr, enc.nbytes, enc.owner
+
+
+def _deserialize_tensor(payload):
+    """The reference's helper: the tensor a whole tensor object's bytes hold
+    (header then data, as get() returns a put_tensor object). The tensor
+    owns a copy of the bytes. ValueError when they are not a tensor object."""
+    if not isinstance(payload, (bytes, bytearray, memoryview)):
+        raise TypeError(f"_deserialize_tensor takes bytes, not {type(payload).__name__}")
+    memory = bytearray(payload)
+    header = tf.Header(memory, len(memory))
+    return tf.decode(header, memory=memory)

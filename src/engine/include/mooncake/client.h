@@ -213,6 +213,20 @@ class Store {
   // Unmounts segments of this process (setup's too) by name, after
   // `grace_period_seconds`; SEGMENT_NOT_FOUND for a name it does not own.
   int UnmountSegment(const std::vector<std::string>& segment_ids, uint64_t grace_period_seconds);
+  // The reference's unmount_local_disk_segment, which drains the disk half
+  // of its client's storage: 0 when no segment of this process has a disk
+  // tier (enable_ssd_offload), as the reference answers with SSD offload
+  // off; NOT_SUPPORTED when one has (draining a running process's disk tier
+  // is not built: close() takes the segment and its tier out together);
+  // INVALID_PARAMS for a grace period over an hour; -1 before setup (the
+  // reference's answer).
+  int UnmountLocalDiskSegment(uint64_t grace_period_seconds);
+  // The reference's get_offload_rpc_read_count: gets this process made of
+  // objects only a disk tier held when asked for (the master read each into
+  // memory first); a get of an object back in memory is not counted. Gets
+  // of a dummy client are made by its standalone client and count there.
+  // 0 before setup.
+  uint64_t OffloadReadCount();
 
   // ---- engine_ops.cc: upserts and replica operations ----
   // An upsert stores the object whether or not the key exists: a reader
