@@ -72,6 +72,9 @@ Status CheckConfig(const ReplicateConfig& c, size_t keys) {
   if (c.nof_replica_num > 0 || !c.preferred_nof_segments.empty()) {
     return mc::Error(ErrorCode::NOT_SUPPORTED, "NVMe-oF replicas are not supported");
   }
+  if (c.dfs_replica_num > 0) {
+    return mc::Error(ErrorCode::NOT_SUPPORTED, "DFS replicas are not supported");
+  }
   // As the reference's newest master: a TTL needs the pin enabled (with
   // with_soft_pin, the release's spelling, or ENABLE), and enabling and
   // disabling at once is a contradiction.

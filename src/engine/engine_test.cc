@@ -87,6 +87,14 @@ TEST_CASE("a put asking for NVMe-oF replicas is not supported") {
   CHECK(mooncake::internal::CheckConfig(c, 1).code() == mc::ErrorCode::NOT_SUPPORTED);
 }
 
+TEST_CASE("a put asking for DFS replicas is not supported") {
+  mooncake::ReplicateConfig c;
+  c.dfs_replica_num = 1;
+  CHECK(mooncake::internal::CheckConfig(c, 1).code() == mc::ErrorCode::NOT_SUPPORTED);
+  c.dfs_replica_num = 0;
+  CHECK(mooncake::internal::CheckConfig(c, 1).ok());
+}
+
 TEST_CASE("a soft-pin ttl needs the pin enabled, by either spelling") {
   using mooncake::SoftPinAction;
   mooncake::ReplicateConfig c;

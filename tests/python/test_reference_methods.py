@@ -32,7 +32,7 @@ def query(cluster, k):
 
 def test_replicate_config_has_the_references_fields_and_defaults():
     c = ReplicateConfig()
-    assert c.replica_num == 1 and c.nof_replica_num == 0
+    assert c.replica_num == 1 and c.nof_replica_num == 0 and c.dfs_replica_num == 0
     assert c.with_soft_pin is False and c.with_hard_pin is False
     assert c.soft_pin_action == ms.SoftPinAction.PRESERVE
     assert c.soft_pin_ttl_ms is None
@@ -46,8 +46,8 @@ def test_replicate_config_has_the_references_fields_and_defaults():
     c.soft_pin_ttl_ms = None
     assert c.soft_pin_ttl_ms is None
     text = str(c)
-    for field in ["replica_num", "nof_replica_num", "soft_pin_action", "soft_pin_ttl_ms=None",
-                  "group_ids=['g1', '']", "data_type", "preferred_nof_segments"]:
+    for field in ["replica_num", "nof_replica_num", "dfs_replica_num", "soft_pin_action",
+                  "soft_pin_ttl_ms=None", "group_ids=['g1', '']", "data_type", "preferred_nof_segments"]:
         assert field in text, text
     with pytest.raises(TypeError):
         c.soft_pin_action = 1
@@ -95,6 +95,18 @@ def test_nvmeof_replicas_are_not_supported_and_nothing_is_stored(store):
     c.preferred_nof_segments = ["nof0"]
     assert store.put_parts(k, b"v", config=c) == NOT_SUPPORTED
     assert store.is_exist(k) == 0
+
+
+def test_dfs_replicas_are_not_supported_and_nothing_is_stored(store):
+    c = ReplicateConfig()
+    c.dfs_replica_num = 2
+    k = key("dfs")
+    assert store.put(k, b"v", c) == NOT_SUPPORTED
+    assert store.put_batch([k, key("dfs")], [b"v", b"w"], c) == NOT_SUPPORTED
+    assert store.upsert(k, b"v", c) == NOT_SUPPORTED
+    assert store.is_exist(k) == 0
+    c.dfs_replica_num = 0
+    assert store.put(k, b"v", c) == 0 and store.get(k) == b"v"
 
 
 def test_group_ids_need_one_group_per_key_and_data_type_is_kept_out_of_the_way(store):

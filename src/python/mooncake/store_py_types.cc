@@ -39,7 +39,8 @@ std::string Repr(const ReplicateConfig& c) {
   auto b = [](bool v) { return v ? "True" : "False"; };
   std::ostringstream o;
   o << "ReplicateConfig(replica_num=" << c.replica_num
-    << ", nof_replica_num=" << c.nof_replica_num << ", with_soft_pin=" << b(c.with_soft_pin)
+    << ", nof_replica_num=" << c.nof_replica_num << ", dfs_replica_num=" << c.dfs_replica_num
+    << ", with_soft_pin=" << b(c.with_soft_pin)
     << ", soft_pin_action=SoftPinAction." << kActions[static_cast<int>(c.soft_pin_action)]
     << ", soft_pin_ttl_ms="
     << (c.soft_pin_ttl_ms ? std::to_string(*c.soft_pin_ttl_ms) : std::string("None"))
@@ -73,6 +74,7 @@ void DefineReplicateConfig(py::module_& m) {
       .def(py::init<>())
       .def_readwrite("replica_num", &ReplicateConfig::replica_num)
       .def_readwrite("nof_replica_num", &ReplicateConfig::nof_replica_num)
+      .def_readwrite("dfs_replica_num", &ReplicateConfig::dfs_replica_num)
       .def_readwrite("with_soft_pin", &ReplicateConfig::with_soft_pin)
       .def_readwrite("soft_pin_action", &ReplicateConfig::soft_pin_action)
       .def_readwrite("soft_pin_ttl_ms", &ReplicateConfig::soft_pin_ttl_ms)

@@ -58,6 +58,9 @@ struct ReplicateConfig {
   size_t replica_num = 1;
   // NVMe-oF replicas: that tier is not built; > 0 is NOT_SUPPORTED.
   size_t nof_replica_num = 0;
+  // Replicas on a distributed file system (the reference's DFS tier): not
+  // built either; > 0 is NOT_SUPPORTED.
+  size_t dfs_replica_num = 0;
   bool with_soft_pin = false;            // evicted only after unpinned objects
   SoftPinAction soft_pin_action = SoftPinAction::kPreserve;
   std::optional<uint64_t> soft_pin_ttl_ms;  // unset: the master's default TTL
