@@ -82,6 +82,7 @@ std::string HelpText(const Setting& s, const std::vector<std::string>& names) {
     if (HasNegation(s)) help += " " + NegationName(s);
   }
   if (s.env != nullptr) help += "; env " + std::string(s.env);
+  if (s.env_alias != nullptr) help += " or " + std::string(s.env_alias);
   help += std::string("; [") + SectionName(s.section) + "] " + s.key;
   return help;
 }

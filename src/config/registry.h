@@ -38,6 +38,8 @@ struct Setting {
   void* (*field)(Config&);  // where the value lives in the tree
   const char* help;         // one line, no default, no unit
   const char* env = nullptr;        // environment variable, if any
+  // The reference's name for the same variable, read when `env` is unset.
+  const char* env_alias = nullptr;
   const char* json_key = nullptr;   // key in a reference mooncake.json
   const char* flags = nullptr;      // extra flag names, comma separated ("--segment")
   const char* flag = nullptr;       // main flag when not --<key> ("--log-level")

@@ -72,6 +72,9 @@ TEST_CASE("the reference file mentions every setting in its section") {
     if (s.env != nullptr) {
       CHECK_MESSAGE(body.find(s.env) != std::string::npos, s.env << " not documented");
     }
+    if (s.env_alias != nullptr) {
+      CHECK_MESSAGE(body.find(s.env_alias) != std::string::npos, s.env_alias << " not documented");
+    }
   }
 }
 

@@ -64,10 +64,15 @@ Status ApplyJson(std::string_view text, const std::string& source, Config& confi
 Status ApplyEnv(const GetEnvFn& getenv, Config& config) {
   for (const Setting& s : AllSettings()) {
     if (s.env == nullptr) continue;
-    const char* value = getenv(s.env);
+    const char* name = s.env;
+    const char* value = getenv(name);
+    if ((value == nullptr || value[0] == '\0') && s.env_alias != nullptr) {
+      name = s.env_alias;
+      value = getenv(name);
+    }
     if (value == nullptr || value[0] == '\0') continue;
     Status st = SetFromText(s, value, config);
-    if (!st.ok()) return Named(s.env, st.message());
+    if (!st.ok()) return Named(name, st.message());
   }
   return Status::Ok();
 }

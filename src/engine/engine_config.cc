@@ -91,7 +91,8 @@ Result<Config> ResolveSetupConfig(const std::map<std::string, std::string>& give
   }
   if (SsdOffloadEnabled(given) && config.store.ssd_offload_path.empty())
     return Error(ErrorCode::INVALID_PARAMS,
-                 "enable_ssd_offload=True needs ssd_offload_path (or MOONCAKE_SSD_OFFLOAD_PATH)");
+                 "enable_ssd_offload=True needs ssd_offload_path (or MOONCAKE_SSD_OFFLOAD_PATH, "
+                 "or the reference's MOONCAKE_OFFLOAD_FILE_STORAGE_PATH)");
   return config;
 }
 

@@ -138,6 +138,16 @@ TEST_CASE("setup's enable_ssd_offload and ssd_offload_path give the store its di
       {{"enable_ssd_offload", "true"}}, Env({{"MOONCAKE_SSD_OFFLOAD_PATH", "/tmp/y"}}));
   REQUIRE(from_env.ok());
   CHECK(from_env->store.ssd_offload_path == "/tmp/y");
+  // The reference's variable for its client's disk path, ours first.
+  auto from_ref = mc::engine::ResolveSetupConfig(
+      {{"enable_ssd_offload", "true"}}, Env({{"MOONCAKE_OFFLOAD_FILE_STORAGE_PATH", "/tmp/r"}}));
+  REQUIRE(from_ref.ok());
+  CHECK(from_ref->store.ssd_offload_path == "/tmp/r");
+  auto both = mc::engine::ResolveSetupConfig(
+      {{"enable_ssd_offload", "true"}},
+      Env({{"MOONCAKE_OFFLOAD_FILE_STORAGE_PATH", "/tmp/r"}, {"MOONCAKE_SSD_OFFLOAD_PATH", "/tmp/y"}}));
+  REQUIRE(both.ok());
+  CHECK(both->store.ssd_offload_path == "/tmp/y");
   CHECK(mc::engine::ResolveSetupConfig({{"enable_ssd_offload", "true"}}, Env({})).code() ==
         mc::ErrorCode::INVALID_PARAMS);
 }
