@@ -126,6 +126,7 @@ int Store::Impl::Open(const SetupConfig& given) {
   // transfer engine's: here it becomes the segment's data port, so the
   // segment keeps the name the caller gave.
   std::string& local = config->cluster.local_hostname;
+  bool port_is_a_name = false;
   if (auto colon = local.rfind(':');
       colon != std::string::npos && local.find(':') == colon && config->store.port == 0 &&
       config->store.global_segment_size_bytes > 0) {
@@ -137,6 +138,7 @@ int Store::Impl::Open(const SetupConfig& given) {
     if (port > 0 && port <= 65535) {
       config->store.port = static_cast<uint16_t>(port);
       local.resize(colon);
+      port_is_a_name = true;
     }
   }
   auto c = mc::client::Client::Connect(*config);
@@ -146,7 +148,7 @@ int Store::Impl::Open(const SetupConfig& given) {
   }
   std::unique_ptr<mc::store::SegmentHost> h;
   if (config->store.global_segment_size_bytes > 0) {
-    auto made = StartHost(*config, (*c)->id());
+    auto made = StartHost(*config, (*c)->id(), port_is_a_name);
     if (!made.ok()) {
       MC_LOG(ERROR) << "setup: " << made.status().ToString();
       return Code(made.status());

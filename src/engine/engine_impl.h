@@ -41,9 +41,12 @@ mc::msg::PutOptions ToOptions(const ReplicateConfig& c);
 // A segment of config.store.global_segment_size_bytes for client `id`,
 // mounted (a few attempts) and serving. With no store port configured its
 // data port is a free one in 12300..14300, the reference's range (so its
-// name looks like the reference's), else any.
+// name looks like the reference's), else any. `port_is_a_name`: the port
+// came from local_hostname ("host:port"), so when it is in use another is
+// taken as if none was given (the segment is named after that one).
 mc::Result<std::unique_ptr<mc::store::SegmentHost>> StartHost(const mc::Config& config,
-                                                              mc::msg::ClientId id);
+                                                              mc::msg::ClientId id,
+                                                              bool port_is_a_name = false);
 
 struct HttpSettings;
 
@@ -92,6 +95,25 @@ struct Store::Impl {
     if (it == buffers.begin()) return false;
     --it;
     return p - it->first <= it->second && size <= it->second - (p - it->first);
+  }
+
+  // Bytes from `ptr` to the end of the memory registered for it: the
+  // register_buffer region holding it, else (a dummy) the pool; 0 when
+  // neither does. A ranged call whose offsets count from a buffer's start
+  // stays inside that buffer's registration, as the reference checks.
+  size_t RegisteredRoom(const void* ptr) const {
+    const auto p = reinterpret_cast<uintptr_t>(ptr);
+    if (p == 0) return 0;
+    {
+      std::shared_lock lock(buf_mu);
+      auto it = buffers.upper_bound(p);
+      if (it != buffers.begin()) {
+        --it;
+        if (p - it->first < it->second) return it->second - (p - it->first);
+      }
+    }
+    if (p >= pool_base && p - pool_base < pool_size) return pool_size - (p - pool_base);
+    return 0;
   }
 
   // The client HTTP API (engine_http.h), when setup asked for it. Stopped

@@ -30,8 +30,21 @@ constexpr int kRefPortAttempts = 16;
 namespace {
 
 mc::Result<std::unique_ptr<mc::store::SegmentHost>> CreateHost(const mc::Config& config,
-                                                               mc::msg::ClientId id) {
-  if (config.store.port != 0) return mc::store::SegmentHost::Create(config, id);
+                                                               mc::msg::ClientId id,
+                                                               bool port_is_a_name) {
+  if (config.store.port != 0) {
+    auto made = mc::store::SegmentHost::Create(config, id);
+    if (made.ok() || !port_is_a_name ||
+        made.status().message().find("in use") == std::string::npos) {
+      return made;
+    }
+    // The reference's transfer engine does not listen on local_hostname's
+    // port (it names the segment), so two of its stores in one process may
+    // give the same one; a segment name must be unique here.
+    MC_LOG(WARN) << "setup: local_hostname's port " << config.store.port
+                 << " is in use, so the segment serves on another port of " << kFirstRefPort
+                 << ".." << kLastRefPort << " and is named after it (get_hostname() says which)";
+  }
   std::mt19937 rng(std::random_device{}());
   std::uniform_int_distribution<int> pick(kFirstRefPort, kLastRefPort);
   mc::Config c = config;
@@ -41,14 +54,17 @@ mc::Result<std::unique_ptr<mc::store::SegmentHost>> CreateHost(const mc::Config&
     // Only a port in use is worth another try.
     if (made.ok() || made.status().message().find("data server") == std::string::npos) return made;
   }
-  return mc::store::SegmentHost::Create(config, id);
+  c.store.port = 0;  // any free port
+  return mc::store::SegmentHost::Create(c, id);
 }
 
 }  // namespace
 
 mc::Result<std::unique_ptr<mc::store::SegmentHost>> internal::StartHost(const mc::Config& config,
-                                                                        mc::msg::ClientId id) {
-  MC_ASSIGN_OR_RETURN(std::unique_ptr<mc::store::SegmentHost> h, CreateHost(config, id));
+                                                                        mc::msg::ClientId id,
+                                                                        bool port_is_a_name) {
+  MC_ASSIGN_OR_RETURN(std::unique_ptr<mc::store::SegmentHost> h,
+                      CreateHost(config, id, port_is_a_name));
   int attempts = 0;
   auto mounted = h->Mount([&attempts](uint64_t ms) {
     if (++attempts >= kMountAttempts) return true;

@@ -112,13 +112,14 @@ std::vector<std::vector<std::vector<int64_t>>> Store::GetIntoRanges(
           dst.size() > kMaxRangesPerEntry) {
         continue;
       }
+      const size_t room = impl_->RegisteredRoom(buffers[i]);
       for (size_t k = 0; k < dst.size(); ++k) {
         if (!obj.ok()) {
           out[i][j][k] = Code(obj.status());
           continue;
         }
         auto* to = reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(buffers[i]) + dst[k]);
-        if (!InRange(src[k], len[k], obj->size()) || !impl_->Registered(to, len[k])) continue;
+        if (!InRange(src[k], len[k], obj->size()) || !InRange(dst[k], len[k], room)) continue;
         std::memcpy(to, obj->data() + src[k], len[k]);
         out[i][j][k] = static_cast<int64_t>(len[k]);
       }

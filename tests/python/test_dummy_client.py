@@ -149,6 +149,13 @@ def test_ranged_reads_land_in_pool_buffers(dummy):
     assert ctypes.string_at(b0 + 20, 6) == d2[10:16]
     assert ctypes.string_at(b1 + 4, 6) == d2[0:6]
     assert ctypes.string_at(b1 + 16, 4) == d1[12:16]
+    # A pool buffer registered with its size bounds the ranges counted from
+    # it (the reference's destination check); unregistered, the pool does.
+    assert dummy.register_buffer(b0, 32) == 0
+    assert dummy.get_into_ranges([b0], [[k1]], [[[30, 28]]], [[[0, 0]]], [[[4, 4]]]) == \
+        [[[-600, 4]]]
+    assert dummy.unregister_buffer(b0) == 0
+    assert dummy.get_into_ranges([b0], [[k1]], [[[30]]], [[[0]]], [[[4]]]) == [[[4]]]
 
 
 def run_calls(s, prefix, mem):

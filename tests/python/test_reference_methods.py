@@ -238,6 +238,14 @@ def test_get_into_ranges_copies_each_range_and_reports_each(store):
     res = store.get_into_ranges([dst[1].ptr, loose.ptr], [[ka], [ka]],
                                 [[[0]], [[0]]], [[[4090]], [[0]]], [[[10]], [[8]]])
     assert res == [[[INVALID_PARAMS]], [[INVALID_PARAMS]]]
+    # Offsets count from a buffer's start and stay inside its registration,
+    # even where the next registered buffer begins right after it.
+    two = Buf(64)
+    assert store.register_buffer(two.ptr, 32) == 0
+    assert store.register_buffer(two.ptr + 32, 32) == 0
+    assert store.get_into_ranges([two.ptr], [[ka]], [[[40, 30, 28]]], [[[0, 0, 0]]],
+                                 [[[4, 4, 4]]]) == [[[INVALID_PARAMS, INVALID_PARAMS, 4]]]
+    assert two.bytes(64)[28:32] == a[:4] and two.bytes(64)[32:] == bytes(32)
     # Lists of different lengths: every range fails, nothing crashes.
     assert store.get_into_ranges([dst[0].ptr], [[ka]], [[[0]]], [], [[[1]]]) == [[[INVALID_PARAMS]]]
     # A key without its offsets list (ragged inner lists): that entry is

@@ -159,6 +159,43 @@ def test_a_port_in_local_hostname_names_the_segment(cluster):
     assert s.close() == 0
 
 
+def test_a_port_in_local_hostname_that_is_in_use_gives_way_to_a_free_one(cluster):
+    """The reference's tests give two stores of one process the same
+    "host:port" (its transfer engine does not listen there): the second
+    segment takes a free port in the reference's range, is named after it,
+    and says so; both serve."""
+    err = run_child(cluster, """
+        import socket
+        A = list(A); A[2] = 32 << 20
+        with socket.socket() as held:          # another process's port, say
+            held.bind(("127.0.0.1", 0)); held.listen()
+            port = held.getsockname()[1]
+            A[0] = f"127.0.0.1:{port}"
+            a = MooncakeDistributedStore()
+            assert a.setup(*A) == 0
+            name = a.get_hostname()
+            host, p = name.rsplit(":", 1)
+            assert host == "127.0.0.1" and int(p) != port and 12300 <= int(p) <= 14300, name
+        free = socket.socket(); free.bind(("127.0.0.1", 0)); port = free.getsockname()[1]
+        free.close()
+        A[0] = f"127.0.0.1:{port}"
+        b, c = MooncakeDistributedStore(), MooncakeDistributedStore()
+        assert b.setup(*A) == 0 and b.get_hostname() == f"127.0.0.1:{port}"
+        assert c.setup(*A) == 0 and c.get_hostname() not in (b.get_hostname(), name)
+        from mooncake.store import ReplicateConfig
+        for s in (a, b, c):   # each segment serves: a put placed on it reads back
+            cfg = ReplicateConfig(); cfg.preferred_segment = s.get_hostname()
+            k = "busy-port-" + s.get_hostname()
+            assert s.put(k, b"x" * 5000, cfg) == 0
+            assert [r.get_memory_descriptor().buffer_descriptor.transport_endpoint
+                    for r in a.get_replica_desc(k)] == [s.get_hostname()], k
+            assert b.get(k) == b"x" * 5000
+        for s in (a, b, c):
+            assert s.close() == 0
+    """)
+    assert err.count("is in use, so the segment serves on another port") == 2, err
+
+
 def test_enable_ssd_offload_gives_the_segment_a_disk_tier_at_ssd_offload_path(cluster, tmp_path):
     ssd = tmp_path / "ssd"
     # A file a crashed earlier run left half written: the tier deletes it.
