@@ -76,7 +76,8 @@ Result<Config> ResolveSetupConfig(const std::map<std::string, std::string>& give
     // The disk tier: ssd_offload_path counts only with enable_ssd_offload
     // true (the reference's pair), which then needs a path.
     if (key == "enable_ssd_offload") continue;
-    if (key == "ssd_offload_path" && !SsdOffloadEnabled(given)) continue;
+    // An empty path (the binding's default) leaves the environment's.
+    if (key == "ssd_offload_path" && (!SsdOffloadEnabled(given) || value.empty())) continue;
     // The client HTTP API's keys: engine_http.h reads them.
     if (key == "enable_client_http_server" || key == "client_http_port") continue;
     const config::Setting* s = SettingFor(key);

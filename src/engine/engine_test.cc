@@ -143,6 +143,13 @@ TEST_CASE("setup's enable_ssd_offload and ssd_offload_path give the store its di
       {{"enable_ssd_offload", "true"}}, Env({{"MOONCAKE_OFFLOAD_FILE_STORAGE_PATH", "/tmp/r"}}));
   REQUIRE(from_ref.ok());
   CHECK(from_ref->store.ssd_offload_path == "/tmp/r");
+  // setup() passes ssd_offload_path="" when the caller gives none: the
+  // environment's path still counts.
+  auto empty_given = mc::engine::ResolveSetupConfig(
+      {{"enable_ssd_offload", "true"}, {"ssd_offload_path", ""}},
+      Env({{"MOONCAKE_OFFLOAD_FILE_STORAGE_PATH", "/tmp/r"}}));
+  REQUIRE(empty_given.ok());
+  CHECK(empty_given->store.ssd_offload_path == "/tmp/r");
   auto both = mc::engine::ResolveSetupConfig(
       {{"enable_ssd_offload", "true"}},
       Env({{"MOONCAKE_OFFLOAD_FILE_STORAGE_PATH", "/tmp/r"}, {"MOONCAKE_SSD_OFFLOAD_PATH", "/tmp/y"}}));
