@@ -64,6 +64,7 @@ struct MasterConfig {
   bool enable_offload = false;      // record disk replicas stores announce
   bool offload_on_evict = false;    // eviction moves objects to disk, not away
   bool promotion_on_hit = false;    // disk reads often enough bring it back
+  uint32_t promotion_admission_threshold = 2;  // reads from disk within the window that promote
 };
 
 // Master high availability on etcd (mooncake-master(1), HIGH AVAILABILITY):

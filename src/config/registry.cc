@@ -136,6 +136,11 @@ const Setting kSettings[] = {
     {.section = kMaster, .key = "promotion_on_hit", .type = Type::kBool,
      .field = MC_FIELD(master.promotion_on_hit),
      .help = "Copy an object read from disk often enough back into memory"},
+    {.section = kMaster, .key = "promotion_admission_threshold", .type = Type::kU32,
+     .field = MC_FIELD(master.promotion_admission_threshold),
+     .help = "Reads from disk of one object within 60 s that promote it (promotion_on_hit); "
+             "1: the first",
+     .zero_ok = false, .max = 1000},
 
     // [ha]: master high availability on etcd.
     {.section = kHa, .key = "etcd", .type = Type::kString, .field = MC_FIELD(ha.etcd),

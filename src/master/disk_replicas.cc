@@ -119,23 +119,23 @@ std::vector<std::string> DiskReplicas::ForgetUnannounced(
 }
 
 bool PromotionGate::Hit(std::string_view key, uint64_t now_us) {
-  if (last_hit_us_.size() >= kMaxTrackedKeys) {
+  if (threshold_ <= 1) return true;
+  if (counts_.size() >= kMaxTrackedKeys) {
     std::vector<uint64_t> times;
-    times.reserve(last_hit_us_.size());
-    for (const auto& [k, t] : last_hit_us_) times.push_back(t);
+    times.reserve(counts_.size());
+    for (const auto& [k, c] : counts_) times.push_back(c.first_us);
     std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
     const uint64_t median = times[times.size() / 2];
-    std::erase_if(last_hit_us_, [&](const auto& kv) { return kv.second <= median; });
+    std::erase_if(counts_, [&](const auto& kv) { return kv.second.first_us <= median; });
   }
-  auto [it, inserted] = last_hit_us_.try_emplace(std::string(key), now_us);
-  if (inserted) return false;
-  const bool again = now_us - it->second <= window_us_;
-  it->second = now_us;
-  if (again) last_hit_us_.erase(it);
-  return again;
+  auto [it, inserted] = counts_.try_emplace(std::string(key), Count{now_us, 0});
+  if (!inserted && now_us - it->second.first_us > window_us_) it->second = Count{now_us, 0};
+  if (++it->second.reads < threshold_) return false;
+  counts_.erase(it);  // admitted: counting starts again
+  return true;
 }
 
-void PromotionGate::Forget(std::string_view key) { last_hit_us_.erase(std::string(key)); }
+void PromotionGate::Forget(std::string_view key) { counts_.erase(std::string(key)); }
 
 msg::ListKeysReply DiskReplicas::MergeKeys(const msg::ListKeysReply& memory,
                                            const msg::ListKeysRequest& req, uint32_t limit,

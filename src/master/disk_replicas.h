@@ -11,8 +11,9 @@
 // nothing for this table. Pure state: no I/O, time passed in.
 //
 // PromotionGate: the --promotion-on-hit admission rule. An object read
-// from disk is copied back into memory to stay only when it was read from
-// disk before within `window_us` (a second hit within the window): one-off
+// from disk is copied back into memory to stay only when this read makes
+// `threshold` reads from disk within `window_us` of the first of them (by
+// default a second hit within the window; 1 promotes every read): one-off
 // reads of cold objects do not push hot ones out of memory.
 //
 // Not thread-safe: the master service calls it under its own lock.
@@ -105,14 +106,20 @@ class PromotionGate {
  public:
   // At most this many keys remembered; beyond, the oldest half is forgotten.
   static constexpr size_t kMaxTrackedKeys = 1 << 16;
-  explicit PromotionGate(uint64_t window_us) : window_us_(window_us) {}
+  explicit PromotionGate(uint64_t window_us, uint32_t threshold = 2)
+      : window_us_(window_us), threshold_(threshold) {}
   // A read of `key` from disk at `now_us`: true when it should be promoted.
   bool Hit(std::string_view key, uint64_t now_us);
   void Forget(std::string_view key);
 
  private:
+  struct Count {
+    uint64_t first_us;  // the first read of this count
+    uint32_t reads;
+  };
   uint64_t window_us_;
-  std::unordered_map<std::string, uint64_t> last_hit_us_;
+  uint32_t threshold_;
+  std::unordered_map<std::string, Count> counts_;
 };
 
 }  // namespace mc::master

@@ -74,6 +74,18 @@ TEST_CASE("promotion admits a key read from disk twice within the window") {
   CHECK_FALSE(gate.Hit("k", 950));  // admitted: counting starts again
   CHECK_FALSE(gate.Hit("j", 5000));  // too late: a first hit again
   CHECK(gate.Hit("j", 5500));
+  PromotionGate third(1000, 3);  // --promotion-admission-threshold 3
+  CHECK_FALSE(third.Hit("k", 0));
+  CHECK_FALSE(third.Hit("k", 500));
+  CHECK(third.Hit("k", 900));
+  CHECK_FALSE(third.Hit("j", 0));
+  CHECK_FALSE(third.Hit("j", 600));
+  CHECK_FALSE(third.Hit("j", 1200));  // past the window of the first: counts from here
+  CHECK_FALSE(third.Hit("j", 1500));
+  CHECK(third.Hit("j", 2100));
+  PromotionGate every(1000, 1);  // 1: every read from disk promotes
+  CHECK(every.Hit("k", 0));
+  CHECK(every.Hit("k", 10));
 }
 
 

@@ -13,7 +13,7 @@ constexpr msg::ClientId kTierClient{0x6d632d7469657200ull, 1};
 }  // namespace
 
 TierService::TierService(const MasterConfig& config)
-    : config_(config), gate_(kPromotionWindowUs) {}
+    : config_(config), gate_(kPromotionWindowUs, config.promotion_admission_threshold) {}
 
 uint64_t TierService::Queue(const std::string& segment, msg::TierWorkKind kind,
                             const std::string& key, uint64_t offset, uint64_t size_bytes) {
