@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "msg/messages.h"
 #include "msg/ops_messages.h"
+#include "msg/tier_messages.h"
 #include "rpc/client.h"
 
 namespace mc {
@@ -71,6 +72,12 @@ class Client {
   virtual Result<bool> Exists(const std::string& key) = 0;
   virtual Status Remove(const std::string& key, bool force) = 0;
   virtual Result<msg::ListKeysReply> List(const msg::ListKeysRequest& request) = 0;
+  // The same page with each key's tier (memory, disk, both), without
+  // reading or staging anything. NOT_SUPPORTED where the link or the
+  // master has no such call (a dummy client, an older master).
+  virtual Result<msg::TieredListKeysReply> ListTiered(const msg::ListKeysRequest&) {
+    return Error(ErrorCode::NOT_SUPPORTED, "no tiered listing here");
+  }
   virtual Result<msg::ClusterStatusReply> ClusterStatus() = 0;
 
   // Batch forms: one result per key, in order.

@@ -93,6 +93,9 @@ class ClientImpl final : public Client {
   Result<msg::ListKeysReply> List(const msg::ListKeysRequest& request) override {
     return master_->ListKeys(request);
   }
+  Result<msg::TieredListKeysReply> ListTiered(const msg::ListKeysRequest& request) override {
+    return master_->ListKeysTiered(request);
+  }
 
   Result<msg::ClusterStatusReply> ClusterStatus() override {
     return master_->ClusterStatus();

@@ -65,6 +65,9 @@ class RpcLink final : public MasterLink {
   Result<msg::ListKeysReply> ListKeys(const msg::ListKeysRequest& req) override {
     return rpc_->Invoke<Opcode::kListKeys>(req);
   }
+  Result<msg::TieredListKeysReply> ListKeysTiered(const msg::ListKeysRequest& req) override {
+    return rpc_->Invoke<Opcode::kListKeysTiered>(req);
+  }
   Result<msg::ClusterStatusReply> ClusterStatus() override {
     return rpc_->Invoke<Opcode::kClusterStatus>({});
   }
@@ -134,6 +137,9 @@ Result<msg::ReplicaClearReply> MasterLink::BatchReplicaClear(const msg::ReplicaC
 }
 Result<msg::RemoveByRegexReply> MasterLink::RemoveByRegex(const msg::RemoveByRegexRequest&) {
   return Unsupported("RemoveByRegex");
+}
+Result<msg::TieredListKeysReply> MasterLink::ListKeysTiered(const msg::ListKeysRequest&) {
+  return Unsupported("ListKeysTiered");
 }
 Status MasterLink::ReportAccesses(const msg::AccessReport&) {
   return Unsupported("ReportAccesses");

@@ -10,6 +10,7 @@
 #include "common/result.h"
 #include "msg/messages.h"
 #include "msg/ops_messages.h"
+#include "msg/tier_messages.h"
 
 namespace mc::rpc {
 class MasterClient;
@@ -47,6 +48,9 @@ class MasterLink {
   // With `force`, leased objects too.
   virtual Result<msg::RemoveAllReply> RemoveAll(bool force) = 0;
   virtual Result<msg::ListKeysReply> ListKeys(const msg::ListKeysRequest& req) = 0;
+  // With each key's tier (memory, disk, both); NOT_SUPPORTED unless the
+  // link serves it (RpcMasterLink does; an older master answers so too).
+  virtual Result<msg::TieredListKeysReply> ListKeysTiered(const msg::ListKeysRequest& req);
   virtual Result<msg::ClusterStatusReply> ClusterStatus() = 0;
   // A notification: what the client moved, by path and direction.
   virtual Status ReportTransfers(const msg::TransferReport& report) = 0;

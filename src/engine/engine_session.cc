@@ -56,6 +56,26 @@ int Store::GetReplicaDesc(const std::string& key, std::vector<ReplicaInfo>* out)
   out->clear();
   MC_ENGINE_CLIENT(kInvalidParams);
   if (!KeyOk(key)) return kInvalidKey;
+  // The key's tiers first, which reads nothing: locating a key that only a
+  // disk tier holds would have the master stage it into memory, and the
+  // answer would then show that passing copy instead of the disk one.
+  auto tier = mc::msg::KeyTier::kMemory;
+  uint64_t size = 0;
+  if (auto t = cl.ListTiered(mc::msg::ListKeysRequest{key, 1, ""});
+      t.ok() && !t->list.keys.empty() && t->list.keys[0].key == key && !t->tiers.empty()) {
+    tier = static_cast<mc::msg::KeyTier>(t->tiers[0]);
+    size = t->list.keys[0].size_bytes;
+  }  // else (a key still being written, an older master, a dummy): as a get sees it
+  auto disk = [&] {
+    ReplicaInfo d;
+    d.complete = d.on_disk = true;
+    d.disk_size_bytes = size;
+    out->push_back(std::move(d));
+  };
+  if (tier == mc::msg::KeyTier::kDisk) {
+    disk();
+    return kOk;
+  }
   auto r = cl.Locate(key);
   if (!r.ok()) return Code(r.status());
   for (const auto& rep : r->replicas) {
@@ -66,6 +86,7 @@ int Store::GetReplicaDesc(const std::string& key, std::vector<ReplicaInfo>* out)
     }
     out->push_back(std::move(info));
   }
+  if (tier == mc::msg::KeyTier::kBoth) disk();
   return kOk;
 }
 

@@ -409,6 +409,21 @@ def test_offload_read_count_counts_gets_a_disk_tier_served(tmp_path):
         assert [b.bytes() for b in bufs] == [pattern(k, size) for k in on_disk[2:4]]
         assert s.get_offload_rpc_read_count() == 3
 
+        # Described without being read: one LOCAL_DISK replica, nothing staged.
+        cold = on_disk[5]
+        descs = s.get_replica_desc(cold)
+        assert len(descs) == 1, descs
+        assert descs[0].is_local_disk_replica() and not descs[0].is_memory_replica()
+        assert not descs[0].is_disk_replica()
+        assert descs[0].status == ms.ReplicaStatus.COMPLETE
+        with pytest.raises(ValueError):
+            descs[0].get_memory_descriptor()
+        assert list(s.batch_get_replica_desc([cold])) == [cold]
+        assert s.get_offload_rpc_read_count() == 3 and tier(cold) == "disk"
+        mem = s.get_replica_desc(in_memory[0])
+        assert [d.is_memory_replica() for d in mem] == [True]
+        assert not mem[0].is_local_disk_replica()
+
         # Promotion: the staged copy of a first read goes again; a second
         # read within the window keeps the object in memory, after which
         # its reads are memory reads.
@@ -422,6 +437,8 @@ def test_offload_read_count_counts_gets_a_disk_tier_served(tmp_path):
         assert s.get(hot) == pattern(hot, size)
         assert s.get_offload_rpc_read_count() == 5
         assert tier(hot) == "memory+disk", "the second read promoted the key"
+        kinds = [(d.is_memory_replica(), d.is_local_disk_replica()) for d in s.get_replica_desc(hot)]
+        assert kinds == [(True, False), (False, True)], kinds
         assert s.get(hot) == pattern(hot, size)
         assert s.get_offload_rpc_read_count() == 5, "a promoted key is read from memory"
     finally:

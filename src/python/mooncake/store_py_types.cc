@@ -117,14 +117,26 @@ void DefineReplicaDescriptors(py::module_& m) {
       .def_readwrite("object_size", &DiskDescriptor::object_size);
   py::class_<ReplicaDescriptor>(m, "ReplicaDescriptor")
       .def_readonly("status", &ReplicaDescriptor::status)
-      .def("is_memory_replica", [](const ReplicaDescriptor&) { return true; })
+      .def("is_memory_replica", [](const ReplicaDescriptor& r) { return !r.on_disk; })
+      // The reference's DISK replicas live on a shared file system (none
+      // here); a store's own disk tier is its LOCAL_DISK kind.
       .def("is_disk_replica", [](const ReplicaDescriptor&) { return false; })
-      .def("is_local_disk_replica", [](const ReplicaDescriptor&) { return false; })
+      .def("is_local_disk_replica", [](const ReplicaDescriptor& r) { return r.on_disk; })
       .def("get_memory_descriptor",
-           [](const ReplicaDescriptor& r) -> const MemoryDescriptor& { return r.memory; },
+           [](const ReplicaDescriptor& r) -> const MemoryDescriptor& {
+             if (r.on_disk) throw py::value_error("a disk-tier replica has no memory descriptor");
+             return r.memory;
+           },
            py::return_value_policy::reference_internal)
-      .def("get_disk_descriptor", [](const ReplicaDescriptor&) -> DiskDescriptor {
-        throw py::value_error("not a disk replica: mooncake keeps replicas in memory only");
+      .def("get_disk_descriptor", [](const ReplicaDescriptor& r) -> DiskDescriptor {
+        throw py::value_error(r.on_disk ? "a disk-tier (LOCAL_DISK) replica has no shared file "
+                                          "path: its store serves it"
+                                        : "not a disk replica");
+      })
+      .def("__repr__", [](const ReplicaDescriptor& r) {
+        if (r.on_disk) return "<ReplicaDescriptor LOCAL_DISK size=" + std::to_string(r.disk_size) + ">";
+        return "<ReplicaDescriptor MEMORY buffers=" +
+               std::to_string(r.memory.buffer_descriptors.size()) + ">";
       });
 }
 

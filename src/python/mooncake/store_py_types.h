@@ -38,11 +38,15 @@ struct DiskDescriptor {
 struct ReplicaDescriptor {
   ReplicaStatus status = ReplicaStatus::kUndefined;
   MemoryDescriptor memory;
+  bool on_disk = false;  // a store's disk tier copy: the reference's LOCAL_DISK
+  uint64_t disk_size = 0;
 };
 
 inline ReplicaDescriptor ToDescriptor(const mooncake::ReplicaInfo& r) {
   ReplicaDescriptor d;
   d.status = r.complete ? ReplicaStatus::kComplete : ReplicaStatus::kProcessing;
+  d.on_disk = r.on_disk;
+  d.disk_size = r.disk_size_bytes;
   for (const auto& b : r.buffers) {
     d.memory.buffer_descriptors.push_back({b.size_bytes, b.offset, b.endpoint, b.segment_name});
   }

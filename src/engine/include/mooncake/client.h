@@ -85,6 +85,10 @@ struct BufferInfo {
 struct ReplicaInfo {
   bool complete = false;
   std::vector<BufferInfo> buffers;
+  // A copy on a store's disk tier (the reference's LOCAL_DISK replica):
+  // no buffers, `disk_size_bytes` the object's size.
+  bool on_disk = false;
+  uint64_t disk_size_bytes = 0;
 };
 
 // Setup keys (reference names): local_hostname, metadata_server,
