@@ -87,14 +87,20 @@ struct Store::Impl {
   bool Registered(const void* ptr, size_t size) const {
     if (ptr == nullptr || size == 0) return false;
     const auto p = reinterpret_cast<uintptr_t>(ptr);
-    if (p >= pool_base && p - pool_base < pool_size && size <= pool_size - (p - pool_base)) {
-      return true;
-    }
+    return size <= PoolRoom(p) || size <= ExplicitRoom(p);
+  }
+  // Bytes from `p` to the end of the dummy's pool (0 outside it).
+  size_t PoolRoom(uintptr_t p) const {
+    return p >= pool_base && p - pool_base < pool_size ? pool_size - (p - pool_base) : 0;
+  }
+  // Bytes from `p` to the end of the register_buffer region holding it (0
+  // when none does).
+  size_t ExplicitRoom(uintptr_t p) const {
     std::shared_lock lock(buf_mu);
     auto it = buffers.upper_bound(p);
-    if (it == buffers.begin()) return false;
+    if (it == buffers.begin()) return 0;
     --it;
-    return p - it->first <= it->second && size <= it->second - (p - it->first);
+    return p - it->first < it->second ? it->second - (p - it->first) : 0;
   }
 
   // Bytes from `ptr` to the end of the memory registered for it: the
@@ -104,16 +110,8 @@ struct Store::Impl {
   size_t RegisteredRoom(const void* ptr) const {
     const auto p = reinterpret_cast<uintptr_t>(ptr);
     if (p == 0) return 0;
-    {
-      std::shared_lock lock(buf_mu);
-      auto it = buffers.upper_bound(p);
-      if (it != buffers.begin()) {
-        --it;
-        if (p - it->first < it->second) return it->second - (p - it->first);
-      }
-    }
-    if (p >= pool_base && p - pool_base < pool_size) return pool_size - (p - pool_base);
-    return 0;
+    const size_t explicit_room = ExplicitRoom(p);
+    return explicit_room != 0 ? explicit_room : PoolRoom(p);
   }
 
   // The client HTTP API (engine_http.h), when setup asked for it. Stopped

@@ -121,6 +121,7 @@ std::vector<std::vector<std::vector<int64_t>>> Store::GetIntoRanges(
   std::map<std::string, size_t> index;
   for (size_t k = 0; k < keys.size(); ++k) index[keys[k]] = k;
   for (size_t i = 0; i < all_keys.size(); ++i) {
+    const size_t room = impl_->RegisteredRoom(buffers[i]);  // offsets count from its start
     for (size_t j = 0; j < all_keys[i].size(); ++j) {
       if (j >= dst_offsets[i].size() || j >= src_offsets[i].size() || j >= sizes[i].size()) {
         continue;
@@ -133,7 +134,6 @@ std::vector<std::vector<std::vector<int64_t>>> Store::GetIntoRanges(
           dst.size() > kMaxRangesPerEntry) {
         continue;
       }
-      const size_t room = impl_->RegisteredRoom(buffers[i]);
       for (size_t k = 0; k < dst.size(); ++k) {
         if (!obj.ok()) {
           out[i][j][k] = Code(obj.status());

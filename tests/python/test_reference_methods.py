@@ -11,7 +11,7 @@ import pytest
 
 import mooncake.store as ms
 from cluster import Cluster
-from conftest import Buf, ReplicateConfig, pattern
+from conftest import Buf, ReplicateConfig, pattern, setup_args
 from harness import tempdir
 
 NOT_FOUND, ALREADY_EXISTS, INVALID_PARAMS = -704, -705, -600
@@ -371,9 +371,7 @@ def test_offload_read_count_counts_gets_a_disk_tier_served(tmp_path):
                               "--eviction-high-watermark-ratio", "0.5", "--client-ttl", "2s"])
     s = ms.MooncakeDistributedStore()
     try:
-        args = ("127.0.0.1", f"http://127.0.0.1:{c.meta_port}/metadata", 32 << 20, 16 << 20,
-                "tcp", "", f"127.0.0.1:{c.rpc_port}")
-        assert s.setup(*args, None, enable_ssd_offload=True,
+        assert s.setup(*setup_args(c, 32 << 20), None, enable_ssd_offload=True,
                        ssd_offload_path=str(tmp_path / "ssd")) == 0
         assert s.get_offload_rpc_read_count() == 0
         assert s.unmount_local_disk_segment() == NOT_SUPPORTED_CODE
