@@ -89,7 +89,8 @@ ap.add_argument("--variant", action="append", default=[],
                 help="LABEL=ARGS: one more HA group of the new build, its masters started with "
                      "ARGS (master flags; NAME=VALUE words are put in their environment; words "
                      "starting etcd: go to an etcd of the group's own, as its flags or "
-                     "environment), e.g. 'deep=--ha-entries-in-flight 8 etcd:GOMAXPROCS=1'; "
+                     "environment, etcd:members=N its member count, default 3), e.g. "
+                     "'deep=--ha-entries-in-flight 8 etcd:GOMAXPROCS=1'; "
                      "repeatable")
 ap.add_argument("--etcd-leader", type=int, default=-1,
                 help="make this etcd member (0-2; the masters list member 0 first) etcd's raft "
@@ -271,7 +272,7 @@ def where_the_time_goes(ha0, ha1, etcd0, etcd1, cpu, puts):
           f"queue wait {d['master_ha_queue_wait_seconds_total'] * 1000 / entries:.2f} ms/entry, "
           f"encode {d['master_ha_encode_seconds_total'] * 1e6 / entries:.0f} us/entry, "
           f"most entries in flight {ha1['master_ha_entries_in_flight_max']:.0f}; "
-          f"CPU per entry: etcd (3 members) {cpu[0] * 1000 / entries:.2f} ms, "
+          f"CPU per entry: etcd (all members) {cpu[0] * 1000 / entries:.2f} ms, "
           f"leader {cpu[1] * 1000 / entries:.2f} ms; CPU per put: etcd "
           f"{cpu[0] * 1e6 / max(puts, 1):.0f} us, leader {cpu[1] * 1e6 / max(puts, 1):.0f} us")
     for i, (a, b) in enumerate(zip(etcd0, etcd1)):
@@ -372,10 +373,12 @@ def ha_row(depth, label, cluster, variant=()):
     flags and environment of an etcd of its own (GOMAXPROCS=1,
     --backend-batch-interval=1s), started for this row and stopped after."""
     own = [w[len("etcd:"):] for w in variant if w.startswith("etcd:")]
+    members = [int(w.split("=", 1)[1]) for w in own if w.startswith("members=")]
+    own = [w for w in own if not w.startswith("members=")]
     on = etcd
-    if own:
+    if own or members:
         env, flags = split_words(own)
-        on = Etcd(members=3, extra=flags, env=env)
+        on = Etcd(members=members[-1] if members else 3, extra=flags, env=env)
     g = new_group(depth, cluster, [w for w in variant if not w.startswith("etcd:")], on)
     out = ha_rows(g, on, label)
     stop_group(g)
