@@ -4,13 +4,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/command.h"
+#include "config/ref_master.h"
 
 namespace {
 
@@ -62,7 +65,34 @@ void UseHugePagesForHeap(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// The words of the command line as the subcommands read them: run through a
+// link named `mooncake_master` (the reference's binary), it is `mooncake
+// master`; the master's gflags-style words (-port=50051, -v=1,
+// --noenable_ha) are rewritten into ours (config/ref_master.h).
+std::vector<std::string> CommandWords(int argc, char** argv) {
+  std::vector<std::string> words(argv, argv + argc);
+  std::string_view self = argc > 0 ? argv[0] : "mooncake";
+  size_t slash = self.rfind('/');
+  if (slash != std::string_view::npos) self.remove_prefix(slash + 1);
+  if (self == "mooncake_master") {
+    words[0] = "mooncake";
+    words.insert(words.begin() + 1, "master");
+  }
+  if (words.size() > 2 && words[1] == "master") {
+    std::vector<std::string> rest(words.begin() + 2, words.end());
+    mc::config::NormalizeGflagsArgs(rest);
+    std::copy(rest.begin(), rest.end(), words.begin() + 2);
+  }
+  return words;
+}
+
+int main(int raw_argc, char** raw_argv) {
+  std::vector<std::string> words = CommandWords(raw_argc, raw_argv);
+  std::vector<char*> args;
+  for (std::string& w : words) args.push_back(w.data());
+  args.push_back(nullptr);
+  int argc = static_cast<int>(words.size());
+  char** argv = args.data();
   UseHugePagesForHeap(argc, argv);
   CLI::App app{"mooncake: a distributed in-memory KV-cache store for LLM inference", "mooncake"};
   app.require_subcommand(1);

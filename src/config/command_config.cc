@@ -9,6 +9,8 @@
 #include <map>
 #include <set>
 
+#include "common/log.h"
+#include "config/ref_master.h"
 #include "config/registry.h"
 #include "config/sources.h"
 
@@ -104,6 +106,29 @@ struct CommandConfig::Impl {
   std::deque<Bound> bound;  // deque: CLI11 keeps pointers into it
   std::map<const CLI::Option*, Bound*> by_option;
   std::set<std::string> names;
+  // The master's reference flags without a setting (ref_master.h).
+  std::vector<std::pair<CLI::Option*, const RefFlag*>> ref_options;
+  std::deque<std::string> ref_text;
+  std::string ref_config_path;  // --config_path: the reference's JSON file
+  std::vector<std::string> notes;
+
+  void AddRef(const RefFlag& f) {
+    std::string name = std::string("--") + f.name;
+    if (names.count(name) != 0) return;  // a setting of ours has the name
+    Claim(name);
+    static const std::string kNoHelp;  // hidden: mooncake-master(1) lists them
+    CLI::Option* opt = nullptr;
+    if (std::string_view(f.name) == "config_path") {
+      opt = sub->add_option(name, ref_config_path, kNoHelp);
+    } else if (f.type == RefType::kBool) {
+      opt = sub->add_flag(name, kNoHelp);
+    } else {
+      opt = sub->add_option(name, ref_text.emplace_back(), kNoHelp)
+                ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    }
+    opt->group("");
+    ref_options.emplace_back(opt, &f);
+  }
 
   void Claim(const std::string& name) {
     bool fresh = names.insert(name).second;
@@ -157,6 +182,9 @@ CommandConfig::CommandConfig(CLI::App& sub, unsigned sections, bool is_server)
   for (const Setting& s : AllSettings()) {
     if ((sections & s.section) != 0) impl_->Add(s);
   }
+  if ((sections & kMaster) != 0) {
+    for (const RefFlag& f : RefMasterFlags()) impl_->AddRef(f);
+  }
 }
 
 CommandConfig::~CommandConfig() = default;
@@ -175,8 +203,26 @@ Result<Config> CommandConfig::Resolve() const {
     if (b.setting->type == Type::kBool) value = BoolText(value, b.negate);
     sources.flags.push_back(FlagValue{b.setting, b.name, value});
   }
-  return LoadConfig(sources);
+  impl_->notes.clear();
+  if (!impl_->ref_config_path.empty()) {
+    sources.ref_master_json = impl_->ref_config_path;
+    sources.notes = &impl_->notes;
+  }
+  MC_ASSIGN_OR_RETURN(Config config, LoadConfig(sources));
+  for (const CLI::Option* opt : impl_->sub->parse_order()) {
+    for (const auto& [ref_opt, flag] : impl_->ref_options) {
+      if (ref_opt != opt || opt->results().empty() || flag->name == std::string_view("config_path"))
+        continue;
+      std::string value = opt->results().back();
+      if (flag->type == RefType::kBool) value = BoolText(value, false);
+      MC_RETURN_IF_ERROR(ApplyRefMasterFlag(*flag, value, std::string("--") + flag->name, config,
+                                            impl_->notes));
+    }
+  }
+  return config;
 }
+
+const std::vector<std::string>& CommandConfig::notes() const { return impl_->notes; }
 
 int RunWithConfig(const char* name, const CommandConfig& cc, unsigned sections,
                   const std::function<int(const Config&)>& body) {
@@ -185,6 +231,9 @@ int RunWithConfig(const char* name, const CommandConfig& cc, unsigned sections,
     std::fprintf(stderr, "mooncake %s: error: %s\n", name, config.status().message().c_str());
     return 2;
   }
+  LogLevel level;
+  if (ParseLogLevel(config->log.level, &level)) SetLogLevel(level);
+  for (const std::string& note : cc.notes()) MC_LOG(INFO) << note;
   if (cc.print_config_requested()) {
     std::fputs(ToToml(*config, sections).c_str(), stdout);
     return 0;

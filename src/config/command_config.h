@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "config/config.h"
@@ -33,6 +34,10 @@ class CommandConfig {
   Result<Config> Resolve() const;
 
   bool print_config_requested() const;
+
+  // After Resolve: what the reference master's flags accepted without effect
+  // (ref_master.h), one line each, for the start-up log.
+  const std::vector<std::string>& notes() const;
 
  private:
   struct Impl;

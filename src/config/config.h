@@ -42,6 +42,7 @@ struct MasterConfig {
   std::string rpc_address = kDefaultMasterRpcBindAddress;
   uint16_t rpc_port = kDefaultMasterRpcPort;
   uint16_t metrics_port = 9003;
+  std::string metrics_host;  // admin HTTP bind address; empty: rpc_address
   bool enable_http_metadata_server = false;
   std::string http_metadata_server_host = "0.0.0.0";
   uint16_t http_metadata_server_port = 8080;

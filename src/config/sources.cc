@@ -7,6 +7,7 @@
 
 #include "config/command_config.h"
 #include "config/json_reader.h"
+#include "config/ref_master.h"
 
 namespace mc::config {
 
@@ -82,6 +83,12 @@ Result<Config> LoadConfig(const Sources& sources) {
   if (!sources.toml_path.empty()) {
     MC_ASSIGN_OR_RETURN(std::string text, ReadConfigFile(sources.toml_path));
     MC_RETURN_IF_ERROR(ApplyToml(text, sources.toml_path, config));
+  }
+  if (!sources.ref_master_json.empty()) {
+    MC_ASSIGN_OR_RETURN(std::string text, ReadConfigFile(sources.ref_master_json));
+    std::vector<std::string> ignored;
+    MC_RETURN_IF_ERROR(ApplyRefMasterJson(text, sources.ref_master_json, config,
+                                          sources.notes != nullptr ? *sources.notes : ignored));
   }
   if (sources.getenv) {
     const char* json_path = sources.getenv("MOONCAKE_CONFIG_PATH");

@@ -45,9 +45,14 @@ struct Sources {
   std::string toml_path;  // --config FILE; empty: none
   GetEnvFn getenv;        // also supplies MOONCAKE_CONFIG_PATH
   std::vector<FlagValue> flags;  // in command-line order; the last wins
+  // The reference master's --config_path JSON (ref_master.h), applied after
+  // the TOML file; its notes go to `notes`.
+  std::string ref_master_json;
+  std::vector<std::string>* notes = nullptr;
 };
 
-// defaults < TOML file < mooncake.json < environment < flags.
+// defaults < TOML file < reference master JSON < mooncake.json < environment
+// < flags.
 Result<Config> LoadConfig(const Sources& sources);
 
 // The whole file, or an error naming it.

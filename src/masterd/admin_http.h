@@ -25,6 +25,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "config/config.h"
 
 struct ssl_ctx_st;
 
@@ -54,6 +55,12 @@ class AdminHttp {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Where the admin port binds: [master] metrics_host, or the RPC address when
+// that is empty.
+inline const std::string& AdminHost(const MasterConfig& mc) {
+  return mc.metrics_host.empty() ? mc.rpc_address : mc.metrics_host;
+}
 
 // The Prometheus text for the service's counters and, given one, the
 // journal's (exposed for tests).

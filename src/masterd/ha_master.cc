@@ -371,7 +371,7 @@ int RunHaMaster(const Config& config) {
   HaNode node(halog, ctx->GrpcShippers());
   AdminHttp admin(service, nullptr, config.cluster.auth_token, HttpServerTls(*tls));
   admin.SetHa(&node);
-  if (Status st = admin.Start(config.master.rpc_address, config.master.metrics_port); !st.ok()) {
+  if (Status st = admin.Start(AdminHost(config.master), config.master.metrics_port); !st.ok()) {
     std::fprintf(stderr, "mooncake master: %s\n", st.ToString().c_str());
     return 1;
   }

@@ -162,7 +162,7 @@ int RunMaster(const Config& config) {
     return 1;
   }
   AdminHttp admin(service, journal->get(), config.cluster.auth_token, http_tls);
-  if (Status st = admin.Start(mc.rpc_address, mc.metrics_port); !st.ok()) {
+  if (Status st = admin.Start(AdminHost(mc), mc.metrics_port); !st.ok()) {
     std::fprintf(stderr, "mooncake master: %s\n", st.ToString().c_str());
     (*rpc)->Stop();
     return 1;

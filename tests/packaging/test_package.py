@@ -101,6 +101,8 @@ expected += [f"/usr/share/man/man1/mooncake-{c}.1.gz" for c in
              ("master", "store", "metadata-server", "put", "get", "ls", "rm", "exists", "bench")]
 missing = [f for f in expected if f not in files]
 check(not missing, f"the package holds the binary, man pages, config, units, completion {missing}")
+check(re.search(r"\s\./usr/bin/mooncake_master -> (/usr/bin/)?mooncake$", contents, re.M),
+      "the package links mooncake_master (the reference's master binary name) to mooncake")
 conffiles = subprocess.run(["dpkg-deb", "--ctrl-tarfile", deb], stdout=subprocess.PIPE).stdout
 listing = subprocess.run(["tar", "-xOf", "-", "./conffiles"], input=conffiles,
                          stdout=subprocess.PIPE).stdout.decode().split()
@@ -133,6 +135,10 @@ r = subprocess.run(["chroot", root, "/usr/bin/mooncake", "version"], stdout=subp
                    stderr=subprocess.STDOUT, timeout=30)
 check(r.returncode == 0 and r.stdout.decode().startswith(f"mooncake {version}"),
       f"mooncake version runs inside the root, static, nothing else there ({r.stdout[:80]!r})")
+r = subprocess.run(["chroot", root, "/usr/bin/mooncake_master", "--print-config", "-port=50061"],
+                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+check(r.returncode == 0 and b"rpc_port = 50061" in r.stdout,
+      f"mooncake_master -port=50061 runs as mooncake master ({r.stdout[-80:]!r})")
 passwd = open(os.path.join(root, "etc/passwd")).read()
 check(re.search(r"^mooncake:x:\d+:\d+:[^:]*:/var/lib/mooncake:/usr/sbin/nologin$", passwd, re.M),
       "the mooncake system user exists, home /var/lib/mooncake, no login shell")
