@@ -17,6 +17,7 @@
 #include "clientd/clientd.h"
 #include "common/units.h"
 #include "config/command_config.h"
+#include "config/ref_flags.h"
 
 namespace mc::cli {
 
@@ -69,7 +70,9 @@ void AddFlags(CLI::App& sub, ClientFlags& f) {
   sub.add_option("--device_names", f.device_names, "= --device-name")->group("");
   sub.footer("The reference's mooncake_client names are accepted too: --host for "
              "--local-hostname, --master_server_address for --master, --device_names for "
-             "--device-name (and the underscore spelling of every option).");
+             "--device-name (and the underscore spelling of every option); --tenant_id "
+             "default, --enable_offload and --start_offload_rpc_server are accepted without "
+             "effect (see mooncake-client(1)).");
 }
 
 // The config with the reference's spellings applied, and the process options.
@@ -103,7 +106,8 @@ Result<clientd::ClientdOptions> Apply(const ClientFlags& f, Config* config) {
 RunFn SetupClient(CLI::App& sub) {
   constexpr unsigned kFlagSections = config::kCluster | config::kClient | config::kLog | config::kTls;
   constexpr unsigned kSections = kFlagSections | config::kStore;
-  auto cc = std::make_shared<config::CommandConfig>(sub, kFlagSections, /*is_server=*/true);
+  auto cc = std::make_shared<config::CommandConfig>(sub, kFlagSections, /*is_server=*/true,
+                                                    config::RefClientFlags());
   auto flags = std::make_shared<ClientFlags>();
   AddFlags(sub, *flags);
   return [cc, flags] {

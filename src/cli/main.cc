@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "cli/command.h"
-#include "config/ref_master.h"
+#include "config/ref_flags.h"
 
 namespace {
 
@@ -68,17 +68,17 @@ void UseHugePagesForHeap(int argc, char** argv) {
 // The words of the command line as the subcommands read them: run through a
 // link named `mooncake_master` (the reference's binary), it is `mooncake
 // master`; the master's gflags-style words (-port=50051, -v=1,
-// --noenable_ha) are rewritten into ours (config/ref_master.h).
+// --noenable_ha) are rewritten into ours (config/ref_flags.h).
 std::vector<std::string> CommandWords(int argc, char** argv) {
   std::vector<std::string> words(argv, argv + argc);
   std::string_view self = argc > 0 ? argv[0] : "mooncake";
   size_t slash = self.rfind('/');
   if (slash != std::string_view::npos) self.remove_prefix(slash + 1);
-  if (self == "mooncake_master") {
+  if (self == "mooncake_master" || self == "mooncake_client") {
     words[0] = "mooncake";
-    words.insert(words.begin() + 1, "master");
+    words.insert(words.begin() + 1, self == "mooncake_master" ? "master" : "client");
   }
-  if (words.size() > 2 && words[1] == "master") {
+  if (words.size() > 2 && (words[1] == "master" || words[1] == "client")) {
     std::vector<std::string> rest(words.begin() + 2, words.end());
     mc::config::NormalizeGflagsArgs(rest);
     std::copy(rest.begin(), rest.end(), words.begin() + 2);

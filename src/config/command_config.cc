@@ -10,7 +10,7 @@
 #include <set>
 
 #include "common/log.h"
-#include "config/ref_master.h"
+#include "config/ref_flags.h"
 #include "config/registry.h"
 #include "config/sources.h"
 
@@ -106,7 +106,7 @@ struct CommandConfig::Impl {
   std::deque<Bound> bound;  // deque: CLI11 keeps pointers into it
   std::map<const CLI::Option*, Bound*> by_option;
   std::set<std::string> names;
-  // The master's reference flags without a setting (ref_master.h).
+  // The master's reference flags without a setting (ref_flags.h).
   std::vector<std::pair<CLI::Option*, const RefFlag*>> ref_options;
   std::deque<std::string> ref_text;
   std::string ref_config_path;  // --config_path: the reference's JSON file
@@ -166,7 +166,8 @@ struct CommandConfig::Impl {
   }
 };
 
-CommandConfig::CommandConfig(CLI::App& sub, unsigned sections, bool is_server)
+CommandConfig::CommandConfig(CLI::App& sub, unsigned sections, bool is_server,
+                             std::span<const RefFlag> ref_flags)
     : impl_(std::make_unique<Impl>()) {
   impl_->sub = &sub;
   impl_->Claim("--config");
@@ -182,9 +183,7 @@ CommandConfig::CommandConfig(CLI::App& sub, unsigned sections, bool is_server)
   for (const Setting& s : AllSettings()) {
     if ((sections & s.section) != 0) impl_->Add(s);
   }
-  if ((sections & kMaster) != 0) {
-    for (const RefFlag& f : RefMasterFlags()) impl_->AddRef(f);
-  }
+  for (const RefFlag& f : ref_flags) impl_->AddRef(f);
 }
 
 CommandConfig::~CommandConfig() = default;
@@ -215,7 +214,7 @@ Result<Config> CommandConfig::Resolve() const {
         continue;
       std::string value = opt->results().back();
       if (flag->type == RefType::kBool) value = BoolText(value, false);
-      MC_RETURN_IF_ERROR(ApplyRefMasterFlag(*flag, value, std::string("--") + flag->name, config,
+      MC_RETURN_IF_ERROR(ApplyRefFlag(*flag, value, std::string("--") + flag->name, config,
                                             impl_->notes));
     }
   }

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,14 @@ class App;
 
 namespace mc::config {
 
+struct RefFlag;
+
 class CommandConfig {
  public:
   // `is_server` adds --print-config. The object must outlive parsing.
-  CommandConfig(CLI::App& sub, unsigned sections, bool is_server);
+  // `ref_flags`: the reference's flags this command also takes (ref_flags.h).
+  CommandConfig(CLI::App& sub, unsigned sections, bool is_server,
+                std::span<const RefFlag> ref_flags = {});
   ~CommandConfig();
 
   // The effective config. Errors name the file and line, the variable or the
@@ -36,7 +41,7 @@ class CommandConfig {
   bool print_config_requested() const;
 
   // After Resolve: what the reference master's flags accepted without effect
-  // (ref_master.h), one line each, for the start-up log.
+  // (ref_flags.h), one line each, for the start-up log.
   const std::vector<std::string>& notes() const;
 
  private:

@@ -7,7 +7,7 @@
 
 #include "config/command_config.h"
 #include "config/json_reader.h"
-#include "config/ref_master.h"
+#include "config/ref_flags.h"
 
 namespace mc::config {
 

@@ -45,7 +45,7 @@ struct Sources {
   std::string toml_path;  // --config FILE; empty: none
   GetEnvFn getenv;        // also supplies MOONCAKE_CONFIG_PATH
   std::vector<FlagValue> flags;  // in command-line order; the last wins
-  // The reference master's --config_path JSON (ref_master.h), applied after
+  // The reference master's --config_path JSON (ref_flags.h), applied after
   // the TOML file; its notes go to `notes`.
   std::string ref_master_json;
   std::vector<std::string>* notes = nullptr;

@@ -101,8 +101,9 @@ expected += [f"/usr/share/man/man1/mooncake-{c}.1.gz" for c in
              ("master", "store", "metadata-server", "put", "get", "ls", "rm", "exists", "bench")]
 missing = [f for f in expected if f not in files]
 check(not missing, f"the package holds the binary, man pages, config, units, completion {missing}")
-check(re.search(r"\s\./usr/bin/mooncake_master -> (/usr/bin/)?mooncake$", contents, re.M),
-      "the package links mooncake_master (the reference's master binary name) to mooncake")
+for name in ("mooncake_master", "mooncake_client"):
+    check(re.search(rf"\s\./usr/bin/{name} -> (/usr/bin/)?mooncake$", contents, re.M),
+          f"the package links {name} (the reference's binary name) to mooncake")
 conffiles = subprocess.run(["dpkg-deb", "--ctrl-tarfile", deb], stdout=subprocess.PIPE).stdout
 listing = subprocess.run(["tar", "-xOf", "-", "./conffiles"], input=conffiles,
                          stdout=subprocess.PIPE).stdout.decode().split()

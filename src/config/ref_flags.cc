@@ -1,4 +1,4 @@
-#include "config/ref_master.h"
+#include "config/ref_flags.h"
 
 #include <ifaddrs.h>
 #include <arpa/inet.h>
@@ -144,6 +144,15 @@ const RefFlag kFlags[] = {
     {"log_dir", K::kNoEffect, T::kString, kLogging},
 };
 
+const RefFlag kClientFlags[] = {
+    {"tenant_id", K::kChoice, T::kString, "multi-tenant namespaces are not built here", "default"},
+    {"enable_offload", K::kNoEffect, T::kBool,
+     "the client's disk tier is on whenever [store] ssd_offload_path "
+     "(MOONCAKE_OFFLOAD_FILE_STORAGE_PATH) is set"},
+    {"start_offload_rpc_server", K::kNoEffect, T::kBool,
+     "disk-tier reads are served on the client's data port"},
+};
+
 Status Invalid(const std::string& source, std::string_view value, const std::string& why) {
   return Error(ErrorCode::INVALID_PARAMS, source + "=" + std::string(value) + ": " + why);
 }
@@ -267,6 +276,8 @@ const Setting* MasterSettingByRefName(std::string_view name) {
 
 std::span<const RefFlag> RefMasterFlags() { return kFlags; }
 
+std::span<const RefFlag> RefClientFlags() { return kClientFlags; }
+
 const RefFlag* FindRefMasterFlag(std::string_view name) {
   for (const RefFlag& f : kFlags) {
     if (name == f.name) return &f;
@@ -274,7 +285,7 @@ const RefFlag* FindRefMasterFlag(std::string_view name) {
   return nullptr;
 }
 
-Status ApplyRefMasterFlag(const RefFlag& f, std::string_view value, const std::string& source,
+Status ApplyRefFlag(const RefFlag& f, std::string_view value, const std::string& source,
                           Config& config, std::vector<std::string>& notes) {
   MC_RETURN_IF_ERROR(CheckType(f, value, source));
   switch (f.kind) {
@@ -297,6 +308,9 @@ Status ApplyRefMasterFlag(const RefFlag& f, std::string_view value, const std::s
         return Status::Ok();
       }
       if (f.refused != nullptr && InList(f.refused, value)) return Invalid(source, value, f.why);
+      if (std::string_view(f.choices).find('|') == std::string_view::npos) {
+        return Invalid(source, value, std::string(f.why) + " (only " + f.choices + ")");
+      }
       return Invalid(source, value, "expected one of " + ListText(f.choices));
     case K::kSetting: {
       if (value.empty()) return Status::Ok();  // the reference's "unset"
@@ -369,7 +383,7 @@ Status ApplyRefMasterJson(std::string_view text, const std::string& source, Conf
     std::string where = source + ": " + key;
     if (ref != nullptr) {
       if (ref->name == std::string_view("config_path")) continue;  // no nesting
-      MC_RETURN_IF_ERROR(ApplyRefMasterFlag(*ref, value, where, config, notes));
+      MC_RETURN_IF_ERROR(ApplyRefFlag(*ref, value, where, config, notes));
       continue;
     }
     Status st = SetFromText(*s, value, config);
@@ -388,6 +402,9 @@ Status ApplyRefMasterJson(std::string_view text, const std::string& source, Conf
 void NormalizeGflagsArgs(std::vector<std::string>& args) {
   auto is_bool = [](std::string_view name) {
     if (const RefFlag* f = FindRefMasterFlag(name)) return f->type == T::kBool;
+    for (const RefFlag& f : kClientFlags) {
+      if (name == f.name) return f.type == T::kBool;
+    }
     const Setting* s = MasterSettingByRefName(name);
     return s != nullptr && s->type == Type::kBool;
   };

@@ -1,5 +1,5 @@
-// The reference's `mooncake_master` command line, as far as it has no setting
-// of its own here.
+// The reference's `mooncake_master` and `mooncake_client` command lines, as
+// far as they have no setting of their own here.
 //
 // An operator's unit file, Helm chart or script starts the reference master
 // with its gflags (`-v=1 -port=50051 --rpc_thread_num=8 --enable_gc=...`) or
@@ -47,6 +47,9 @@ struct RefFlag {
 };
 
 std::span<const RefFlag> RefMasterFlags();
+// The same for the standalone client (the reference's real_client_main.cpp);
+// its other flags are the client command's own (cmd_client.cc).
+std::span<const RefFlag> RefClientFlags();
 
 // nullptr when `name` (without dashes) is not in the table.
 const RefFlag* FindRefMasterFlag(std::string_view name);
@@ -56,7 +59,7 @@ const RefFlag* FindRefMasterFlag(std::string_view name);
 // A note for the start-up log is appended to `notes` when the flag was
 // accepted without effect. Errors (code INVALID_PARAMS) name the source, the
 // value and the reason.
-Status ApplyRefMasterFlag(const RefFlag& flag, std::string_view value, const std::string& source,
+Status ApplyRefFlag(const RefFlag& flag, std::string_view value, const std::string& source,
                           Config& config, std::vector<std::string>& notes);
 
 // Applies the reference's master config file (--config_path, JSON): every key
@@ -66,7 +69,8 @@ Status ApplyRefMasterFlag(const RefFlag& flag, std::string_view value, const std
 Status ApplyRefMasterJson(std::string_view text, const std::string& source, Config& config,
                           std::vector<std::string>& notes);
 
-// Rewrites a master command line given in gflags style into ours, in place:
+// Rewrites a master or client command line given in gflags style into ours,
+// in place:
 // `-port=50051` and `-v=1` (one dash, a long name) become `--port=50051` and
 // `--v=1`; `--noNAME` of a boolean flag NAME (registry key or row above)
 // becomes `--NAME=false`. `args` are the words after the subcommand.

@@ -1,6 +1,7 @@
-"""A master started as the reference's `mooncake_master` is started: through a
-link of that name, with gflags spellings, its tuning flags and its JSON
-config file (mooncake-master(1), REFERENCE FLAGS)."""
+"""A master and a standalone client started as the reference's
+`mooncake_master` and `mooncake_client` are: through links of those names,
+with gflags spellings, their tuning flags and the master's JSON config file
+(mooncake-master(1), REFERENCE FLAGS; mooncake-client(1))."""
 import json
 import os
 import subprocess
@@ -11,6 +12,8 @@ from harness import BIN, check, finish, free_port, http, run, start, stop, tempd
 tmp = tempdir("mc_e2e_refmaster_")
 link = os.path.join(tmp, "mooncake_master")
 os.symlink(os.path.abspath(BIN), link)
+client_link = os.path.join(tmp, "mooncake_client")
+os.symlink(os.path.abspath(BIN), client_link)
 
 
 def master_link(args, log_name=None):
@@ -76,6 +79,32 @@ check(r.returncode == 0 and f"rpc_port = {port}" in out and "eviction_ratio = 0.
 p = master_link(["--config_path", conf, "--data_dir", "none"])
 check(wait_http(f"http://127.0.0.1:{admin}/health"), "a master on the reference's JSON serves")
 stop(p)
+
+# --- the reference's own smoke test (test_cli.py): master, then a client ------
+port, admin, cport = free_port(), free_port(), free_port()
+p = master_link([f"--port={port}", "--max_threads=2", f"--metrics_port={admin}",
+                 "--data_dir=none", "--rpc_address=127.0.0.1"])
+check(wait_http(f"http://127.0.0.1:{admin}/health"),
+      "mooncake_master --port=P --max_threads=2 --metrics_port=M serves")
+clog = os.path.join(tmp, "client.log")
+c = subprocess.Popen([client_link, f"--master_server_address=127.0.0.1:{port}", f"-port={cport}",
+                      "--global_segment_size=64mb", "--tenant_id=default", "--enable_offload",
+                      "--threads=2", f"--data_port={free_port()}"],
+                     env=harness._child_env(None), stdout=open(clog, "wb"),
+                     stderr=subprocess.STDOUT)
+harness._procs.append(c)
+ready = harness.wait_until(lambda: c.poll() is not None or "client ready" in open(clog).read(), 20)
+check(ready and c.poll() is None,
+      "mooncake_client --master_server_address=H:P -port=Q attaches and stays up")
+check("--enable_offload=true: accepted for compatibility" in open(clog).read(),
+      "the client's start-up log says --enable_offload has no effect")
+stop(c)
+stop(p)
+r = subprocess.run([client_link, "--tenant_id=tenant-a", "--print-config"],
+                   env=harness._child_env(None), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                   timeout=30)
+check(r.returncode == 2 and b"--tenant_id=tenant-a: multi-tenant namespaces are not built here"
+      in r.stderr, f"mooncake_client --tenant_id=tenant-a is refused ({r.stderr[-120:]!r})")
 
 # --- refused, naming the flag ------------------------------------------------
 for args, needle in [(["--enable_kv_events=true"], "--enable_kv_events=true: KV cache events"),

@@ -1,4 +1,4 @@
-#include "config/ref_master.h"
+#include "config/ref_flags.h"
 
 #include <CLI/CLI.hpp>
 #include <doctest/doctest.h>
@@ -26,7 +26,7 @@ constexpr unsigned kMasterSections = kMaster | kHa | kCluster | kLog | kTls;
 struct Master {
   CLI::App app{"test"};
   CLI::App* sub = app.add_subcommand("master");
-  CommandConfig cc{*sub, kMasterSections, true};
+  CommandConfig cc{*sub, kMasterSections, true, RefMasterFlags()};
   mc::Result<Config> Run(std::vector<std::string> args) {
     NormalizeGflagsArgs(args);
     args.insert(args.begin(), "master");
@@ -272,4 +272,31 @@ TEST_CASE("mooncake-master(1) names every reference flag it takes") {
     CHECK((page.find("\\-\\-" + escaped) != std::string::npos ||
            page.find("\\-" + escaped + "=") != std::string::npos));
   }
+}
+
+TEST_CASE("the standalone client takes the reference client's remaining flags") {
+  CLI::App app{"test"};
+  CLI::App* sub = app.add_subcommand("client");
+  CommandConfig cc(*sub, kCluster | kClient | kLog | kTls, true, RefClientFlags());
+  std::vector<std::string> args = {"--tenant_id", "default", "--enable_offload",
+                                   "--start_offload_rpc_server=false"};
+  NormalizeGflagsArgs(args);
+  args.insert(args.begin(), "client");
+  std::reverse(args.begin(), args.end());
+  app.parse(args);
+  auto c = cc.Resolve();
+  REQUIRE_MESSAGE(c.ok(), c.status().message());
+  bool noted = std::any_of(cc.notes().begin(), cc.notes().end(), [](const std::string& n) {
+    return n.rfind("--enable_offload=true: accepted", 0) == 0;
+  });
+  CHECK(noted);
+
+  CLI::App app2{"test"};
+  CLI::App* sub2 = app2.add_subcommand("client");
+  CommandConfig cc2(*sub2, kCluster | kClient | kLog | kTls, true, RefClientFlags());
+  app2.parse(std::vector<std::string>{"--tenant_id=tenant-a", "client"});
+  c = cc2.Resolve();
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.status().message() ==
+        "--tenant_id=tenant-a: multi-tenant namespaces are not built here (only default)");
 }
