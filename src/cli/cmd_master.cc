@@ -16,6 +16,10 @@ RunFn SetupMaster(CLI::App& sub) {
       config::kMaster | config::kHa | config::kCluster | config::kLog | config::kTls;
   auto cc = std::make_shared<config::CommandConfig>(sub, kSections, /*is_server=*/true,
                                                     config::RefMasterFlags());
+  sub.footer("The reference's mooncake_master command line is accepted too: gflags spellings "
+             "(-port=50051, -v=1, --noNAME), its other flags (accepted without effect and "
+             "logged, or refused by name when they turn on a feature not built here) and "
+             "--config_path master.json; see mooncake-master(1), REFERENCE FLAGS.");
   return [cc] {
     return config::RunWithConfig("master", *cc, kSections, [](const Config& config) {
       return masterd::RunMaster(config);
