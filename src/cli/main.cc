@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cli/command.h"
@@ -65,18 +67,50 @@ void UseHugePagesForHeap(int argc, char** argv) {
 
 }  // namespace
 
+// The reference's program names and the command each one is here.
+constexpr std::pair<std::string_view, const char*> kReferenceNames[] = {
+    {"mooncake_master", "master"},
+    {"mooncake_client", "client"},
+    {"mooncake_http_metadata_server", "metadata-server"},
+};
+
+// The reference's Python metadata server takes --log-level as Python's level
+// names (DEBUG, INFO, WARNING, ERROR, CRITICAL); ours are debug, info, warn
+// and error.
+void PythonLogLevels(std::vector<std::string>& words) {
+  for (size_t i = 2; i < words.size(); ++i) {
+    std::string* value = nullptr;
+    std::string& w = words[i];
+    if (w == "--log-level" && i + 1 < words.size()) {
+      value = &words[i + 1];
+    } else if (w.rfind("--log-level=", 0) == 0) {
+      value = &w;
+    }
+    if (value == nullptr) continue;
+    size_t from = value == &w ? std::strlen("--log-level=") : 0;
+    std::string level = value->substr(from);
+    for (char& c : level) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (level == "warning") level = "warn";
+    if (level == "critical") level = "error";
+    *value = value->substr(0, from) + level;
+  }
+}
+
 // The words of the command line as the subcommands read them: run through a
-// link named `mooncake_master` (the reference's binary), it is `mooncake
-// master`; the master's gflags-style words (-port=50051, -v=1,
+// link named as one of the reference's programs (mooncake_master,
+// mooncake_client, mooncake_http_metadata_server), it is that command here;
+// the master's and client's gflags-style words (-port=50051, -v=1,
 // --noenable_ha) are rewritten into ours (config/ref_flags.h).
 std::vector<std::string> CommandWords(int argc, char** argv) {
   std::vector<std::string> words(argv, argv + argc);
   std::string_view self = argc > 0 ? argv[0] : "mooncake";
   size_t slash = self.rfind('/');
   if (slash != std::string_view::npos) self.remove_prefix(slash + 1);
-  if (self == "mooncake_master" || self == "mooncake_client") {
+  for (const auto& [name, command] : kReferenceNames) {
+    if (self != name) continue;
     words[0] = "mooncake";
-    words.insert(words.begin() + 1, self == "mooncake_master" ? "master" : "client");
+    words.insert(words.begin() + 1, command);
+    if (std::string_view(command) == "metadata-server") PythonLogLevels(words);
   }
   if (words.size() > 2 && (words[1] == "master" || words[1] == "client")) {
     std::vector<std::string> rest(words.begin() + 2, words.end());

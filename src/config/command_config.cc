@@ -106,7 +106,7 @@ struct CommandConfig::Impl {
   std::deque<Bound> bound;  // deque: CLI11 keeps pointers into it
   std::map<const CLI::Option*, Bound*> by_option;
   std::set<std::string> names;
-  // The master's reference flags without a setting (ref_flags.h).
+  // The reference's flags of this command without a setting (ref_flags.h).
   std::vector<std::pair<CLI::Option*, const RefFlag*>> ref_options;
   std::deque<std::string> ref_text;
   std::string ref_config_path;  // --config_path: the reference's JSON file
@@ -210,12 +210,12 @@ Result<Config> CommandConfig::Resolve() const {
   MC_ASSIGN_OR_RETURN(Config config, LoadConfig(sources));
   for (const CLI::Option* opt : impl_->sub->parse_order()) {
     for (const auto& [ref_opt, flag] : impl_->ref_options) {
-      if (ref_opt != opt || opt->results().empty() || flag->name == std::string_view("config_path"))
-        continue;
+      if (ref_opt != opt || opt->results().empty()) continue;
+      if (flag->name == std::string_view("config_path")) continue;  // read above
       std::string value = opt->results().back();
       if (flag->type == RefType::kBool) value = BoolText(value, false);
-      MC_RETURN_IF_ERROR(ApplyRefFlag(*flag, value, std::string("--") + flag->name, config,
-                                            impl_->notes));
+      MC_RETURN_IF_ERROR(
+          ApplyRefFlag(*flag, value, std::string("--") + flag->name, config, impl_->notes));
     }
   }
   return config;

@@ -286,7 +286,7 @@ const RefFlag* FindRefMasterFlag(std::string_view name) {
 }
 
 Status ApplyRefFlag(const RefFlag& f, std::string_view value, const std::string& source,
-                          Config& config, std::vector<std::string>& notes) {
+                    Config& config, std::vector<std::string>& notes) {
   MC_RETURN_IF_ERROR(CheckType(f, value, source));
   switch (f.kind) {
     case K::kNoEffect:
@@ -411,14 +411,13 @@ void NormalizeGflagsArgs(std::vector<std::string>& args) {
   for (std::string& a : args) {
     if (a == "--") break;
     // -port=50051, -v=1, -enable_ha: one dash before a long name.
-    if (a.size() >= 2 && a[0] == '-' && a[1] != '-' && std::isalpha(static_cast<unsigned char>(a[1]))) {
-      size_t eq = a.find('=');
-      std::string name = a.substr(1, eq == std::string::npos ? std::string::npos : eq - 1);
-      if (name != "h") a = "-" + a;
-    }
+    bool one_dash = a.size() >= 2 && a[0] == '-' && a[1] != '-' &&
+                    std::isalpha(static_cast<unsigned char>(a[1]));
+    if (one_dash && a != "-h" && a.rfind("-h=", 0) != 0) a = "-" + a;
     // --noenable_ha: gflags' negation of a boolean.
-    if (a.rfind("--no", 0) == 0 && a.size() > 4 && a[4] != '-' && a.find('=') == std::string::npos &&
-        is_bool(std::string_view(a).substr(4))) {
+    bool negated = a.rfind("--no", 0) == 0 && a.size() > 4 && a[4] != '-' &&
+                   a.find('=') == std::string::npos;
+    if (negated && is_bool(std::string_view(a).substr(4))) {
       a = "--" + a.substr(4) + "=false";
     }
   }

@@ -6,7 +6,8 @@
 // `--config_path master.json`. Flags whose meaning we have under the same
 // name are registry settings (registry.cc lists them with --rpc_port-style
 // aliases). Every other flag of the reference (0.3.12.post1 and its newest
-// code) has a row here saying what it does on this master:
+// code) has a row here saying what it does on this master (and the
+// standalone client's three such flags a row in a table of their own):
 //   - kNoEffect: a tuning knob of the reference's own machinery (thread
 //     pools, task queues, snapshot children); accepted with any value of its
 //     type, logged at start as having no effect and why;
@@ -16,8 +17,8 @@
 //     `refused` are refused with the reason, anything else is an error;
 //   - kSetting: the same value under another name here (`setting`,
 //     "section.key"); kInterface: rpc_interface, resolved to rpc_address.
-// Nothing is dropped silently: each accepted row leaves a note the master
-// logs at INFO when it starts.
+// Nothing is dropped silently: each flag accepted without effect leaves a
+// note the command logs at INFO when it starts.
 #pragma once
 
 #include <span>
@@ -60,7 +61,7 @@ const RefFlag* FindRefMasterFlag(std::string_view name);
 // accepted without effect. Errors (code INVALID_PARAMS) name the source, the
 // value and the reason.
 Status ApplyRefFlag(const RefFlag& flag, std::string_view value, const std::string& source,
-                          Config& config, std::vector<std::string>& notes);
+                    Config& config, std::vector<std::string>& notes);
 
 // Applies the reference's master config file (--config_path, JSON): every key
 // is a reference flag name (or client_live_ttl_sec, its name for client_ttl),
@@ -70,10 +71,10 @@ Status ApplyRefMasterJson(std::string_view text, const std::string& source, Conf
                           std::vector<std::string>& notes);
 
 // Rewrites a master or client command line given in gflags style into ours,
-// in place:
-// `-port=50051` and `-v=1` (one dash, a long name) become `--port=50051` and
-// `--v=1`; `--noNAME` of a boolean flag NAME (registry key or row above)
-// becomes `--NAME=false`. `args` are the words after the subcommand.
+// in place: `-port=50051` and `-v=1` (one dash; any name but h) become
+// `--port=50051` and `--v=1`; `--noNAME` of a boolean flag NAME (registry key
+// or row above) becomes `--NAME=false`. Words after `--` are left alone.
+// `args` are the words after the subcommand.
 void NormalizeGflagsArgs(std::vector<std::string>& args);
 
 }  // namespace mc::config

@@ -1,7 +1,9 @@
-"""A master and a standalone client started as the reference's
-`mooncake_master` and `mooncake_client` are: through links of those names,
-with gflags spellings, their tuning flags and the master's JSON config file
-(mooncake-master(1), REFERENCE FLAGS; mooncake-client(1))."""
+"""A master, a standalone client and a metadata server started as the
+reference's `mooncake_master`, `mooncake_client` and
+`mooncake_http_metadata_server` are: through links of those names, with
+gflags spellings, their tuning flags and the master's JSON config file
+(mooncake-master(1), REFERENCE FLAGS; mooncake-client(1);
+mooncake-metadata-server(1))."""
 import json
 import os
 import subprocess
@@ -57,7 +59,8 @@ check(r.returncode == 0 and 'level = "warn"' in r.stdout.decode(),
 port, admin = free_port(), free_port()
 p = master_link([f"--rpc_port={port}", f"--metrics_port={admin}", "--metrics_host=127.0.0.1",
                  "--rpc_address=0.0.0.0", "--data_dir=none"])
-check(wait_http(f"http://127.0.0.1:{admin}/health"), "--metrics_host 127.0.0.1 binds the admin port")
+check(wait_http(f"http://127.0.0.1:{admin}/health"),
+      "--metrics_host 127.0.0.1 binds the admin port")
 status, _ = http("GET", f"http://127.0.0.1:{admin}/metrics")
 check(status == 200, "/metrics answers on --metrics_host")
 stop(p)
@@ -105,6 +108,27 @@ r = subprocess.run([client_link, "--tenant_id=tenant-a", "--print-config"],
                    timeout=30)
 check(r.returncode == 2 and b"--tenant_id=tenant-a: multi-tenant namespaces are not built here"
       in r.stderr, f"mooncake_client --tenant_id=tenant-a is refused ({r.stderr[-120:]!r})")
+
+# --- the reference's Python metadata server's command line --------------------
+meta_link = os.path.join(tmp, "mooncake_http_metadata_server")
+os.symlink(os.path.abspath(BIN), meta_link)
+mport = free_port()
+m = subprocess.Popen([meta_link, "--port", str(mport), "--host", "127.0.0.1", "--log-level",
+                      "WARNING"], env=harness._child_env(None), stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+harness._procs.append(m)
+base = f"http://127.0.0.1:{mport}/metadata?key=mooncake%2Fram%2Fseg"
+check(wait_http(f"http://127.0.0.1:{mport}/health"),
+      "mooncake_http_metadata_server --port P --host H --log-level WARNING serves")
+status, _ = http("PUT", base, b'{"a":1}')
+got = http("GET", base)
+check(status == 200 and got == (200, b'{"a":1}'), f"its PUT and GET answer ({status}, {got})")
+stop(m)
+r = subprocess.run([meta_link, "--log-level=CRITICAL", "--print-config"],
+                   env=harness._child_env(None), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                   timeout=30)
+check(r.returncode == 0 and b'level = "error"' in r.stdout,
+      "--log-level=CRITICAL (Python's name) is the error level")
 
 # --- refused, naming the flag ------------------------------------------------
 for args, needle in [(["--enable_kv_events=true"], "--enable_kv_events=true: KV cache events"),

@@ -101,7 +101,7 @@ expected += [f"/usr/share/man/man1/mooncake-{c}.1.gz" for c in
              ("master", "store", "metadata-server", "put", "get", "ls", "rm", "exists", "bench")]
 missing = [f for f in expected if f not in files]
 check(not missing, f"the package holds the binary, man pages, config, units, completion {missing}")
-for name in ("mooncake_master", "mooncake_client"):
+for name in ("mooncake_master", "mooncake_client", "mooncake_http_metadata_server"):
     check(re.search(rf"\s\./usr/bin/{name} -> (/usr/bin/)?mooncake$", contents, re.M),
           f"the package links {name} (the reference's binary name) to mooncake")
 conffiles = subprocess.run(["dpkg-deb", "--ctrl-tarfile", deb], stdout=subprocess.PIPE).stdout
