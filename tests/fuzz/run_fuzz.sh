@@ -42,7 +42,7 @@ common="src/common/result.cc src/common/error_code.cc src/common/units.cc src/co
         src/common/clock.cc"
 crypto="src/common/capability.cc src/common/crypto.cc src/common/bearer.cc"
 config="src/config/registry.cc src/common/json.cc src/config/sources.cc
-        src/config/toml_source.cc"
+        src/config/toml_source.cc src/config/ref_flags.cc"
 declare -A srcs libs
 srcs[frame_fuzz]="src/common/byte_io.cc src/proto/frame.cc src/proto/codec.cc src/proto/handshake.cc
                   src/msg/messages.cc"
