@@ -206,15 +206,6 @@ Status CheckType(const RefFlag& f, std::string_view value, const std::string& so
   return Status::Ok();
 }
 
-bool InList(std::string_view list, std::string_view value) {
-  while (!list.empty()) {
-    size_t bar = list.find('|');
-    if (list.substr(0, bar) == value) return true;
-    list = bar == std::string_view::npos ? std::string_view() : list.substr(bar + 1);
-  }
-  return false;
-}
-
 std::string ListText(std::string_view list) {
   std::string out(list);
   std::replace(out.begin(), out.end(), '|', ',');
@@ -260,14 +251,7 @@ const Setting* MasterSettingByRefName(std::string_view name) {
   for (const Setting& s : AllSettings()) {
     if ((s.section & (kMaster | kHa | kCluster | kLog)) == 0) continue;
     if (name == s.key) return &s;
-    if (s.flags == nullptr) continue;
-    std::string_view rest = s.flags;
-    while (!rest.empty()) {
-      size_t comma = rest.find(',');
-      std::string_view one = rest.substr(0, comma);
-      if (one.size() > 2 && one.substr(2) == name) return &s;
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    }
+    if (s.flags != nullptr && ListHas(s.flags, ',', "--" + std::string(name))) return &s;
   }
   return nullptr;
 }
@@ -303,11 +287,11 @@ Status ApplyRefFlag(const RefFlag& f, std::string_view value, const std::string&
       return Status::Ok();
     }
     case K::kChoice:
-      if (InList(f.choices, value)) {
+      if (ListHas(f.choices, '|', value)) {
         notes.push_back(Accepted(source, value, f.why));
         return Status::Ok();
       }
-      if (f.refused != nullptr && InList(f.refused, value)) return Invalid(source, value, f.why);
+      if (f.refused != nullptr && ListHas(f.refused, '|', value)) return Invalid(source, value, f.why);
       if (std::string_view(f.choices).find('|') == std::string_view::npos) {
         return Invalid(source, value, std::string(f.why) + " (only " + f.choices + ")");
       }

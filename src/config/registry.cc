@@ -350,14 +350,7 @@ bool IsUtf8(std::string_view text) {
 Status SetString(const Setting& s, std::string_view text, Config& c) {
   if (!IsUtf8(text)) return Bad("the value is not valid UTF-8 text");
   if (s.choices != nullptr) {
-    std::string_view all = s.choices;
-    bool found = false;
-    while (!all.empty()) {
-      size_t bar = all.find('|');
-      found = found || all.substr(0, bar) == text;
-      all = bar == std::string_view::npos ? std::string_view() : all.substr(bar + 1);
-    }
-    if (!found) {
+    if (!ListHas(s.choices, '|', text)) {
       std::string list = s.choices;
       for (char& ch : list) ch = ch == '|' ? ',' : ch;
       return Bad(Quote(text) + ": unknown " + s.key + " (use one of " + list + ")");
@@ -425,6 +418,15 @@ const Setting* FindSetting(std::string_view section, std::string_view key) {
     if (SectionName(s.section) == section && key == s.key) return &s;
   }
   return nullptr;
+}
+
+bool ListHas(std::string_view list, char sep, std::string_view item) {
+  while (!list.empty()) {
+    size_t at = list.find(sep);
+    if (list.substr(0, at) == item) return true;
+    list = at == std::string_view::npos ? std::string_view() : list.substr(at + 1);
+  }
+  return false;
 }
 
 std::string SettingName(const Setting& s) {

@@ -61,6 +61,10 @@ const char* SectionName(unsigned section);
 // nullptr when the section or the key is unknown.
 const Setting* FindSetting(std::string_view section, std::string_view key);
 
+// Whether `item` is one of the `sep`-separated words of `list` (a row's
+// choices "tcp|rdma", its extra flags "--segment,--x").
+bool ListHas(std::string_view list, char sep, std::string_view item);
+
 // "[master] eviction_ratio" — how messages name a setting.
 std::string SettingName(const Setting& s);
 
