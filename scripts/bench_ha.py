@@ -24,7 +24,9 @@ Prints its setup, then
      environment, or on an etcd of their own started with other settings;
      then, per group and thread
      count, where the HA commit time goes: the leader's queue wait and etcd
-     txn time (its /metrics), etcd's WAL fsync and backend commit times (the
+     txn time (its /metrics; per entry, the median and 99th percentile of
+     the etcd txn and of the wait from its first change queued to its
+     release, as the bounds of its histograms' buckets), etcd's WAL fsync and backend commit times (the
      members' /metrics), entries/s and how many entries were cut at each
      pipeline depth, and the CPU etcd, the leader, the standby, the store and
      the bench client spent (per second, per log entry, per put; the single
@@ -212,6 +214,11 @@ ETCD_METRICS = ["etcd_disk_wal_fsync_duration_seconds_sum",
 HA_METRICS = ["master_ha_log_entries_total", "master_ha_log_records_total",
               "master_ha_commit_seconds_total", "master_ha_queue_wait_seconds_total",
               "master_ha_encode_seconds_total", "master_ha_entries_in_flight_max"]
+# The leader's latency histograms (masterd::SecondsHistogram's bounds).
+LATENCY_BOUNDS = ["0.001", "0.002", "0.005", "0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1",
+                  "2", "5", "+Inf"]
+LATENCY_HISTS = ["master_ha_commit_latency_seconds", "master_ha_durable_latency_seconds"]
+HA_METRICS += [f'{h}_bucket{{le="{b}"}}' for h in LATENCY_HISTS for b in LATENCY_BOUNDS]
 MAX_IN_FLIGHT = 64  # kMaxHaEntriesInFlight
 CUTS = [f'master_ha_entries_cut_total{{in_flight="{n}"}}' for n in range(1, MAX_IN_FLIGHT + 1)]
 
@@ -253,6 +260,18 @@ def children_cpu():
     return r.ru_utime + r.ru_stime
 
 
+def bucket_quantile(d, hist, q):
+    """The upper bound of the bucket holding quantile q of histogram `hist`
+    in the deltas `d` ("-" when empty)."""
+    total = d[f'{hist}_bucket{{le="+Inf"}}']
+    if total <= 0:
+        return "-"
+    for b in LATENCY_BOUNDS:
+        if d[f'{hist}_bucket{{le="{b}"}}'] >= q * total:
+            return "above 5 s" if b == "+Inf" else f"<= {float(b) * 1000:g} ms"
+    return "-"
+
+
 def where_the_time_goes(ha0, ha1, etcd0, etcd1, cpu, puts):
     """cpu: CPU seconds of (etcd members, leader, standbys, stores, bench client)."""
     d = {k: ha1[k] - ha0[k] for k in HA_METRICS + CUTS}
@@ -275,6 +294,10 @@ def where_the_time_goes(ha0, ha1, etcd0, etcd1, cpu, puts):
           f"CPU per entry: etcd (all members) {cpu[0] * 1000 / entries:.2f} ms, "
           f"leader {cpu[1] * 1000 / entries:.2f} ms; CPU per put: etcd "
           f"{cpu[0] * 1e6 / max(puts, 1):.0f} us, leader {cpu[1] * 1e6 / max(puts, 1):.0f} us")
+    print("  HA leader, per entry (bucket bounds of its histograms): etcd txn p50 "
+          f"{bucket_quantile(d, LATENCY_HISTS[0], 0.5)}, p99 {bucket_quantile(d, LATENCY_HISTS[0], 0.99)}; "
+          f"first change queued to released p50 {bucket_quantile(d, LATENCY_HISTS[1], 0.5)}, "
+          f"p99 {bucket_quantile(d, LATENCY_HISTS[1], 0.99)}")
     for i, (a, b) in enumerate(zip(etcd0, etcd1)):
         n = {k: b[k] - a[k] for k in ETCD_METRICS}
         fs = max(n["etcd_disk_wal_fsync_duration_seconds_count"], 1)

@@ -250,6 +250,7 @@ bool HaLog::CutEntry(std::unique_lock<std::mutex>& lock) {
   cut_ += taken;
   Entry& e = window_[index - window_.front().index];
   e.record_end = cut_;
+  e.queued_us = queued_us;
   e.records = std::move(batch);
   e.data = std::move(data);
   stats_.encode_seconds += static_cast<double>(encoded_us - start_us) / 1e6;
@@ -298,9 +299,12 @@ void HaLog::Committed(uint64_t index, double seconds) {
   ++stats_.entries;
   stats_.commit_seconds += seconds;
   stats_.last_commit_seconds = seconds;
+  stats_.commit_latency.Add(seconds);
   bool released = false;
+  const uint64_t now_us = clock_.NowUs();
   while (!window_.empty() && window_.front().committed) {
     Entry& e = window_.front();
+    stats_.durable_latency.Add(static_cast<double>(now_us - std::min(now_us, e.queued_us)) / 1e6);
     durable_ = e.record_end;
     stats_.entry_index = e.index;
     e.data.clear();

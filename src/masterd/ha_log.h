@@ -57,6 +57,7 @@
 #include "ha/fenced_log.h"
 #include "master/state_listener.h"
 #include "masterd/ha_image.h"
+#include "masterd/prometheus.h"
 #include "rpc/server.h"
 
 namespace mc::masterd {
@@ -146,6 +147,11 @@ class HaLog final : public master::StateListener,
     double last_commit_seconds = 0;
     double queue_wait_seconds = 0;  // an entry's first record queued to the entry sent
     double encode_seconds = 0;
+    // Per entry: its etcd txn (the shipper's call, retries included), and
+    // from its first record queued until it and every entry before it were
+    // in etcd (the longest any change in it held its reply back).
+    SecondsHistogram commit_latency;
+    SecondsHistogram durable_latency;
     std::string failure;
   };
   Stats stats() const;
@@ -155,6 +161,7 @@ class HaLog final : public master::StateListener,
   struct Entry {
     uint64_t index = 0;
     uint64_t record_end = 0;  // the sequence number of its last record
+    uint64_t queued_us = 0;   // when its first record was queued
     std::vector<HaRecord> records;
     std::string data;
     bool sending = false;

@@ -389,11 +389,41 @@ TEST_CASE("with etcd down the leader holds its replies, and releases them once e
   CHECK_FALSE(g.log.WaitDurableFor(100000));
   CHECK(g.log.Released() < ticket);
   CHECK_FALSE(g.log.Failed());
+  g.clock.AdvanceMs(300);  // the put's change waits 300 ms for etcd
   g.etcd.SetDown(false);
   REQUIRE(g.log.WaitDurableFor(kWaitUs));
   CHECK(g.log.Released() == ticket);
-  CHECK(g.log.stats().retries >= 1);
+  const masterd::HaLog::Stats s = g.log.stats();
+  CHECK(s.retries >= 1);
   CHECK(g.Follow().objects() == 1);
+  // Every entry is in both histograms once; the put's entry waited 300 ms
+  // (the bucket up to 0.5 s), the mount's none.
+  CHECK(s.commit_latency.count() == s.entries);
+  CHECK(s.durable_latency.count() == s.entries);
+  CHECK(s.durable_latency.buckets[8] >= 1);
+  CHECK(s.durable_latency.buckets[0] >= 1);
+  CHECK(s.durable_latency.sum >= 0.3);
+  CHECK(s.durable_latency.sum < 0.3 * static_cast<double>(s.entries) + 1e-9);
+}
+
+TEST_CASE("a histogram is exported cumulative, with its sum and count, as Prometheus reads it") {
+  masterd::SecondsHistogram h;
+  for (double v : {0.0005, 0.001, 0.003, 0.004, 0.3, 7.0}) h.Add(v);
+  CHECK(h.count() == 6);
+  CHECK(h.buckets[0] == 2);  // le 0.001 takes its bound
+  CHECK(h.buckets[2] == 2);  // (0.002, 0.005]
+  CHECK(h.buckets[8] == 1);  // (0.2, 0.5]
+  CHECK(h.buckets.back() == 1);  // above 5 s
+  masterd::PrometheusText p;
+  p.Histogram("x_latency_seconds", "help", h, {{"role", "leader"}});
+  const std::string& t = p.str();
+  CHECK(t.find("# TYPE x_latency_seconds histogram\n") != std::string::npos);
+  CHECK(t.find("x_latency_seconds_bucket{role=\"leader\",le=\"0.001\"} 2\n") != std::string::npos);
+  CHECK(t.find("x_latency_seconds_bucket{role=\"leader\",le=\"0.005\"} 4\n") != std::string::npos);
+  CHECK(t.find("x_latency_seconds_bucket{role=\"leader\",le=\"5\"} 5\n") != std::string::npos);
+  CHECK(t.find("x_latency_seconds_bucket{role=\"leader\",le=\"+Inf\"} 6\n") != std::string::npos);
+  CHECK(t.find("x_latency_seconds_count{role=\"leader\"} 6\n") != std::string::npos);
+  CHECK(t.find("x_latency_seconds_sum{role=\"leader\"} 7.3085") != std::string::npos);
 }
 
 TEST_CASE("objects left on a segment the log already unmounted are left out of a takeover") {

@@ -100,6 +100,13 @@ class HaNode final : public HaStatusSource {
               s.commit_seconds);
     p.Gauge("master_ha_last_commit_seconds", "Duration of the last etcd log commit",
             s.last_commit_seconds);
+    p.Histogram("master_ha_commit_latency_seconds",
+                "Duration of each etcd log commit (one txn per log entry, retries included)",
+                s.commit_latency);
+    p.Histogram("master_ha_durable_latency_seconds",
+                "Per log entry, from its first change queued until it and every entry before it "
+                "were in etcd: the longest a change in it held its reply back",
+                s.durable_latency);
     p.Counter("master_ha_queue_wait_seconds_total",
               "Seconds log entries' first records waited before their entry was cut",
               s.queue_wait_seconds);

@@ -75,4 +75,38 @@ void PrometheusText::Gauge(std::string_view name, std::string_view help, double 
   Sample(name, value, labels);
 }
 
+void SecondsHistogram::Add(double seconds) {
+  size_t i = 0;
+  while (i < kBounds.size() && seconds > kBounds[i]) ++i;
+  ++buckets[i];
+  sum += seconds;
+}
+
+uint64_t SecondsHistogram::count() const {
+  uint64_t n = 0;
+  for (uint64_t b : buckets) n += b;
+  return n;
+}
+
+void PrometheusText::Histogram(std::string_view name, std::string_view help,
+                               const SecondsHistogram& h, const Labels& labels) {
+  Family(name, help, "histogram");
+  const std::string base(name);
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < h.buckets.size(); ++i) {
+    cumulative += h.buckets[i];
+    char le[32];
+    if (i < SecondsHistogram::kBounds.size()) {
+      std::snprintf(le, sizeof le, "%g", SecondsHistogram::kBounds[i]);
+    } else {
+      std::snprintf(le, sizeof le, "+Inf");
+    }
+    Labels with_le = labels;
+    with_le.emplace_back("le", le);
+    Sample(base + "_bucket", static_cast<double>(cumulative), with_le);
+  }
+  Sample(base + "_sum", h.sum, labels);
+  Sample(base + "_count", static_cast<double>(cumulative), labels);
+}
+
 }  // namespace mc::masterd

@@ -25,7 +25,9 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
+import subprocess
 import time
 
 from dataport import DataPort, INVALID_READ, READ, grant_of
@@ -170,6 +172,19 @@ try:
     check(moved and txns[etcd_leader] >= 20 and txns[0] < txns[etcd_leader] / 2,
           f"the log's txns go to etcd's raft leader (member {etcd_leader}, moved there: "
           f"{moved}), not to the first member listed: txns answered by each member {txns}")
+    metrics = group.admin(first, "/metrics")[1].decode()
+    hist = re.search(r"^master_ha_durable_latency_seconds_count (\d+)$", metrics, re.M)
+    entries = re.search(r"^master_ha_log_entries_total (\d+)$", metrics, re.M)
+    check(hist and entries and int(hist.group(1)) == int(entries.group(1)) > 0 and
+          f'master_ha_commit_latency_seconds_bucket{{le="+Inf"}} {entries.group(1)}\n' in metrics,
+          "the leader's /metrics has a histogram of commit and of durable latency, an "
+          f"observation per log entry ({hist and hist.group(1)} of {entries and entries.group(1)})")
+    promtool = shutil.which("promtool")
+    if promtool:
+        r = subprocess.run([promtool, "check", "metrics"], input=metrics.encode(),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+        check(r.returncode == 0, f"promtool check metrics finds the HA leader's /metrics clean "
+              f"{r.stdout.decode()[:400]}")
     for k in ["k3", "k4"]:
         if run(["rm", k], env=group.env).returncode == 0:
             acked.pop(k, None)
