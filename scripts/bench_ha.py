@@ -27,7 +27,7 @@ Prints its setup, then
      txn time (its /metrics; per entry, the median and 99th percentile of
      the etcd txn and of the wait from its first change queued to its
      release, as the bounds of its histograms' buckets), etcd's WAL fsync and backend commit times (the
-     members' /metrics), entries/s and how many entries were cut at each
+     members' /metrics: the mean, and the slowest as a bucket bound), entries/s and how many entries were cut at each
      pipeline depth, and the CPU etcd, the leader, the standby, the store and
      the bench client spent (per second, per log entry, per put; the single
      master's per put too);
@@ -211,6 +211,11 @@ ETCD_METRICS = ["etcd_disk_wal_fsync_duration_seconds_sum",
                 "etcd_disk_backend_commit_duration_seconds_sum",
                 "etcd_disk_backend_commit_duration_seconds_count",
                 "etcd_server_proposals_committed_total"]
+# etcd's own disk histograms (exponential buckets from 1 ms).
+ETCD_BOUNDS = ["0.001", "0.002", "0.004", "0.008", "0.016", "0.032", "0.064", "0.128", "0.256",
+               "0.512", "1.024", "2.048", "4.096", "8.192", "+Inf"]
+ETCD_HISTS = ["etcd_disk_wal_fsync_duration_seconds", "etcd_disk_backend_commit_duration_seconds"]
+ETCD_METRICS += [f'{h}_bucket{{le="{b}"}}' for h in ETCD_HISTS for b in ETCD_BOUNDS]
 HA_METRICS = ["master_ha_log_entries_total", "master_ha_log_records_total",
               "master_ha_commit_seconds_total", "master_ha_queue_wait_seconds_total",
               "master_ha_encode_seconds_total", "master_ha_entries_in_flight_max"]
@@ -260,15 +265,15 @@ def children_cpu():
     return r.ru_utime + r.ru_stime
 
 
-def bucket_quantile(d, hist, q):
-    """The upper bound of the bucket holding quantile q of histogram `hist`
-    in the deltas `d` ("-" when empty)."""
+def bucket_quantile(d, hist, q, bounds=LATENCY_BOUNDS):
+    """The upper bound of the bucket holding quantile q (1: the largest
+    observation) of histogram `hist` in the deltas `d` ("-" when empty)."""
     total = d[f'{hist}_bucket{{le="+Inf"}}']
     if total <= 0:
         return "-"
-    for b in LATENCY_BOUNDS:
+    for b in bounds:
         if d[f'{hist}_bucket{{le="{b}"}}'] >= q * total:
-            return "above 5 s" if b == "+Inf" else f"<= {float(b) * 1000:g} ms"
+            return f"above {float(bounds[-2]):g} s" if b == "+Inf" else f"<= {float(b) * 1000:g} ms"
     return "-"
 
 
@@ -306,7 +311,10 @@ def where_the_time_goes(ha0, ha1, etcd0, etcd1, cpu, puts):
               f"of {n['etcd_disk_wal_fsync_duration_seconds_sum'] * 1000 / fs:.2f} ms, "
               f"{n['etcd_disk_backend_commit_duration_seconds_count']:.0f} backend commits of "
               f"{n['etcd_disk_backend_commit_duration_seconds_sum'] * 1000 / bc:.2f} ms, "
-              f"{n['etcd_server_proposals_committed_total']:.0f} proposals committed")
+              f"{n['etcd_server_proposals_committed_total']:.0f} proposals committed; WAL fsync "
+              f"p99 {bucket_quantile(n, ETCD_HISTS[0], 0.99, ETCD_BOUNDS)}, slowest "
+              f"{bucket_quantile(n, ETCD_HISTS[0], 1, ETCD_BOUNDS)}; slowest backend commit "
+              f"{bucket_quantile(n, ETCD_HISTS[1], 1, ETCD_BOUNDS)}")
 
 
 def use_bin(path):
