@@ -1,8 +1,10 @@
 """The monitoring files (packaging/monitoring/): promtool finds the alert
 rules and the Prometheus config clean and the rules' unit tests pass, the
 Grafana dashboard is well-formed, and every metric a rule or a panel uses
-is one a live master exports on /metrics. Needs promtool (package
-prometheus; scripts/setup.sh installs it)."""
+is one a live master exports on /metrics (a single master with a journal,
+and an HA master on an etcd of one member started here, for master_ha_*).
+Needs promtool (package prometheus) and etcd (etcd-server); scripts/setup.sh
+installs both."""
 import json
 import os
 import re
@@ -117,6 +119,30 @@ if check(wait_http(f"http://127.0.0.1:{metrics_port}/health", 20), "the master s
           f"{r.stdout.decode()[:400]}")
 check(stop(master) == 0, "the master stops cleanly")
 check(len(exported) >= 20, f"the master exports {len(exported)} metrics")
+
+# ---- and an HA master's (on an etcd of one member started here): the
+# master_ha_* metrics exist only with --ha-etcd ----
+from ha_cluster import ETCD, Etcd, HaGroup  # noqa: E402
+if check(os.path.exists(ETCD), f"etcd is installed ({ETCD}; scripts/setup.sh installs etcd-server)"):
+    etcd = Etcd(members=1, logdir=work)
+    group = HaGroup(etcd, masters=1, cluster="monitoring", logdir=work)
+    try:
+        if check(group.leader(20) == 0, "the HA master leads"):
+            status, body = group.admin(0, "/metrics")
+            text = body.decode()
+            ha = set(re.findall(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{[^}]*\})? ", text, re.M))
+            check(any(n.startswith("master_ha_") for n in ha),
+                  f"the HA master exports master_ha_* metrics ({len(ha)} in all)")
+            exported |= ha
+            r = subprocess.run([promtool, "check", "metrics"], input=body,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+            check(r.returncode == 0, f"promtool check metrics finds the HA master's /metrics clean "
+                  f"{r.stdout.decode()[:400]}")
+    finally:
+        for p in group.procs:
+            if p is not None:
+                check(stop(p) == 0, "the HA master stops cleanly")
+        etcd.stop()
 
 used = {}
 for where, expr in [(f"rule {n}", e) for n, e in rule_exprs] + \
