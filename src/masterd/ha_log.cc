@@ -297,7 +297,6 @@ void HaLog::ShipperLoop(ha::FencedLog* log) {
 void HaLog::Committed(uint64_t index, double seconds) {
   window_[index - window_.front().index].committed = true;
   ++stats_.entries;
-  stats_.commit_seconds += seconds;
   stats_.last_commit_seconds = seconds;
   stats_.commit_latency.Add(seconds);
   bool released = false;

@@ -143,13 +143,13 @@ class HaLog final : public master::StateListener,
     // Entries cut with n entries in the window (itself included) at
     // cuts_by_in_flight[n - 1]; entries_in_flight of them.
     std::vector<uint64_t> cuts_by_in_flight;
-    double commit_seconds = 0;  // etcd txn time, summed over entries
     double last_commit_seconds = 0;
     double queue_wait_seconds = 0;  // an entry's first record queued to the entry sent
     double encode_seconds = 0;
     // Per entry: its etcd txn (the shipper's call, retries included), and
     // from its first record queued until it and every entry before it were
     // in etcd (the longest any change in it held its reply back).
+    // commit_latency.sum is the etcd txn time summed over entries.
     SecondsHistogram commit_latency;
     SecondsHistogram durable_latency;
     std::string failure;

@@ -97,7 +97,7 @@ class HaNode final : public HaStatusSource {
     p.Counter("master_ha_log_records_total", "State changes this leader made durable in etcd",
               static_cast<double>(s.durable));
     p.Counter("master_ha_commit_seconds_total", "Seconds spent in etcd log commits",
-              s.commit_seconds);
+              s.commit_latency.sum);
     p.Gauge("master_ha_last_commit_seconds", "Duration of the last etcd log commit",
             s.last_commit_seconds);
     p.Histogram("master_ha_commit_latency_seconds",
@@ -144,7 +144,7 @@ class HaNode final : public HaStatusSource {
     if (term_ == 0) return " | HA: standby at entry " + std::to_string(applied_);
     char mean[32];
     std::snprintf(mean, sizeof mean, "%.2f",
-                  s.entries ? s.commit_seconds * 1000 / static_cast<double>(s.entries) : 0.0);
+                  s.entries ? s.commit_latency.sum * 1000 / static_cast<double>(s.entries) : 0.0);
     return " | HA: leader term " + std::to_string(term_) + " entry " +
            std::to_string(s.entry_index) + " commit " + mean + " ms";
   }
