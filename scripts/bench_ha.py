@@ -26,7 +26,8 @@ Prints its setup, then
      count, where the HA commit time goes: the leader's queue wait and etcd
      txn time (its /metrics; per entry, the median and 99th percentile of
      the etcd txn and of the wait from its first change queued to its
-     release, as the bounds of its histograms' buckets), etcd's WAL fsync and backend commit times (the
+     release, as the bounds of its histograms' buckets; the entry's bytes
+     as encoded and as etcd got them, deflated by default), etcd's WAL fsync and backend commit times (the
      members' /metrics: the mean, and the slowest as a bucket bound), entries/s and how many entries were cut at each
      pipeline depth, and the CPU etcd, the leader, the standby, the store and
      the bench client spent (per second, per log entry, per put; the single
@@ -218,7 +219,9 @@ ETCD_HISTS = ["etcd_disk_wal_fsync_duration_seconds", "etcd_disk_backend_commit_
 ETCD_METRICS += [f'{h}_bucket{{le="{b}"}}' for h in ETCD_HISTS for b in ETCD_BOUNDS]
 HA_METRICS = ["master_ha_log_entries_total", "master_ha_log_records_total",
               "master_ha_commit_seconds_total", "master_ha_queue_wait_seconds_total",
-              "master_ha_encode_seconds_total", "master_ha_entries_in_flight_max"]
+              "master_ha_encode_seconds_total", "master_ha_entries_in_flight_max",
+              "master_ha_compress_seconds_total", "master_ha_log_plain_bytes_total",
+              "master_ha_log_bytes_total"]
 # The leader's latency histograms (masterd::SecondsHistogram's bounds).
 LATENCY_BOUNDS = ["0.001", "0.002", "0.005", "0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1",
                   "2", "5", "+Inf"]
@@ -295,6 +298,9 @@ def where_the_time_goes(ha0, ha1, etcd0, etcd1, cpu, puts):
           f"etcd txn {d['master_ha_commit_seconds_total'] * 1000 / entries:.2f} ms/entry, "
           f"queue wait {d['master_ha_queue_wait_seconds_total'] * 1000 / entries:.2f} ms/entry, "
           f"encode {d['master_ha_encode_seconds_total'] * 1e6 / entries:.0f} us/entry, "
+          f"{d['master_ha_log_plain_bytes_total'] / entries:.0f} bytes/entry as encoded, "
+          f"{d['master_ha_log_bytes_total'] / entries:.0f} to etcd "
+          f"(deflating {d['master_ha_compress_seconds_total'] * 1e6 / entries:.0f} us/entry), "
           f"most entries in flight {ha1['master_ha_entries_in_flight_max']:.0f}; "
           f"CPU per entry: etcd (all members) {cpu[0] * 1000 / entries:.2f} ms, "
           f"leader {cpu[1] * 1000 / entries:.2f} ms; CPU per put: etcd "

@@ -79,6 +79,7 @@ struct HaConfig {
   std::string advertise_address;          // host:port clients reach the RPC port at; empty: derived
   uint32_t snapshot_every = 10000;        // log entries between snapshots
   uint32_t entries_in_flight = 4;         // log entries in etcd's hands at once
+  bool compress_log = true;               // entries deflated (masters before it cannot follow)
 };
 
 struct StoreConfig {

@@ -72,8 +72,21 @@ std::string EncodeHaEntry(const std::vector<HaRecord>& records);
 // fits in `max_bytes`; `*taken`: how many records it holds.
 std::string EncodeHaEntryUpTo(const std::vector<HaRecord>& records, size_t max_bytes,
                               size_t* taken);
-// PROTOCOL_ERROR naming the field for bytes that are not an entry.
+// PROTOCOL_ERROR naming the field for bytes that are not an entry. A
+// compressed entry (CompressHaEntry) is inflated first.
 Result<std::vector<HaRecord>> DecodeHaEntry(std::string_view bytes);
+
+// A compressed entry starts with this where a plain one has its record
+// count: a count over any entry's limit, so a master from before
+// compression refuses it (PROTOCOL_ERROR on entry.records) rather than
+// misreading it. Then the plain entry's size (u32, at most
+// ha::kMaxLogEntryBytes) and the plain entry deflated (zlib format).
+constexpr uint32_t kCompressedHaEntryMark = 0xFFFFFFFEu;
+// `entry` (an encoded entry) deflated behind the mark, or empty when that
+// would not be smaller (tiny entries, incompressible keys): ship `entry`.
+std::string CompressHaEntry(std::string_view entry);
+// Whether `bytes` carry the mark.
+bool IsCompressedHaEntry(std::string_view bytes);
 
 // The image keeps an object as the body of its packed commit record (what
 // follows the key), every segment named in full: one string instead of a

@@ -85,6 +85,10 @@ struct HaLogOptions {
   // kHaPipelineBarFactor times the records they hold (off:
   // pipeline_min_records alone; tests that want an entry per record).
   bool bar_in_flight = true;
+  // Each entry deflated by its shipper before it goes to etcd
+  // (CompressHaEntry; [ha] compress_log). Off: plain entries, which a
+  // master from before compression can follow.
+  bool compress = true;
 };
 
 class HaLog final : public master::StateListener,
@@ -146,6 +150,9 @@ class HaLog final : public master::StateListener,
     double last_commit_seconds = 0;
     double queue_wait_seconds = 0;  // an entry's first record queued to the entry sent
     double encode_seconds = 0;
+    double compress_seconds = 0;  // the shippers' CompressHaEntry calls
+    uint64_t plain_bytes = 0;     // entries' encoded bytes
+    uint64_t shipped_bytes = 0;   // what went to etcd for them (compressed or not)
     // Per entry: its etcd txn (the shipper's call, retries included), and
     // from its first record queued until it and every entry before it were
     // in etcd (the longest any change in it held its reply back).

@@ -8,6 +8,8 @@
 #include <random>
 #include <thread>
 
+#include <zlib.h>
+
 #include "common/byte_io.h"
 #include "common/test_seed.h"
 #include "eviction/policy.h"
@@ -45,7 +47,8 @@ struct Group {
   std::unique_ptr<MasterState> state = NewState(&log);
 
   explicit Group(uint64_t snapshot_every = 1000000)
-      : log(etcd, Keys(), clock, {.snapshot_every_entries = snapshot_every}) {
+      : Group(masterd::HaLogOptions{.snapshot_every_entries = snapshot_every}) {}
+  explicit Group(masterd::HaLogOptions options) : log(etcd, Keys(), clock, options) {
     log.Begin(term, masterd::HaImage());
   }
   // A standby's image, followed from the log (and snapshot) to its end.
@@ -404,6 +407,128 @@ TEST_CASE("with etcd down the leader holds its replies, and releases them once e
   CHECK(s.durable_latency.buckets[0] >= 1);
   CHECK(s.durable_latency.sum >= 0.3);
   CHECK(s.durable_latency.sum < 0.3 * static_cast<double>(s.entries) + 1e-9);
+}
+
+namespace {
+
+// 300 commits as an engine's batch puts them: keys sharing a long prefix,
+// buffers one after another on two segments.
+std::vector<masterd::HaRecord> EngineBatch() {
+  std::vector<masterd::HaRecord> records;
+  for (int i = 0; i < 300; ++i) {
+    masterd::HaRecord rec{.kind = masterd::HaRecord::Kind::kCommit};
+    rec.object = {.key = "Qwen3-8B@tp1@rank0@chunk-" + std::to_string(7000000 + 17 * i),
+                  .size_bytes = 4096,
+                  .complete = true,
+                  .replicas = {{{i % 3 ? "127.0.0.1:40123" : "127.0.0.1:40124",
+                                 4096ull * (1000 + i), 4096}}}};
+    records.push_back(std::move(rec));
+  }
+  return records;
+}
+
+// `plain`'s bytes under the compressed entry's header, deflated by zlib
+// here (not CompressHaEntry), its stated size `stated`.
+std::string Marked(std::string_view plain, uint32_t stated) {
+  std::string out;
+  ByteWriter w(&out);
+  w.U32(masterd::kCompressedHaEntryMark);
+  w.U32(stated);
+  uLongf len = compressBound(plain.size());
+  std::string body(len, '\0');
+  REQUIRE(compress2(reinterpret_cast<Bytef*>(body.data()), &len,
+                    reinterpret_cast<const Bytef*>(plain.data()), plain.size(), 6) == Z_OK);
+  body.resize(len);
+  return out + body;
+}
+
+bool Refused(std::string_view bytes, std::string_view says) {
+  auto r = masterd::DecodeHaEntry(bytes);
+  return !r.ok() && r.status().code() == ErrorCode::PROTOCOL_ERROR &&
+         r.status().message().find(says) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("a compressed entry reads back as the plain one; a damaged or oversized one is refused") {
+  const std::vector<masterd::HaRecord> records = EngineBatch();
+  const std::string plain = masterd::EncodeHaEntry(records);
+  const std::string packed = masterd::CompressHaEntry(plain);
+  REQUIRE_FALSE(packed.empty());
+  CHECK(masterd::IsCompressedHaEntry(packed));
+  CHECK_FALSE(masterd::IsCompressedHaEntry(plain));
+  MESSAGE("300 commits: " << plain.size() << " bytes plain, " << packed.size() << " deflated");
+  CHECK(packed.size() * 2 < plain.size());
+  auto back = masterd::DecodeHaEntry(packed);
+  REQUIRE(back.ok());
+  CHECK(masterd::EncodeHaEntry(*back) == plain);
+
+  // Not worth it: a one-record entry is shipped plain.
+  CHECK(masterd::CompressHaEntry(masterd::EncodeHaEntry({records[0]})).empty());
+
+  // Cut anywhere, one bit flipped in the body, or a stated size that is
+  // not the inflated one: refused, never misread.
+  for (size_t cut = 0; cut < packed.size(); cut += 7) {
+    CHECK_FALSE(masterd::DecodeHaEntry(packed.substr(0, cut)).ok());
+  }
+  for (size_t at = 8; at < packed.size(); at += packed.size() / 16) {
+    std::string flipped = packed;
+    flipped[at] = static_cast<char>(flipped[at] ^ 0x10);
+    CHECK_FALSE(masterd::DecodeHaEntry(flipped).ok());
+  }
+  CHECK(Refused(Marked(plain, plain.size() + 1), "inflates to"));
+  CHECK(Refused(Marked(plain, plain.size() - 1), "truncated or inflates past"));
+  CHECK(Refused(Marked(plain, plain.size()).substr(0, 6), "header is cut short"));
+  CHECK(Refused(packed.substr(0, 8) + "not zlib at all", "not a zlib stream"));
+  // A size claim over an entry's limit allocates nothing: 1 GiB of zeros
+  // would deflate to about 1 MiB.
+  CHECK(Refused(Marked(std::string(1000, '\0'), ha::kMaxLogEntryBytes + 1), "over the limit"));
+  CHECK(Refused(Marked(packed, packed.size()), "compressed twice"));
+  // A reader that knows no compression (before this build) reads the mark
+  // as a record count over any entry's limit.
+  ByteReader old(packed);
+  CHECK(old.U32("entry.records") > (1u << 24));
+}
+
+TEST_CASE("the leader ships deflated entries (or plain, switched off) and a standby follows both") {
+  for (const bool compress : {true, false}) {
+    CAPTURE(compress);
+    // One entry in flight and etcd down while the puts queue: they go in
+    // one large entry once it is back.
+    Group g(masterd::HaLogOptions{.entries_in_flight = 1, .compress = compress});
+    Mount(*g.state, 0);
+    REQUIRE(g.log.WaitDurableFor(kWaitUs));
+    g.etcd.SetDown(true);
+    for (int i = 0; i < 200; ++i) {
+      const std::string key = "Qwen3-8B@tp1@rank0@chunk-" + std::to_string(5000 + i);
+      REQUIRE(g.state->PutStart({Client(1), key, 4096, {1, false}}, kNow).ok());
+      REQUIRE(g.state->PutEnd({Client(1), key}, kNow).ok());
+    }
+    g.etcd.SetDown(false);
+    REQUIRE(g.log.WaitDurableFor(kWaitUs));
+    const masterd::HaLog::Stats s = g.log.stats();
+    ha::FencedLog reader(g.etcd, Keys());
+    auto entries = reader.ReadAfter(0);
+    REQUIRE(entries.ok());
+    size_t compressed = 0, largest = 0;
+    uint64_t bytes = 0;
+    for (const auto& e : *entries) {
+      compressed += masterd::IsCompressedHaEntry(e.data);
+      largest = std::max(largest, e.data.size());
+      bytes += e.data.size();
+    }
+    CHECK(bytes == s.shipped_bytes);
+    if (compress) {
+      CHECK(compressed >= 1);
+      CHECK(s.shipped_bytes * 2 < s.plain_bytes);
+    } else {
+      CHECK(compressed == 0);
+      CHECK(s.shipped_bytes == s.plain_bytes);
+      CHECK(largest > 4000);  // the queued puts did go in one entry
+    }
+    CHECK(g.StandbyFingerprint() == Fingerprint(*g.state));
+    CHECK(g.Follow().objects() == 200);
+  }
 }
 
 TEST_CASE("a histogram is exported cumulative, with its sum and count, as Prometheus reads it") {

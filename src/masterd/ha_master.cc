@@ -112,6 +112,14 @@ class HaNode final : public HaStatusSource {
               s.queue_wait_seconds);
     p.Counter("master_ha_encode_seconds_total", "Seconds spent encoding log entries",
               s.encode_seconds);
+    p.Counter("master_ha_compress_seconds_total",
+              "Seconds the shippers spent deflating log entries ([ha] compress_log)",
+              s.compress_seconds);
+    p.Counter("master_ha_log_plain_bytes_total", "Bytes of the log entries written, as encoded",
+              static_cast<double>(s.plain_bytes));
+    p.Counter("master_ha_log_bytes_total",
+              "Bytes of the log entries written as etcd got them (deflated when that was smaller)",
+              static_cast<double>(s.shipped_bytes));
     p.Gauge("master_ha_entries_in_flight_max", "Most HA log entries in etcd's hands at once",
             static_cast<double>(s.in_flight_max));
     for (size_t n = 0; n < s.cuts_by_in_flight.size(); ++n) {
@@ -366,7 +374,8 @@ int RunHaMaster(const Config& config) {
   }
   HaLog halog(*ctx->writer_kv, ctx->keys, SystemClock::Instance(),
               {.snapshot_every_entries = config.ha.snapshot_every,
-               .entries_in_flight = config.ha.entries_in_flight},
+               .entries_in_flight = config.ha.entries_in_flight,
+               .compress = config.ha.compress_log},
               ctx->Shippers());
   MasterService service(config.master, SystemClock::Instance(), &halog);
   auto retirer = MakeRetirer(config);  // removals retired on the stores (retirer.h)

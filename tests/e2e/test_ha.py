@@ -179,6 +179,11 @@ try:
           f'master_ha_commit_latency_seconds_bucket{{le="+Inf"}} {entries.group(1)}\n' in metrics,
           "the leader's /metrics has a histogram of commit and of durable latency, an "
           f"observation per log entry ({hist and hist.group(1)} of {entries and entries.group(1)})")
+    plain = re.search(r"^master_ha_log_plain_bytes_total (\d+)$", metrics, re.M)
+    shipped = re.search(r"^master_ha_log_bytes_total (\d+)$", metrics, re.M)
+    check(plain and shipped and 0 < int(shipped.group(1)) <= int(plain.group(1)),
+          "the leader counts the log's bytes as encoded and as etcd got them (deflated where "
+          f"smaller): {shipped and shipped.group(1)} of {plain and plain.group(1)}")
     promtool = shutil.which("promtool")
     if promtool:
         r = subprocess.run([promtool, "check", "metrics"], input=metrics.encode(),

@@ -1,8 +1,8 @@
 // libFuzzer target for what an HA master reads from etcd: the v3 gateway's
 // JSON replies and base64 (ha/gateway_json.cc) and the entries of the HA log
-// (masterd/ha_records.cc). Any input must be parsed or refused with
-// PROTOCOL_ERROR / INVALID_PARAMS; what decodes must encode and decode back
-// to the same. Run: tests/fuzz/run_fuzz.sh ha_log_fuzz.
+// (masterd/ha_records.cc), plain or compressed. Any input must be parsed or
+// refused with PROTOCOL_ERROR / INVALID_PARAMS; what decodes must encode
+// (and compress) and decode back to the same. Run: tests/fuzz/run_fuzz.sh ha_log_fuzz.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -41,5 +41,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string encoded = masterd::EncodeHaEntry(*entry);
   auto back = masterd::DecodeHaEntry(encoded);
   if (!back.ok() || masterd::EncodeHaEntry(*back) != encoded) std::abort();
+  // What a leader ships: deflated (when smaller), it reads back the same.
+  const std::string packed = masterd::CompressHaEntry(encoded);
+  if (!packed.empty()) {
+    auto inflated = masterd::DecodeHaEntry(packed);
+    if (packed.size() >= encoded.size() || !inflated.ok() ||
+        masterd::EncodeHaEntry(*inflated) != encoded) {
+      std::abort();
+    }
+  }
   return 0;
 }

@@ -60,6 +60,7 @@ srcs[descriptor_fuzz]="src/store/segment_descriptor.cc src/common/json_escape.cc
 srcs[config_toml_fuzz]="$config"
 srcs[ha_log_fuzz]="src/ha/gateway_json.cc src/common/json.cc src/common/json_escape.cc src/masterd/ha_records.cc src/common/byte_io.cc
                    src/proto/frame.cc src/proto/codec.cc src/msg/messages.cc"
+libs[ha_log_fuzz]="-lz"
 srcs[tier_header_fuzz]="src/tier/object_file.cc src/tier/crc32c.cc"
 srcs[config_json_fuzz]="$config"
 srcs[trace_fuzz]="src/eviction/trace.cc src/eviction/trace_replay.cc src/eviction/lru.cc
