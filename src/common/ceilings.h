@@ -31,5 +31,6 @@ inline constexpr uint32_t kMaxTcpStreams = 64;            // connections one tra
 
 // ---- master HA (src/masterd/ha_log) ----
 inline constexpr uint32_t kMaxHaEntriesInFlight = 64;     // HA log entries etcd holds at once
+inline constexpr uint64_t kMaxHaLingerUs = 100000;        // [ha] linger: what a put may wait more
 
 }  // namespace mc

@@ -78,7 +78,8 @@ struct HaConfig {
   uint64_t lease_ttl_us = 5000000;        // plain numbers: s; whole seconds
   std::string advertise_address;          // host:port clients reach the RPC port at; empty: derived
   uint32_t snapshot_every = 10000;        // log entries between snapshots
-  uint32_t entries_in_flight = 4;         // log entries in etcd's hands at once
+  uint32_t entries_in_flight = 1;         // log entries in etcd's hands at once
+  uint64_t linger_us = 3000;              // under load, an entry's oldest change waits this
   bool compress_log = true;               // entries deflated (masters before it cannot follow)
 };
 

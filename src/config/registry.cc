@@ -174,6 +174,10 @@ const Setting kSettings[] = {
      .help = "Log entries the leader has in etcd's hands at once, each on its own connection"
              " (replies still leave in log order)",
      .flag = "--ha-entries-in-flight", .zero_ok = false, .max = kMaxHaEntriesInFlight},
+    {.section = kHa, .key = "linger", .type = Type::kDuration, .field = MC_FIELD(ha.linger_us),
+     .help = "Under load (the last log entry held 32 records or more), how long the oldest"
+             " waiting change waits before its entry is cut: fewer, larger etcd txns; 0: never",
+     .flag = "--ha-linger", .plain_unit = DU::kMilliseconds, .max = kMaxHaLingerUs},
     {.section = kHa, .key = "compress_log", .type = Type::kBool,
      .field = MC_FIELD(ha.compress_log),
      .help = "Deflate each log entry before it goes to etcd (less etcd CPU and disk per put);"

@@ -9,9 +9,13 @@
 // An entry is cut at once when none is in flight; while some are, only
 // once as many records wait as are in flight (and at least
 // pipeline_min_records), and never while every shipper is busy: meanwhile
-// the queue grows into a bigger next entry. No timer: the
-// load sizes the batches, and a txn (which costs CPU on every etcd member)
-// carries either a waiting client's change at once or many changes.
+// the queue grows into a bigger next entry. The load sizes the batches,
+// and a txn (which costs CPU on every etcd member) carries either a
+// waiting client's change at once or many changes. One timer: under load
+// (the last entry held at least kHaLingerMinRecords) an entry is cut only
+// once its oldest change waited `linger_us` (or kHaLingerMaxRecords wait),
+// so a busy leader sends etcd fewer, larger entries; a light load never
+// waits for it.
 //
 // Entries may land out of order; replies are released in log order only:
 // Released() covers the records of entry n once n and every entry before it
@@ -68,14 +72,23 @@ constexpr size_t kMaxRecordsPerHaEntry = 1u << 16;
 // How long the writer waits before it retries an entry etcd did not answer.
 constexpr uint64_t kHaRetryBackoffUs = 20000;
 
-// Entries in etcd's hands at once by default ([ha] entries_in_flight).
-constexpr uint32_t kDefaultHaEntriesInFlight = 4;
+// Entries in etcd's hands at once by default ([ha] entries_in_flight):
+// one, with [ha] linger (see LingerUntilUs for the figures). More keep
+// etcd's pipeline full when its round trips, not its CPU, bound the log.
+constexpr uint32_t kDefaultHaEntriesInFlight = 1;
+// [ha] linger's default.
+constexpr uint64_t kDefaultHaLingerUs = 3000;
 
 // While entries are in flight, the next is cut only once at least this
 // many records wait, and kHaPipelineBarFactor times as many as are in
 // flight (see CanCut).
 constexpr uint32_t kDefaultHaPipelineMinRecords = 8;
 constexpr uint64_t kHaPipelineBarFactor = 3;
+
+// Linger ([ha] linger): the last entry's records from which the leader
+// counts as loaded, and the queue that is cut at once whatever it waited.
+constexpr uint64_t kHaLingerMinRecords = 32;
+constexpr size_t kHaLingerMaxRecords = 8192;
 
 struct HaLogOptions {
   uint64_t snapshot_every_entries = 10000;
@@ -89,6 +102,10 @@ struct HaLogOptions {
   // (CompressHaEntry; [ha] compress_log). Off: plain entries, which a
   // master from before compression can follow.
   bool compress = true;
+  // Under load, how long the oldest queued change waits before its entry
+  // is cut (see above); 0: cut as soon as a shipper is free. Off here
+  // ([ha] linger sets it): tests on a manual clock would wait forever.
+  uint64_t linger_us = 0;
 };
 
 class HaLog final : public master::StateListener,
@@ -185,7 +202,10 @@ class HaLog final : public master::StateListener,
   // Marks entry `index` committed and releases the gap-free prefix (mu_ held).
   void Committed(uint64_t index, double seconds);
   bool Stopped() const;  // stopping_ or failed_ (mu_ held)
-  bool CanCut() const;   // mu_ held
+  bool CanCut() const;  // mu_ held
+  // Until when (our clock) a loaded leader lingers before it cuts the
+  // queue; 0: it does not (mu_ held).
+  uint64_t LingerUntilUs() const;
   void Wake();
   // Counts `new_entries` applied to the image and, when a snapshot is due
   // and none is being written, writes the image out and hands it to the
@@ -207,6 +227,7 @@ class HaLog final : public master::StateListener,
   std::condition_variable backoff_cv_;  // a shipper waiting to send an entry again
   std::condition_variable done_cv_;
   std::vector<HaRecord> pending_;   // under mu_
+  uint64_t last_cut_records_ = 0;   // under mu_: records in the last entry cut
   uint64_t pending_since_us_ = 0;   // under mu_: when pending_ last became non-empty
   uint64_t appended_ = 0;           // under mu_
   uint64_t cut_ = 0;                // under mu_: records cut into entries

@@ -375,7 +375,8 @@ int RunHaMaster(const Config& config) {
   HaLog halog(*ctx->writer_kv, ctx->keys, SystemClock::Instance(),
               {.snapshot_every_entries = config.ha.snapshot_every,
                .entries_in_flight = config.ha.entries_in_flight,
-               .compress = config.ha.compress_log},
+               .compress = config.ha.compress_log,
+               .linger_us = config.ha.linger_us},
               ctx->Shippers());
   MasterService service(config.master, SystemClock::Instance(), &halog);
   auto retirer = MakeRetirer(config);  // removals retired on the stores (retirer.h)
