@@ -76,8 +76,6 @@ constexpr uint64_t kHaRetryBackoffUs = 20000;
 // one, with [ha] linger (see LingerUntilUs for the figures). More keep
 // etcd's pipeline full when its round trips, not its CPU, bound the log.
 constexpr uint32_t kDefaultHaEntriesInFlight = 1;
-// [ha] linger's default.
-constexpr uint64_t kDefaultHaLingerUs = 3000;
 
 // While entries are in flight, the next is cut only once at least this
 // many records wait, and kHaPipelineBarFactor times as many as are in
